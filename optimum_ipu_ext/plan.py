@@ -1,0 +1,212 @@
+"""The options plan: the ordered `poptorch.Options` calls a configuration implies, as plain data.
+
+A plan can be printed as the equivalent Python, serialised to JSON, compared and tested on any
+machine. `OptionsPlan.apply()` is the only code in the package that touches the Poplar SDK.
+"""
+
+import importlib
+import json
+import keyword
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Dict, Tuple
+
+from .errors import PoplarSDKNotFoundError
+
+
+IPU_MK2_HARDWARE_VERSIONS = (2, 21)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A name from the SDK, looked up when the plan is applied: `poptorch.OutputMode.All`."""
+
+    path: str
+    as_int: bool = False
+
+    def render(self) -> str:
+        *owner, member = self.path.split(".")
+        expression = (
+            f'getattr({".".join(owner)}, "{member}")' if keyword.iskeyword(member) else self.path
+        )
+        return f"int({expression})" if self.as_int else expression
+
+    def resolve(self, sdk: Dict[str, Any]) -> Any:
+        root, *members = self.path.split(".")
+        value = sdk[root]
+        for member in members:
+            value = getattr(value, member)
+        return int(value) if self.as_int else value
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"sdk": self.path, "int": True} if self.as_int else {"sdk": self.path}
+
+
+@dataclass(frozen=True)
+class Construct:
+    """An SDK object made for an argument, then configured by chained calls.
+
+    `Construct("poptorch.TensorLocationSettings", chain=(("useOnChipStorage", (True,)),))` stands for
+    `poptorch.TensorLocationSettings().useOnChipStorage(True)`.
+    """
+
+    path: str
+    args: Tuple[Any, ...] = ()
+    kwargs: Tuple[Tuple[str, Any], ...] = ()
+    chain: Tuple[Tuple[str, Tuple[Any, ...]], ...] = ()
+
+    def render(self) -> str:
+        arguments = [render(a) for a in self.args] + [f"{k}={render(v)}" for k, v in self.kwargs]
+        text = f"{self.path}({', '.join(arguments)})"
+        for method, args in self.chain:
+            text += f".{method}({', '.join(render(a) for a in args)})"
+        return text
+
+    def resolve(self, sdk: Dict[str, Any]) -> Any:
+        made = Ref(self.path).resolve(sdk)(
+            *(resolve(a, sdk) for a in self.args), **{k: resolve(v, sdk) for k, v in self.kwargs}
+        )
+        for method, args in self.chain:
+            made = getattr(made, method)(*(resolve(a, sdk) for a in args))
+        return made
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "new": self.path,
+            "args": [to_json(a) for a in self.args],
+            "kwargs": {k: to_json(v) for k, v in self.kwargs},
+            "chain": [[method, [to_json(a) for a in args]] for method, args in self.chain],
+        }
+
+
+@dataclass(frozen=True)
+class TempFile:
+    """The name of a fresh temporary file, drawn when the plan is applied."""
+
+    def render(self) -> str:
+        return "tempfile.NamedTemporaryFile().name"
+
+    def resolve(self, sdk: Dict[str, Any]) -> str:
+        with tempfile.NamedTemporaryFile() as placeholder:
+            return placeholder.name
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"temp_file": True}
+
+
+@dataclass(frozen=True)
+class OptionCall:
+    """One call on the options object: `opts.<method>(*args)`, `method` dotted as `Training.gradientAccumulation`."""
+
+    method: str
+    args: Tuple[Any, ...] = ()
+
+    def render(self, variable: str = "opts") -> str:
+        return f"{variable}.{self.method}({', '.join(render(a) for a in self.args)})"
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"method": self.method, "args": [to_json(a) for a in self.args]}
+
+
+@dataclass(frozen=True)
+class OptionsPlan:
+    """How to build a `poptorch.Options`: the object to create, then the calls to make on it, in order."""
+
+    options: Construct
+    calls: Tuple[OptionCall, ...]
+    compile_only: bool = False
+
+    def __str__(self) -> str:
+        modules = sorted({name.split(".")[0] for name in _names(self)})
+        lines = [f"import {module}" for module in modules]
+        lines += ["", f"opts = {self.options.render()}"]
+        lines += [call.render() for call in self.calls]
+        return "\n".join(lines)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The plan as JSON-serializable data."""
+        return {
+            "options": self.options.to_json(),
+            "calls": [call.to_json() for call in self.calls],
+            "compile_only": self.compile_only,
+        }
+
+    def apply(self) -> Any:
+        """Builds the `poptorch.Options` this plan describes. Needs the Poplar SDK; on a real run, an IPU."""
+        sdk = _import_sdk(sorted({name.split(".")[0] for name in _names(self)}))
+        if not self.compile_only and sdk["poptorch"].ipuHardwareVersion() not in IPU_MK2_HARDWARE_VERSIONS:
+            raise RuntimeError("This requires an IPU Mk2 system to run.")
+        options = self.options.resolve(sdk)
+        for call in self.calls:
+            target = options
+            for attribute in call.method.split("."):
+                target = getattr(target, attribute)
+            target(*(resolve(a, sdk) for a in call.args))
+        return options
+
+
+def render(value: Any) -> str:
+    if isinstance(value, (Ref, Construct, TempFile)):
+        return value.render()
+    if isinstance(value, list):
+        return "[" + ", ".join(render(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{render(k)}: {render(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def resolve(value: Any, sdk: Dict[str, Any]) -> Any:
+    return _map_sdk_values(value, lambda sdk_value: sdk_value.resolve(sdk))
+
+
+def to_json(value: Any) -> Any:
+    return _map_sdk_values(value, lambda sdk_value: sdk_value.to_json())
+
+
+def _map_sdk_values(value: Any, function) -> Any:
+    """`value` with every `Ref`, `Construct` and `TempFile` in it replaced by `function` of it."""
+    if isinstance(value, (Ref, Construct, TempFile)):
+        return function(value)
+    if isinstance(value, list):
+        return [_map_sdk_values(v, function) for v in value]
+    if isinstance(value, dict):
+        return {k: _map_sdk_values(v, function) for k, v in value.items()}
+    return value
+
+
+def _names(plan: OptionsPlan):
+    """The dotted names a plan refers to (for its imports)."""
+
+    def walk(value):
+        if isinstance(value, Ref):
+            yield value.path
+        elif isinstance(value, Construct):
+            yield value.path
+            for inner in list(value.args) + [v for _, v in value.kwargs] + [a for _, args in value.chain for a in args]:
+                yield from walk(inner)
+        elif isinstance(value, TempFile):
+            yield "tempfile"
+        elif isinstance(value, (list, tuple)):
+            for inner in value:
+                yield from walk(inner)
+        elif isinstance(value, dict):
+            for inner in value.values():
+                yield from walk(inner)
+
+    yield from walk(plan.options)
+    for call in plan.calls:
+        yield from walk(call.args)
+
+
+def _import_sdk(modules) -> Dict[str, Any]:
+    sdk = {}
+    for module in modules:
+        try:
+            sdk[module] = importlib.import_module(module)
+        except ImportError as error:
+            if module in ("poptorch", "popart", "popdist"):
+                raise PoplarSDKNotFoundError(module) from error
+            raise
+    return sdk

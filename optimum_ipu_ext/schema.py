@@ -1,0 +1,207 @@
+"""Declarative settings: one `Setting` per configuration attribute, checked at assignment.
+
+A `Setting` is a row of a table: name, type, default, allowed values, one line of documentation and
+the PopTorch/PopART option it drives. Checking a value against its row is cheap (plain `isinstance`
+walks over the annotation), which is what keeps constructing a config fast.
+"""
+
+import copy
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, get_args, get_origin
+
+from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError
+
+
+NoneType = type(None)
+
+
+def _snake_to_camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration attribute.
+
+    Args:
+        name: the attribute name, as stored in `ipu_config.json`.
+        annotation: its type, from `typing` (`int`, `Optional[List[int]]`, ...).
+        default: the value used when the attribute is not given.
+        doc: one line saying what it does.
+        option: the PopTorch/PopART option it drives, as a user would write the call.
+        choices: the allowed values of a string setting (or of the items of a list of strings).
+        sdk_enum: for choice settings, the SDK enum whose member `CamelCase(choice)` the value stands for.
+        minimum, maximum: bounds of a number, or of every number in a list.
+        constraint: a further check, returning what is allowed when the value breaks it, else `None`.
+        popart_key: the PopART session option set to the (encoded) value, when not `None`.
+        encode: turns the stored value into the option value (default: the value itself).
+    """
+
+    name: str
+    annotation: Any
+    default: Any
+    doc: str
+    option: str = ""
+    choices: Tuple[str, ...] = ()
+    sdk_enum: Optional[str] = None
+    minimum: Optional[float] = None
+    maximum: Optional[float] = None
+    constraint: Optional[Callable[[Any], Optional[str]]] = None
+    popart_key: Optional[str] = None
+    encode: Optional[Callable[[Any], Any]] = None
+
+    def default_value(self) -> Any:
+        """A fresh copy of the default, safe to mutate."""
+        return copy.deepcopy(self.default)
+
+    def check(self, value: Any, field: Optional[str] = None) -> Any:
+        """Returns `value` if it is allowed, else raises an error naming `field` (default: the setting name)."""
+        field = field or self.name
+        if not conforms(value, self.annotation):
+            raise SettingTypeError(field, value, describe(self.annotation))
+        for number in _numbers(value):
+            self._check_number(field, value, number)
+        if self.choices:
+            for choice in value if isinstance(value, list) else [value]:
+                if choice is not None and choice not in self.choices:
+                    allowed = ", ".join(repr(c) for c in self.choices)
+                    raise InvalidSettingError(field, value, f"allowed values are {allowed}")
+        problem = self.constraint(value) if self.constraint and value is not None else None
+        if problem:
+            raise InvalidSettingError(field, value, problem)
+        return value
+
+    def _check_number(self, field: str, value: Any, number: float) -> None:
+        if not math.isfinite(number):
+            raise InvalidSettingError(field, value, "numbers must be finite")
+        if self.minimum is not None and number < self.minimum:
+            raise InvalidSettingError(field, value, f"numbers must be >= {self.minimum}")
+        if self.maximum is not None and number > self.maximum:
+            raise InvalidSettingError(field, value, f"numbers must be <= {self.maximum}")
+
+    def sdk_member(self, value: str) -> str:
+        """The dotted SDK name a choice stands for: `"pipeline"` -> `"popart.RecomputationType.Pipeline"`."""
+        return f"{self.sdk_enum}.{_snake_to_camel(value)}"
+
+    def option_value(self, value: Any) -> Any:
+        """The value handed to the SDK option this setting drives."""
+        return self.encode(value) if self.encode else value
+
+
+def table(*settings: Setting) -> Dict[str, Setting]:
+    """An ordered name -> `Setting` mapping."""
+    return {setting.name: setting for setting in settings}
+
+
+def conforms(value: Any, annotation: Any) -> bool:
+    """Whether `value` is an instance of a `typing` annotation. Booleans are not numbers here."""
+    if annotation is Any:
+        return True
+    origin = get_origin(annotation)
+    if origin is Union:
+        return any(conforms(value, member) for member in get_args(annotation))
+    if origin is list:
+        (item,) = get_args(annotation)
+        return isinstance(value, list) and all(conforms(element, item) for element in value)
+    if origin is dict:
+        key, item = get_args(annotation)
+        return isinstance(value, dict) and all(conforms(k, key) and conforms(v, item) for k, v in value.items())
+    if annotation in (int, float) and isinstance(value, bool):
+        return False
+    if annotation is float:
+        return isinstance(value, (int, float))
+    return isinstance(value, annotation)
+
+
+def describe(annotation: Any) -> str:
+    """A readable name for an annotation: `Optional[List[int]]` -> `list of int, or null`."""
+    origin = get_origin(annotation)
+    if origin is Union:
+        members = [describe(member) for member in get_args(annotation) if member is not NoneType]
+        optional = NoneType in get_args(annotation)
+        return " or ".join(members) + (", or null" if optional else "")
+    if origin is list:
+        return f"list of {describe(get_args(annotation)[0])}"
+    if origin is dict:
+        key, item = get_args(annotation)
+        return f"object of {describe(key)} to {describe(item)}"
+    names: Mapping[Any, str] = {bool: "bool", int: "int", float: "number", str: "string", NoneType: "null", Any: "any"}
+    return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _numbers(value: Any):
+    """The numbers in a value: itself, or the numbers of a list."""
+    values = value if isinstance(value, list) else [value]
+    return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+_TRUE = ("true", "1", "y", "yes")
+_FALSE = ("false", "0", "n", "no")
+
+
+def parse_text(setting: Setting, text: str) -> Any:
+    """Reads a value written as in `IPUConfig.update_from_string`: `true`, `4`, `0.1`, `[0 1]`, `null`, `name`."""
+    return setting.check(_parse(setting.name, text.strip(), setting.annotation))
+
+
+def _parse(field: str, text: str, annotation: Any) -> Any:
+    origin = get_origin(annotation)
+    if origin is Union:
+        members = get_args(annotation)
+        if NoneType in members and text.lower() in ("null", "none"):
+            return None
+        lists = [m for m in members if get_origin(m) is list]
+        scalars = [m for m in members if m is not NoneType and get_origin(m) is not list]
+        chosen = lists[0] if lists and text.startswith("[") else (scalars or lists)[0]
+        return _parse(field, text, chosen)
+    try:
+        if origin is list:
+            return json.loads(text.replace(" ", ",")) if text.startswith("[") else _not_written(field, text, annotation)
+        if origin is dict:
+            value = json.loads(text)
+            return value if isinstance(value, dict) else _not_written(field, text, annotation)
+        if annotation is bool:
+            if text.lower() in _TRUE + _FALSE:
+                return text.lower() in _TRUE
+            return _not_written(field, text, annotation)
+        if annotation in (int, float):
+            return annotation(text)
+    except ValueError:
+        return _not_written(field, text, annotation)
+    return text
+
+
+def _not_written(field: str, text: str, annotation: Any):
+    examples = {bool: "true or false", int: "an integer", float: "a number"}
+    expected = examples.get(annotation, describe(annotation))
+    if get_origin(annotation) is list:
+        expected += ", written as [a b c]"
+    raise InvalidSettingError(field, text, f"expected {expected}")
+
+
+def parse_update_string(update_str: str, settings: Mapping[str, Setting]) -> Dict[str, Any]:
+    """Reads `"a=1,b=[0.1 0.2],c=true"` into checked values. Commas inside brackets or braces do not split."""
+    updates = {}
+    for assignment in _split_top_level(update_str):
+        key, equals, text = assignment.partition("=")
+        key = key.strip()
+        if key not in settings:
+            raise UnknownSettingError(key, settings)
+        if not equals:
+            raise InvalidSettingError(key, assignment, "expected key=value")
+        updates[key] = parse_text(settings[key], text)
+    return updates
+
+
+def _split_top_level(text: str):
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += char in "[{"
+        depth -= char in "]}"
+        if char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return [part for part in parts if part.strip()]
