@@ -17,10 +17,6 @@ from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError
 NoneType = type(None)
 
 
-def _snake_to_camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_"))
-
-
 @dataclass(frozen=True)
 class Setting:
     """One configuration attribute.
@@ -31,8 +27,8 @@ class Setting:
         default: the value used when the attribute is not given.
         doc: one line saying what it does.
         option: the PopTorch/PopART option it drives, as a user would write the call.
-        choices: the allowed values of a string setting (or of the items of a list of strings).
-        sdk_enum: for choice settings, the SDK enum whose member `CamelCase(choice)` the value stands for.
+        choices: the allowed values of a string setting; with `sdk_enum`, a mapping of each to its enum member.
+        sdk_enum: the SDK enum whose members the choices stand for, e.g. `"popart.RecomputationType"`.
         minimum, maximum: bounds of a number, or of every number in a list.
         constraint: a further check, returning what is allowed when the value breaks it, else `None`.
         popart_key: the PopART session option set to the (encoded) value, when not `None`.
@@ -44,7 +40,7 @@ class Setting:
     default: Any
     doc: str
     option: str = ""
-    choices: Tuple[str, ...] = ()
+    choices: Union[Tuple[str, ...], Mapping[str, str]] = ()
     sdk_enum: Optional[str] = None
     minimum: Optional[float] = None
     maximum: Optional[float] = None
@@ -64,10 +60,9 @@ class Setting:
         for number in _numbers(value):
             self._check_number(field, value, number)
         if self.choices:
-            for choice in value if isinstance(value, list) else [value]:
-                if choice is not None and choice not in self.choices:
-                    allowed = ", ".join(repr(c) for c in self.choices)
-                    raise InvalidSettingError(field, value, f"allowed values are {allowed}")
+            if value is not None and value not in self.choices:
+                allowed = ", ".join(repr(choice) for choice in self.choices)
+                raise InvalidSettingError(field, value, f"allowed values are {allowed}")
         problem = self.constraint(value) if self.constraint and value is not None else None
         if problem:
             raise InvalidSettingError(field, value, problem)
@@ -83,7 +78,7 @@ class Setting:
 
     def sdk_member(self, value: str) -> str:
         """The dotted SDK name a choice stands for: `"pipeline"` -> `"popart.RecomputationType.Pipeline"`."""
-        return f"{self.sdk_enum}.{_snake_to_camel(value)}"
+        return f"{self.sdk_enum}.{self.choices[value]}"
 
     def option_value(self, value: Any) -> Any:
         """The value handed to the SDK option this setting drives."""

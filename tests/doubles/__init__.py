@@ -1,0 +1,131 @@
+"""Strict test doubles of the Poplar SDK's ``poptorch`` and ``popart``, and helpers to use them.
+
+- ``installed(hardware_version=None)`` puts the doubles in ``sys.modules`` as ``poptorch``
+  and ``popart`` (always the same module objects) for the duration of a ``with`` block.
+- ``state(opts)`` is ``opts.toDict()`` in a comparable form (see its docstring).
+- ``load_upstream_ipu_configuration()`` loads optimum-graphcore's ``ipu_configuration.py``
+  against the doubles, without importing ``optimum.graphcore``.
+"""
+import contextlib
+import enum
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Dict, Iterator, Optional
+
+from . import popart, poptorch
+from .poptorch import _options_impl, enums, options, poptorch_core
+
+__all__ = ["installed", "load_upstream_ipu_configuration", "popart", "poptorch", "state"]
+
+_MODULES = {
+    "poptorch": poptorch,
+    "poptorch._options_impl": _options_impl,
+    "poptorch.enums": enums,
+    "poptorch.options": options,
+    "poptorch.poptorch_core": poptorch_core,
+    "popart": popart,
+}
+_ABSENT = object()
+_upstream_ipu_configuration: Optional[ModuleType] = None
+
+
+def _check_hardware_version(hardware_version: Optional[int]) -> None:
+    if hardware_version is None:
+        return
+    if not isinstance(hardware_version, int) or isinstance(hardware_version, bool):
+        raise TypeError(
+            f"hardware_version={hardware_version!r} must be None (no IPU) or an int, "
+            f"got {type(hardware_version).__name__}"
+        )
+    if hardware_version == 0 or hardware_version < -1:
+        raise ValueError(
+            f"hardware_version={hardware_version!r} is not a version poptorch reports; allowed: None (no IPU), "
+            "a positive IPU version (2 = Mk2, 21 = Mk2 with FP8) or -1 (unknown)"
+        )
+
+
+@contextlib.contextmanager
+def installed(hardware_version: Optional[int] = None) -> Iterator[None]:
+    """Make ``import poptorch`` / ``import popart`` give the doubles inside the block.
+
+    ``hardware_version`` is what ``poptorch.ipuHardwareVersion()`` returns; ``None`` (the
+    default) is a machine without IPUs, where it raises ``AssertionError`` like the real one.
+    Whatever ``sys.modules`` held before is restored on exit.
+    """
+    _check_hardware_version(hardware_version)
+    saved_modules = {name: sys.modules.get(name, _ABSENT) for name in _MODULES}
+    saved_version = poptorch_core._hardware_version
+    sys.modules.update(_MODULES)
+    poptorch_core._hardware_version = hardware_version
+    try:
+        yield
+    finally:
+        poptorch_core._hardware_version = saved_version
+        for name, module in saved_modules.items():
+            if module is _ABSENT:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {key: _comparable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_comparable(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_comparable(item) for item in value)
+    return f"<{type(value).__name__}>"
+
+
+def _strategy_state(strategy: Any) -> Dict[str, Any]:
+    auto_stage = getattr(strategy._stages_manager, "_auto_stage", None)
+    return {
+        "type": type(strategy).__name__,
+        "auto_stage": None if auto_stage is None else int(auto_stage),
+        "blocks": {block: stage._stage_id for block, stage in strategy._block_map.items()},
+    }
+
+
+def state(opts: Any) -> Dict[str, Any]:
+    """``opts.toDict()`` as plain, deep-copied data, plus the execution strategy.
+
+    Normalisation, the same every time:
+    - enum members become their value (``ReductionType.Mean`` -> ``1``);
+    - lists and tuples become lists, sets become sorted lists;
+    - any other object becomes ``"<TypeName>"`` (``compilation_progress_bar_fn`` -> ``"<ProgressBar>"``);
+    - ``toDict()`` only says ``execution_mode`` (0 pipelined, 1 sharded), so the key
+      ``"_execution_strategy"`` adds what ``Options`` keeps of the strategy:
+      ``{"type": class name, "auto_stage": AutoStage value or None, "blocks": {block id: stage id}}``.
+    """
+    result = _comparable(opts.toDict())
+    result["_execution_strategy"] = _strategy_state(opts._execution_strategy)
+    return result
+
+
+def load_upstream_ipu_configuration() -> ModuleType:
+    """optimum-graphcore's ``ipu_configuration`` module, loaded by path against the doubles (cached)."""
+    global _upstream_ipu_configuration
+    if _upstream_ipu_configuration is not None:
+        return _upstream_ipu_configuration
+    spec = importlib.util.find_spec("optimum")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    candidates = [Path(location) / "graphcore" / "ipu_configuration.py" for location in locations]
+    path = next((candidate for candidate in candidates if candidate.is_file()), None)
+    if path is None:
+        raise FileNotFoundError(
+            f"optimum-graphcore's graphcore/ipu_configuration.py not found under optimum's search path {locations}; "
+            "install it with `pip install --no-deps optimum-graphcore==0.7.1`"
+        )
+    module_spec = importlib.util.spec_from_file_location("upstream_optimum_graphcore_ipu_configuration", path)
+    module = importlib.util.module_from_spec(module_spec)
+    with installed():
+        module_spec.loader.exec_module(module)
+    _upstream_ipu_configuration = module
+    return module

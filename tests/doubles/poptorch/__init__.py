@@ -1,0 +1,46 @@
+"""Strict test double of Graphcore's ``poptorch`` (Poplar SDK 3.4): options, enums, hardware queries.
+
+Only what option builders use is here; anything else raises ``AttributeError``.
+Install it with ``doubles.installed()`` rather than importing it directly.
+"""
+from . import enums, options, poptorch_core
+from .enums import (
+    AutoStage,
+    CommGroupType,
+    ConnectionType,
+    DataLoaderMode,
+    HalfFloatCastingBehavior,
+    Liveness,
+    MatMulSerializationMode,
+    MeanReductionStrategy,
+    MultiConvPlanType,
+    OutputMode,
+    OverlapMode,
+    ReductionType,
+    SharingStrategy,
+    SyncPattern,
+    VariableRetrievalMode,
+)
+from .options import (
+    ConfigFileError,
+    Options,
+    PipelinedExecution,
+    ShardedExecution,
+    Stage,
+    TensorLocationSettings,
+)
+
+__version__ = "3.4.0"
+
+
+def ipuHardwareIsAvailable(num_ipus: int = 1) -> bool:
+    """Whether IPU hardware is present."""
+    return poptorch_core.ipuHardwareVersion(num_ipus) != 0
+
+
+def ipuHardwareVersion() -> int:
+    """The IPU hardware version; like the real one, fails with ``AssertionError`` when there is no IPU."""
+    version = poptorch_core.ipuHardwareVersion()
+    if version == 0:
+        raise AssertionError("No IPU hardware available on this system")
+    return version

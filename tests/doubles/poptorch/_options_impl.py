@@ -1,0 +1,81 @@
+"""The option store behind every ``poptorch`` options object.
+
+Behaviour kept from poptorch 3.4's ``OptionsDict``: the keys given to the
+constructor are the only public options; ``set`` rejects unknown keys and values
+whose type differs from the current one (``AssertionError``); ``createOrSet`` may
+add keys; public attributes read and write options; private attributes must all
+exist before the option values do; ``toDict`` merges the values into one dict.
+"""
+
+
+class OptionsDict:
+    """Options with a fixed set of keys, type-checked against their current values."""
+
+    def __init__(self, **default_values):
+        self._values = default_values
+
+    def set(self, **kwargs):
+        for option, value in kwargs.items():
+            if option not in self._values:
+                raise AssertionError(
+                    f"Invalid option {option!r} (value {value!r}) for {type(self).__name__}; "
+                    f"valid options are {sorted(self._values)}"
+                )
+            expected = type(self._values[option])
+            if not isinstance(value, expected):
+                raise AssertionError(
+                    f"Option {option!r} of {type(self).__name__} got {value!r} of type "
+                    f"{type(value).__name__}; expected {expected.__name__}"
+                )
+            self._values[option] = value
+
+    def createOrSet(self, **kwargs):
+        for option, value in kwargs.items():
+            if option in self._values:
+                self.set(**{option: value})
+            else:
+                self._values[option] = value
+
+    def exists(self, option):
+        return option in self._values
+
+    def deleteIfExists(self, option):
+        self._values.pop(option, None)
+
+    def update(self, other):
+        shared = set(self._values).intersection(other)
+        if shared:
+            raise AssertionError(
+                f"Can't merge dictionaries, they have keys in common: {sorted(shared, key=str)}"
+            )
+        other.update(self._values)
+        return other
+
+    def toDict(self):
+        return self.update({})
+
+    def __call__(self, option):
+        return getattr(self, option)
+
+    def __setattr__(self, name, value):
+        if not name.startswith("_"):
+            self.set(**{name: value})
+            return
+        if "_values" in self.__dict__ and name not in self.__dict__:
+            raise AttributeError(
+                f"Invalid private attribute {name!r} for {type(self).__name__}: private attributes "
+                f"must be created before the option values; existing ones are {list(self.__dict__)}"
+            )
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        values = self.__dict__.get("_values", {})
+        if name.startswith("_") or name not in values:
+            raise AttributeError(
+                f"{type(self).__name__} has no attribute or option {name!r}; options are {sorted(values)}"
+            )
+        return values[name]
+
+
+class ProgressBar:
+    """Stands in for the compilation progress callback that ``Options.toDict`` hands to the compiler."""

@@ -1,0 +1,240 @@
+"""`IPUConfig` as a configuration: base class, defaults, JSON interop with optimum-graphcore, history, errors."""
+
+import json
+import math
+import os
+import warnings
+
+import pytest
+
+from conftest import TEST_BASE
+from optimum_ipu_ext import (
+    ConfigFileError,
+    IncompatibleSettingsError,
+    InvalidSettingError,
+    IPUConfig,
+    SettingTypeError,
+    UnknownSettingError,
+)
+from optimum_ipu_ext.base import BaseIPUConfig
+from optimum_ipu_ext.legacy import LEGACY_KEYS
+from optimum_ipu_ext.settings import EXTENSION_SETTINGS
+from test_to_options import PRESET, UPSTREAM_CONFIGS
+
+
+VERSION_KEYS = ("transformers_version", "optimum_version")
+
+
+def without_versions(config_dict):
+    return {key: value for key, value in config_dict.items() if key not in VERSION_KEYS}
+
+
+def test_base_is_the_one_the_stack_provides(upstream):
+    if TEST_BASE == "upstream":
+        assert BaseIPUConfig is upstream.IPUConfig
+        assert isinstance(IPUConfig(), upstream.IPUConfig)
+    else:
+        assert BaseIPUConfig.__module__ == "optimum_ipu_ext.bundled_base"
+        assert not isinstance(IPUConfig(), upstream.IPUConfig)
+    assert IPUConfig.CONFIG_NAME == "ipu_config.json"
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_CONFIGS))
+def test_same_attributes_as_upstream(upstream, name):
+    ours = IPUConfig(**UPSTREAM_CONFIGS[name])
+    theirs = upstream.IPUConfig(**UPSTREAM_CONFIGS[name])
+    assert ours.to_dict() == theirs.to_dict()
+    for mode in ("train", "eval"):
+        getattr(ours, mode)(), getattr(theirs, mode)()
+        for attr in ("_layers_per_ipu", "_ipus_per_replica", "_matmul_proportion", "_parallelize_kwargs",
+                     "_embedding_serialization_factor", "_serialized_projection_splits_per_ipu"):
+            assert getattr(ours, attr) == getattr(theirs, attr), (mode, attr)
+        assert ours.batch_size_factor(mode == "eval") == theirs.batch_size_factor(mode == "eval")
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_CONFIGS))
+def test_json_round_trips_with_upstream(upstream, name, tmp_path):
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    IPUConfig(**UPSTREAM_CONFIGS[name]).save_pretrained(ours)
+    upstream.IPUConfig(**UPSTREAM_CONFIGS[name]).save_pretrained(theirs)
+    assert (ours / "ipu_config.json").read_text() == (theirs / "ipu_config.json").read_text()
+    assert upstream.IPUConfig.from_pretrained(ours).to_dict() == IPUConfig.from_pretrained(theirs).to_dict()
+
+
+@pytest.mark.parametrize("source", ["preset", "defaults"])
+def test_save_load_save_gives_identical_files(source, tmp_path):
+    config = IPUConfig.from_pretrained(PRESET) if source == "preset" else IPUConfig()
+    config.save_pretrained(tmp_path / "first")
+    IPUConfig.from_pretrained(tmp_path / "first").save_pretrained(tmp_path / "second")
+    first = (tmp_path / "first" / "ipu_config.json").read_bytes()
+    assert first == (tmp_path / "second" / "ipu_config.json").read_bytes()
+    assert sorted(os.listdir(tmp_path / "first")) == ["ipu_config.json"]
+
+
+def test_extension_settings_are_saved_only_when_not_default(tmp_path):
+    config = IPUConfig(recomputation_mode="pipeline", outline_threshold=10.0)
+    saved = json.loads(config.to_json_string())
+    assert saved["recomputation_mode"] == "pipeline"
+    assert not set(saved) & (set(EXTENSION_SETTINGS) - {"recomputation_mode"})
+    assert IPUConfig.from_dict(saved).outline_threshold == 10.0
+
+
+def test_preset_reads_as_the_seed_build():
+    config = IPUConfig.from_pretrained(PRESET, replication_factor=8, optimizer_state_offchip=True)
+    assert (config.replication_factor, config.ipus_per_replica, config.optimizer_state_offchip) == (8, 2, True)
+    assert config.recomputation_mode == "pipeline" and config.accumulate_outer_fragment_schedule == "overlap_memory_optimized"
+    assert config.batch_size_factor() == 8 * 128
+
+
+@pytest.mark.parametrize("key", sorted(LEGACY_KEYS))
+def test_legacy_keys_load_with_a_warning_and_change_nothing(key):
+    with pytest.warns(FutureWarning, match=key) as caught:
+        config = IPUConfig.from_dict({"replication_factor": 2, key: True})
+    assert LEGACY_KEYS[key] in str(caught[0].message)
+    assert config.to_dict() == IPUConfig(replication_factor=2).to_dict()
+
+
+def test_metadata_keys_of_saved_files_are_accepted_silently():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        IPUConfig.from_dict({"transformers_version": "4.29.2", "optimum_version": "1.6.1"})
+
+
+def test_unknown_key_names_the_closest_known_one():
+    with pytest.raises(UnknownSettingError, match="`replicaton_factor`.*`replication_factor`"):
+        IPUConfig(replicaton_factor=2)
+
+
+def test_unknown_key_in_a_file_names_the_file(tmp_path):
+    path = tmp_path / "ipu_config.json"
+    path.write_text(json.dumps({"recomputation_mod": "pipeline"}))
+    with pytest.raises(UnknownSettingError, match="recomputation_mode") as raised:
+        IPUConfig.from_pretrained(str(path))
+    assert str(path) in str(raised.value)
+
+
+def test_unknown_override_is_an_error_too():
+    with pytest.raises(UnknownSettingError, match="replication_factors"):
+        IPUConfig.from_pretrained(PRESET, replication_factors=2)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"recomputation_mode": 3}, SettingTypeError, ["recomputation_mode", "3", "string"]),
+        ({"stochastic_rounding": "yes"}, SettingTypeError, ["stochastic_rounding", "'yes'", "bool"]),
+        ({"outline_threshold": True}, SettingTypeError, ["outline_threshold", "True", "number"]),
+        ({"popart_patterns": {"TiedGather": 1}}, SettingTypeError, ["popart_patterns", "object of string to bool"]),
+        ({"outline_threshold": math.inf}, InvalidSettingError, ["outline_threshold", "inf", "finite"]),
+        ({"outline_threshold": math.nan}, InvalidSettingError, ["outline_threshold", "nan", "finite"]),
+        ({"accumulate_outer_fragment_excluded_virtual_graphs": [-1]}, InvalidSettingError, [">= 0"]),
+        ({"recomputation_mode": "sometimes"}, InvalidSettingError,
+         ["'sometimes'", "'none', 'standard', 'norm_only', 'pipeline', 'recompute_all'"]),
+        ({"auto_stage": "auto"}, InvalidSettingError, ["auto_stage", "'same_as_ipu', 'auto_increment'"]),
+        ({"popart_options": {"x": float("nan")}}, InvalidSettingError, ["popart_options", "JSON"]),
+    ],
+)
+def test_bad_extension_values_are_named(kwargs, error, words):
+    with pytest.raises(error) as raised:
+        IPUConfig(**kwargs)
+    for word in words:
+        assert word in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"replication_factor": "4"}, ["replication_factor", "4"]),
+        ({"replication_factor": 0}, ["replication_factor", "1"]),
+        ({"matmul_proportion": -0.1}, ["matmul_proportion", "0"]),
+        ({"output_mode": "every"}, ["output_mode", "final"]),
+        ({"layers_per_ipu": [1, 2], "matmul_proportion": [0.1, 0.1, 0.1]}, ["matmul_proportion", "ipus_per_replica"]),
+        ({"layers_per_ipu": [1, 2], "ipus_per_replica": 3}, ["layers_per_ipu", "ipus_per_replica"]),
+        ({"serialized_embedding_splits_per_ipu": [1, 0, 1]}, ["serialized_embedding_splits_per_ipu"]),
+    ],
+)
+def test_bad_base_values_fail_as_upstream_does(upstream, kwargs, words):
+    with pytest.raises((TypeError, ValueError)) as ours:
+        IPUConfig(**kwargs)
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        upstream.IPUConfig(**kwargs)
+    for builtin in (TypeError, ValueError):
+        assert isinstance(ours.value, builtin) or not isinstance(theirs.value, builtin)
+    for word in words:
+        assert word in str(ours.value)
+
+
+def test_excluded_virtual_graphs_must_lie_in_the_pipeline():
+    IPUConfig(layers_per_ipu=[-1, -1], accumulate_outer_fragment_excluded_virtual_graphs=[1])
+    with pytest.raises(IncompatibleSettingsError, match="0 to 1 as `ipus_per_replica=2`"):
+        IPUConfig(layers_per_ipu=[-1, -1], accumulate_outer_fragment_excluded_virtual_graphs=[2])
+
+
+def test_popart_options_cannot_bypass_a_dedicated_setting():
+    with pytest.raises(IncompatibleSettingsError, match="set `outline_threshold` instead"):
+        IPUConfig(popart_options={"outlineThreshold": 5.0})
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [("{not json", "not valid JSON"), ("[1, 2]", "expected a JSON object, found list"), ('"x"', "found str")],
+)
+def test_malformed_file_names_the_file(tmp_path, content, problem):
+    path = tmp_path / "broken.json"
+    path.write_text(content)
+    with pytest.raises(ConfigFileError, match=problem) as raised:
+        IPUConfig.from_pretrained(str(path))
+    assert str(path) in str(raised.value) and isinstance(raised.value, OSError)
+
+
+def test_failed_save_leaves_the_previous_file_and_no_partial_file(tmp_path):
+    config = IPUConfig(layers_per_ipu=[-1, -1])
+    config.save_pretrained(tmp_path)
+    before = (tmp_path / "ipu_config.json").read_bytes()
+    config.matmul_proportion = [0.1, 0.1, 0.1]
+    with pytest.raises(ValueError, match="matmul_proportion"):
+        config.save_pretrained(tmp_path)
+    config.matmul_proportion = 0.3
+    config.parallelize_kwargs = {"not_json": object()}
+    with pytest.raises(TypeError):
+        config.save_pretrained(tmp_path)
+    assert (tmp_path / "ipu_config.json").read_bytes() == before
+    assert os.listdir(tmp_path) == ["ipu_config.json"]
+
+
+def test_interrupted_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    def fail(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        IPUConfig().save_pretrained(tmp_path)
+    assert os.listdir(tmp_path) == []
+
+
+def test_update_from_string_parses_by_type_and_is_all_or_nothing():
+    config = IPUConfig(layers_per_ipu=[-1, -1])
+    config.update_from_string("replication_factor=4,matmul_proportion=[0.1 0.2],recomputation_mode=pipeline,seed=7")
+    assert (config.replication_factor, config.matmul_proportion, config.recomputation_mode, config.seed) == (
+        4, [0.1, 0.2], "pipeline", 7
+    )
+    config.update_from_string('engine_options={"a": "1", "b": "2"},outline_threshold=null')
+    assert config.engine_options == {"a": "1", "b": "2"} and config.outline_threshold is None
+    with pytest.raises(ValueError, match="matmul_proportion"):
+        config.update_from_string("replication_factor=8,matmul_proportion=[0.1 0.2 0.3]")
+    assert (config.replication_factor, config.matmul_proportion) == (4, [0.1, 0.2])
+    with pytest.raises(InvalidSettingError, match="stochastic_rounding.*true or false"):
+        config.update_from_string("stochastic_rounding=maybe")
+    with pytest.raises(UnknownSettingError, match="replication_factor"):
+        config.update_from_string("replication_factr=2")
+
+
+def test_mode_switches_managed_attributes():
+    config = IPUConfig(layers_per_ipu=[2, 2], inference_layers_per_ipu=[4], matmul_proportion=[0.1, 0.2])
+    assert (config.mode, config._ipus_per_replica, config._matmul_proportion) == ("training", 2, [0.1, 0.2])
+    config.eval()
+    assert (config.mode, config._ipus_per_replica, config._matmul_proportion) == ("inference", 1, 0.2)
+    config._matmul_proportion = 0.5
+    assert config.inference_matmul_proportion == 0.5 and config.train()._matmul_proportion == [0.1, 0.2]
+    with pytest.raises(ValueError, match="mode"):
+        config.mode = "testing"

@@ -1,0 +1,174 @@
+"""`to_options()` and `options_plan()`: the option state they build, compared with the seed's and upstream's."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import doubles
+from doubles import state
+from expected_states import differences, seed_state
+from optimum_ipu_ext import IPUConfig, PoplarSDKNotFoundError
+from optimum_ipu_ext.plan import Ref
+
+
+PRESET = str(Path(__file__).resolve().parents[1] / "configs" / "pipelined-2ipu.json")
+TEMP_FILE = "<temporary file>"
+
+# Configs that set no extension attribute, each built by upstream and by us.
+UPSTREAM_CONFIGS = {
+    "defaults": {},
+    "pipeline": {
+        "layers_per_ipu": [3, 5],
+        "matmul_proportion": [0.15, 0.3],
+        "replication_factor": 4,
+        "inference_replication_factor": 2,
+        "gradient_accumulation_steps": 16,
+        "device_iterations": 3,
+        "inference_device_iterations": 5,
+        "replicated_tensor_sharding": True,
+        "optimizer_state_offchip": True,
+        "output_mode": "sum",
+        "seed": 42,
+        "executable_cache_dir": "./cache",
+        "auto_loss_scaling": True,
+        "explicit_ir_inference": True,
+        "enable_half_partials": False,
+    },
+    "inference-pipeline": {
+        "layers_per_ipu": [-1, -1, -1, -1],
+        "inference_layers_per_ipu": [6, 6],
+        "matmul_proportion": 0.25,
+        "inference_matmul_proportion": [0.1, 0.2],
+        "executable_cache_dir": "disabled",
+        "seed": 0,
+    },
+}
+
+
+def comparable(opts) -> dict:
+    """The option state, with the temporary initializer file name (drawn afresh by each build) masked."""
+    result = state(opts)
+    if "saveInitializersToFile" in result:
+        result["saveInitializersToFile"] = TEMP_FILE
+    return result
+
+
+@pytest.mark.parametrize("optimizer_state_offchip", [False, True])
+@pytest.mark.parametrize("replication_factor", [1, 2, 4, 8, 16, 64])
+def test_preset_rebuilds_the_seed(sdk, replication_factor, optimizer_state_offchip):
+    config = IPUConfig.from_pretrained(
+        PRESET, replication_factor=replication_factor, optimizer_state_offchip=optimizer_state_offchip
+    )
+    built = comparable(config.to_options())
+    assert differences(built, seed_state(replication_factor, optimizer_state_offchip)) == {}
+
+
+@pytest.mark.parametrize("for_inference", [False, True], ids=["training", "inference"])
+@pytest.mark.parametrize("name", sorted(UPSTREAM_CONFIGS))
+def test_configs_without_extension_settings_build_like_upstream(sdk, upstream, name, for_inference):
+    kwargs = UPSTREAM_CONFIGS[name]
+    theirs = comparable(upstream.IPUConfig(**kwargs).to_options(for_inference=for_inference))
+    ours = comparable(IPUConfig(**kwargs).to_options(for_inference=for_inference))
+    assert differences(ours, theirs) == {}
+
+
+@pytest.mark.parametrize("for_inference", [False, True], ids=["training", "inference"])
+def test_compile_only_builds_like_upstream_without_an_ipu(sdk_without_ipu, upstream, for_inference):
+    theirs = comparable(upstream.IPUConfig(replication_factor=2).to_options(for_inference, compile_only=True))
+    ours = comparable(IPUConfig(replication_factor=2).to_options(for_inference, compile_only=True))
+    assert differences(ours, theirs) == {}
+
+
+def test_extension_settings_change_the_build(sdk):
+    default = comparable(IPUConfig().to_options())
+    changed = comparable(
+        IPUConfig(
+            layers_per_ipu=[-1, -1],
+            recomputation_mode="standard",
+            accumulation_and_replication_reduction_type="sum",
+            auto_stage="same_as_ipu",
+            stochastic_rounding=False,
+            auto_round_num_ipus=False,
+            outline_threshold=None,
+            accumulate_outer_fragment_excluded_virtual_graphs=[0, 1],
+            popart_options={"decomposeGradSum": True},
+        ).to_options()
+    )
+    delta = differences(changed, default)
+    assert delta.pop("autoRecomputation") == (1, "<missing>")
+    assert delta.pop("accumulation_and_replication_reduction_type") == (0, 1)
+    assert delta.pop("_execution_strategy")[0]["auto_stage"] == 0
+    assert delta.pop("enableStochasticRounding") == (False, True)
+    assert delta.pop("auto_round_num_ipus") == (False, True)
+    assert delta.pop("outlineThreshold")[0] == "<missing>"
+    assert delta.pop("accumulateOuterFragmentSettings.excludedVirtualGraphs") == (["0", "1"], ["0"])
+    assert delta.pop("decomposeGradSum") == (True, "<missing>")
+    assert set(delta) == {"available_memory_proportion"}  # the 2-IPU pipeline
+
+
+def test_without_poptorch_the_error_names_the_sdk_and_the_plan(monkeypatch):
+    monkeypatch.setitem(sys.modules, "poptorch", None)
+    with pytest.raises(PoplarSDKNotFoundError) as raised:
+        IPUConfig().to_options()
+    assert "Poplar SDK" in str(raised.value) and "options_plan()" in str(raised.value)
+    assert isinstance(raised.value, ImportError)
+
+
+def test_without_an_ipu_the_error_is_upstreams(sdk_without_ipu, upstream):
+    with pytest.raises(Exception) as theirs:
+        upstream.IPUConfig().to_options()
+    with pytest.raises(Exception) as ours:
+        IPUConfig().to_options()
+    assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
+
+
+def test_execute_encoder_on_cpu_is_not_supported_like_upstream(sdk):
+    with pytest.raises(NotImplementedError):
+        IPUConfig(execute_encoder_on_cpu_for_generation=True).to_options()
+
+
+@pytest.mark.parametrize("for_inference", [False, True], ids=["training", "inference"])
+def test_printed_plan_is_python_that_builds_the_same_options(sdk, for_inference):
+    config = IPUConfig.from_pretrained(PRESET, replication_factor=4, save_initializers_to_file=True)
+    plan = config.options_plan(for_inference=for_inference)
+    namespace = {}
+    exec(compile(str(plan), "<plan>", "exec"), namespace)
+    assert differences(comparable(namespace["opts"]), comparable(plan.apply())) == {}
+
+
+def test_plan_needs_no_sdk_and_is_json(monkeypatch):
+    monkeypatch.setitem(sys.modules, "poptorch", None)
+    monkeypatch.setitem(sys.modules, "popart", None)
+    plan = IPUConfig.from_pretrained(PRESET, replication_factor=2).options_plan()
+    data = json.loads(json.dumps(plan.to_json()))
+    calls = {call["method"]: call["args"] for call in data["calls"]}
+    assert calls["replicationFactor"] == [2]
+    assert calls["Training.gradientAccumulation"] == [128]
+    assert calls["setExecutionStrategy"] == [
+        {"new": "poptorch.PipelinedExecution", "args": [{"sdk": "poptorch.AutoStage.AutoIncrement"}], "kwargs": {},
+         "chain": []}
+    ]
+    assert "opts.replicationFactor(2)" in str(plan).splitlines()
+
+
+def test_options_plan_does_not_change_the_mode():
+    config = IPUConfig(layers_per_ipu=[1, 1], inference_layers_per_ipu=[2]).eval()
+    config.options_plan(for_inference=False)
+    assert config.mode == "inference" and config._ipus_per_replica == 1
+
+
+ENUM_SETTINGS = [setting for setting in IPUConfig.SETTINGS.values() if setting.sdk_enum]
+
+
+@pytest.mark.parametrize("setting", ENUM_SETTINGS, ids=[setting.name for setting in ENUM_SETTINGS])
+def test_every_choice_names_an_sdk_enum_member(setting):
+    sdk = {"poptorch": doubles.poptorch, "popart": doubles.popart}
+    members = {choice: Ref(setting.sdk_member(choice)).resolve(sdk) for choice in setting.choices}
+    assert len(set(members.values())) == len(members)
+
+
+def test_recomputation_none_is_popart_no_recompute(sdk):
+    built = comparable(IPUConfig(recomputation_mode="none").to_options())
+    assert built["autoRecomputation"] == 0
