@@ -162,7 +162,7 @@ class IPUConfig(BaseConfig):
         del arguments["self"], arguments["kwargs"]
         arguments["execute_encoder_on_cpu_for_generation"] = kwargs.pop("execute_encoder_on_cpu_for_generation", False)
         for key in kwargs:
-            if key not in metadata_keys():
+            if key not in transformers_defaults():
                 raise UnknownSettingError(key, BASE_SETTINGS)
 
         arguments["inference_layers_per_ipu"] = inference_layers_per_ipu or list(layers_per_ipu)
@@ -184,9 +184,10 @@ class IPUConfig(BaseConfig):
 
     def __setattr__(self, name: str, value: Any):
         setting = BASE_SETTINGS.get(name)
-        if setting is not None:
-            setting.check(value)
-        super().__setattr__(name, value)
+        if setting is None:
+            super().__setattr__(name, value)
+        else:
+            self.__dict__[name] = setting.check(value)
 
     @property
     def mode(self) -> str:
@@ -289,6 +290,7 @@ for _attr in MODE_MANAGED:
 
 
 @functools.lru_cache(maxsize=None)
-def metadata_keys() -> frozenset:
-    """Keys a saved config may carry that are not IPU settings (transformers' own), ignored as upstream does."""
-    return frozenset(BaseConfig().to_dict())
+def transformers_defaults() -> Dict[str, Any]:
+    """transformers' own config attributes and their defaults. A saved config may carry them (its versions,
+    say): they are not IPU settings and are ignored, as upstream does. Do not mutate."""
+    return BaseConfig().to_dict()

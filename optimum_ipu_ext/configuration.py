@@ -8,12 +8,15 @@ from typing import Any, Dict, Union
 
 from .base import BaseIPUConfig
 from .build import build_plan
-from .bundled_base import BASE_SETTINGS, metadata_keys
+from .bundled_base import BASE_SETTINGS, transformers_defaults
 from .bundled_base import IPUConfig as BundledIPUConfig
 from .errors import ConfigFileError, IncompatibleSettingsError, IPUConfigError, UnknownSettingError
 from .legacy import LEGACY_KEYS
 from .plan import OptionsPlan
 from .settings import EXTENSION_SETTINGS, POPART_KEYS_WITH_A_SETTING
+
+
+VERSION_KEYS = ("transformers_version", "optimum_version")
 
 
 class IPUConfig(BaseIPUConfig):
@@ -44,9 +47,10 @@ class IPUConfig(BaseIPUConfig):
 
     def __setattr__(self, name: str, value: Any):
         setting = EXTENSION_SETTINGS.get(name)
-        if setting is not None:
-            setting.check(value)
-        super().__setattr__(name, value)
+        if setting is None:
+            super().__setattr__(name, value)
+        else:
+            self.__dict__[name] = setting.check(value)
 
     update_from_string = BundledIPUConfig.update_from_string
 
@@ -134,8 +138,20 @@ class IPUConfig(BaseIPUConfig):
     def save_pretrained(self, save_directory: Union[str, os.PathLike], push_to_hub: bool = False, **kwargs):
         """Writes `ipu_config.json` to `save_directory` (optionally pushing it), after checking the settings."""
         self._validate_ipu_config()
-        self.to_json_string()
         super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
+
+    def to_json_string(self, use_diff: bool = True) -> str:
+        """The configuration as JSON. With `use_diff`, transformers' own attributes are left out where they
+        hold their default, as transformers does, without building default configs on every call."""
+        config_dict = self.to_dict()
+        if use_diff:
+            defaults = transformers_defaults()
+            config_dict = {
+                key: value
+                for key, value in config_dict.items()
+                if key not in defaults or key in VERSION_KEYS or value != defaults[key]
+            }
+        return json.dumps(config_dict, indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, json_file_path: Union[str, os.PathLike], use_diff: bool = True) -> None:
         """Writes the configuration as JSON, atomically: a failed write leaves any previous file intact."""
@@ -154,7 +170,7 @@ class IPUConfig(BaseIPUConfig):
 def _check_keys(kwargs: Dict[str, Any]) -> None:
     """Rejects keys no release ever had; drops, with a warning, keys that earlier releases had."""
     for key in list(kwargs):
-        if key in IPUConfig.SETTINGS or key in metadata_keys():
+        if key in IPUConfig.SETTINGS or key in transformers_defaults():
             continue
         if key in LEGACY_KEYS:
             warnings.warn(f"`{key}` is no longer an IPUConfig setting and is ignored: {LEGACY_KEYS[key]}", FutureWarning)

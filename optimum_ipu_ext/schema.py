@@ -48,14 +48,17 @@ class Setting:
     popart_key: Optional[str] = None
     encode: Optional[Callable[[Any], Any]] = None
 
+    def __post_init__(self):
+        object.__setattr__(self, "_conforms", type_checker(self.annotation))
+
     def default_value(self) -> Any:
-        """A fresh copy of the default, safe to mutate."""
-        return copy.deepcopy(self.default)
+        """A fresh copy of the default, safe to mutate (defaults are flat lists and dicts)."""
+        return copy.copy(self.default)
 
     def check(self, value: Any, field: Optional[str] = None) -> Any:
         """Returns `value` if it is allowed, else raises an error naming `field` (default: the setting name)."""
         field = field or self.name
-        if not conforms(value, self.annotation):
+        if not self._conforms(value):
             raise SettingTypeError(field, value, describe(self.annotation))
         for number in _numbers(value):
             self._check_number(field, value, number)
@@ -90,24 +93,24 @@ def table(*settings: Setting) -> Dict[str, Setting]:
     return {setting.name: setting for setting in settings}
 
 
-def conforms(value: Any, annotation: Any) -> bool:
-    """Whether `value` is an instance of a `typing` annotation. Booleans are not numbers here."""
+def type_checker(annotation: Any) -> Callable[[Any], bool]:
+    """A fast instance check for a `typing` annotation, built once per setting. Booleans are not numbers here."""
     if annotation is Any:
-        return True
+        return lambda value: True
     origin = get_origin(annotation)
     if origin is Union:
-        return any(conforms(value, member) for member in get_args(annotation))
+        members = [type_checker(member) for member in get_args(annotation)]
+        return lambda value: any(member(value) for member in members)
     if origin is list:
-        (item,) = get_args(annotation)
-        return isinstance(value, list) and all(conforms(element, item) for element in value)
+        item = type_checker(get_args(annotation)[0])
+        return lambda value: isinstance(value, list) and all(map(item, value))
     if origin is dict:
-        key, item = get_args(annotation)
-        return isinstance(value, dict) and all(conforms(k, key) and conforms(v, item) for k, v in value.items())
-    if annotation in (int, float) and isinstance(value, bool):
-        return False
-    if annotation is float:
-        return isinstance(value, (int, float))
-    return isinstance(value, annotation)
+        key, item = (type_checker(argument) for argument in get_args(annotation))
+        return lambda value: isinstance(value, dict) and all(key(k) and item(v) for k, v in value.items())
+    if annotation in (int, float):
+        numbers = (int, float) if annotation is float else int
+        return lambda value: isinstance(value, numbers) and not isinstance(value, bool)
+    return lambda value: isinstance(value, annotation)
 
 
 def describe(annotation: Any) -> str:

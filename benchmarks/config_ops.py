@@ -1,0 +1,75 @@
+"""Speed of everyday config operations, against optimum-graphcore 0.7.1's own `IPUConfig` in the same run.
+
+optimum-graphcore's class is loaded by file path with the test doubles of poptorch/popart standing in
+for the Poplar SDK (its `to_options` then builds options on the doubles, as ours does).
+Prints, per operation, the best time of each and the ratio ours/theirs (below 1: we are faster).
+
+    python benchmarks/config_ops.py [--repeat 7] [--number 200]
+"""
+
+import argparse
+import sys
+import tempfile
+import timeit
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from doubles import installed, load_upstream_ipu_configuration  # noqa: E402
+
+from optimum_ipu_ext import IPUConfig  # noqa: E402
+
+CONFIG = {
+    "layers_per_ipu": [3, 5, 4, 4],
+    "matmul_proportion": [0.15, 0.3, 0.3, 0.3],
+    "replication_factor": 4,
+    "gradient_accumulation_steps": 64,
+    "device_iterations": 2,
+    "replicated_tensor_sharding": True,
+    "output_mode": "all",
+    "seed": 42,
+    "executable_cache_dir": "./exec",
+}
+GOALS = {"construct from dict": 0.5, "save to JSON": 1.0, "build the options plan": 1.0}
+
+
+def best(statement, repeat: int, number: int) -> float:
+    """Best time per call, in microseconds."""
+    return min(timeit.repeat(statement, repeat=repeat, number=number)) / number * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--number", type=int, default=200)
+    args = parser.parse_args()
+
+    theirs_class = load_upstream_ipu_configuration().IPUConfig
+    ours, theirs = IPUConfig(**CONFIG), theirs_class(**CONFIG)
+    directory = tempfile.mkdtemp()
+    operations = {
+        "construct from dict": (lambda: IPUConfig.from_dict(CONFIG), lambda: theirs_class.from_dict(CONFIG)),
+        "save to JSON": (lambda: ours.save_pretrained(directory), lambda: theirs.save_pretrained(directory)),
+        "build the options plan": (
+            lambda: ours.options_plan(compile_only=True),
+            lambda: theirs.to_options(compile_only=True),
+        ),
+        "build poptorch.Options (doubles)": (
+            lambda: ours.to_options(compile_only=True),
+            lambda: theirs.to_options(compile_only=True),
+        ),
+    }
+    print(f"{'operation':34} {'ours (us)':>10} {'optimum-graphcore (us)':>23} {'ratio':>7}  goal")
+    with installed():
+        for name, (our_call, their_call) in operations.items():
+            our_time = best(our_call, args.repeat, args.number)
+            their_time = best(their_call, args.repeat, args.number)
+            ratio = our_time / their_time
+            goal = GOALS.get(name)
+            verdict = "" if goal is None else f"<= {goal:.2f} {'met' if ratio <= goal else 'NOT met'}"
+            print(f"{name:34} {our_time:10.1f} {their_time:23.1f} {ratio:7.2f}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()
