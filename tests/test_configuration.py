@@ -4,6 +4,7 @@ import json
 import math
 import os
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -238,3 +239,9 @@ def test_mode_switches_managed_attributes():
     assert config.inference_matmul_proportion == 0.5 and config.train()._matmul_proportion == [0.1, 0.2]
     with pytest.raises(ValueError, match="mode"):
         config.mode = "testing"
+
+
+def test_readme_documents_every_new_setting():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for name in EXTENSION_SETTINGS:
+        assert f"| `{name}` |" in readme, name

@@ -1,0 +1,44 @@
+# Two test stacks, both on the local Python 3:
+#   modern: current transformers / optimum / huggingface_hub, bundled base class
+#   host:   the IPU-host pins (transformers 4.29.2, optimum 1.6.1), optimum-graphcore 0.7.1's IPUConfig as base
+# torch is pinned to the CPU build first: optimum asks for torch, and an unpinned one is a multi-GB CUDA build.
+PYTHON ?= python3
+TORCH := torch==2.13.0
+MODERN := .venv/modern/bin/python
+HOST := .venv/host/bin/python
+
+.PHONY: demo test test-modern test-host py38-syntax bench clean
+
+demo: $(MODERN)
+	$(MODERN) examples/quickstart.py
+
+test: py38-syntax test-modern test-host
+
+test-modern: $(MODERN)
+	OPTIMUM_IPU_EXT_TEST_BASE=bundled $(MODERN) -m pytest -q
+
+test-host: $(HOST)
+	OPTIMUM_IPU_EXT_TEST_BASE=upstream $(HOST) -m pytest -q
+
+py38-syntax: $(MODERN)
+	.venv/modern/bin/vermin --no-tips --violations --target=3.8- optimum_ipu_ext examples benchmarks
+
+bench: $(MODERN)
+	$(MODERN) benchmarks/run.py
+
+$(MODERN):
+	$(PYTHON) -m venv .venv/modern
+	$(MODERN) -m pip install -q --upgrade pip
+	$(MODERN) -m pip install -q $(TORCH)
+	$(MODERN) -m pip install -q -e . pytest vermin typeguard
+	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
+
+$(HOST):
+	$(PYTHON) -m venv .venv/host
+	$(HOST) -m pip install -q --upgrade pip
+	$(HOST) -m pip install -q $(TORCH)
+	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" pytest typeguard
+	$(HOST) -m pip install -q --no-deps -e . optimum-graphcore==0.7.1
+
+clean:
+	rm -rf .venv
