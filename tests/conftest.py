@@ -1,0 +1,58 @@
+"""Test set-up shared by every test module.
+
+`OPTIMUM_IPU_EXT_TEST_BASE` says which base class `optimum_ipu_ext.IPUConfig` must build on:
+- `bundled` (default): the package's own base, as on any machine without the Poplar SDK;
+- `upstream`: optimum-graphcore 0.7.1's real `IPUConfig`, as on an IPU host. `optimum.graphcore`
+  itself imports the whole SDK, so it is stood in by a package holding only its real
+  `ipu_configuration` module, loaded against the poptorch/popart doubles.
+"""
+
+import os
+import sys
+import types
+
+import pytest
+
+from doubles import installed, load_upstream_ipu_configuration, state  # noqa: F401
+from hub_fixtures import *  # noqa: F401,F403
+
+
+TEST_BASE = os.environ.get("OPTIMUM_IPU_EXT_TEST_BASE", "bundled")
+if TEST_BASE not in ("bundled", "upstream"):
+    raise pytest.UsageError(f"OPTIMUM_IPU_EXT_TEST_BASE={TEST_BASE!r}: allowed values are 'bundled', 'upstream'")
+
+if TEST_BASE == "upstream":
+    _upstream = load_upstream_ipu_configuration()
+    _package = types.ModuleType("optimum.graphcore")
+    _package.__path__ = []
+    _package.IPUConfig = _upstream.IPUConfig
+    _package.ipu_configuration = _upstream
+    sys.modules["optimum.graphcore"] = _package
+    sys.modules["optimum.graphcore.ipu_configuration"] = _upstream
+
+
+@pytest.fixture(autouse=True)
+def no_poptorch_environment(monkeypatch):
+    """`poptorch.Options()` reads these variables; tests start without them."""
+    for variable in ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "POPTORCH_CACHE_DIR", "POPTORCH_DEFAULT_OPTIONS"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.fixture
+def sdk():
+    """The poptorch/popart doubles, importable, on a machine with an IPU Mk2."""
+    with installed(hardware_version=2):
+        yield
+
+
+@pytest.fixture
+def sdk_without_ipu():
+    """The poptorch/popart doubles, importable, on a machine with no IPU."""
+    with installed():
+        yield
+
+
+@pytest.fixture
+def upstream():
+    """optimum-graphcore 0.7.1's `ipu_configuration` module (its real `IPUConfig`), over the doubles."""
+    return load_upstream_ipu_configuration()
