@@ -24,7 +24,7 @@ py38-syntax: $(MODERN)
 	.venv/modern/bin/vermin --no-tips --violations --target=3.8- optimum_ipu_ext examples benchmarks
 
 bench: $(MODERN)
-	$(MODERN) benchmarks/run.py
+	for benchmark in benchmarks/*.py; do $(MODERN) $$benchmark || exit 1; done
 
 $(MODERN):
 	$(PYTHON) -m venv .venv/modern

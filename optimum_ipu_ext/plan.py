@@ -6,7 +6,6 @@ machine. `OptionsPlan.apply()` is the only code in the package that touches the 
 
 import importlib
 import json
-import keyword
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, Tuple
@@ -25,11 +24,7 @@ class Ref:
     as_int: bool = False
 
     def render(self) -> str:
-        *owner, member = self.path.split(".")
-        expression = (
-            f'getattr({".".join(owner)}, "{member}")' if keyword.iskeyword(member) else self.path
-        )
-        return f"int({expression})" if self.as_int else expression
+        return f"int({self.path})" if self.as_int else self.path
 
     def resolve(self, sdk: Dict[str, Any]) -> Any:
         root, *members = self.path.split(".")
