@@ -3,6 +3,8 @@
 import json
 import math
 import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -245,3 +247,8 @@ def test_readme_documents_every_new_setting():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for name in EXTENSION_SETTINGS:
         assert f"| `{name}` |" in readme, name
+
+
+def test_importing_the_package_imports_no_sdk_module():
+    code = "import sys, optimum_ipu_ext; print(sorted({'poptorch', 'popart', 'popdist'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
