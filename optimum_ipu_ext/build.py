@@ -1,17 +1,23 @@
 """From a configuration to its options plan: which `poptorch.Options` calls it implies, in which order.
 
 The order and the calls follow optimum-graphcore 0.7.1's `IPUConfig.to_options`, extended by the
-settings of `settings.EXTENSION_SETTINGS`. Nothing here imports the Poplar SDK.
+settings of `settings.EXTENSION_SETTINGS`. Under a poprun launch the options are PopDist's
+`popdist.poptorch.Options`, which set the instance's replicas, process and IPUs themselves.
+Nothing here imports the Poplar SDK.
 """
 
-from typing import Any, List
+from typing import Any, List, Optional
 
 from .plan import Construct, OptionCall, OptionsPlan, Ref, TempFile
+from .popdist import PopDistLaunch
 from .settings import EXECUTION_STRATEGIES, EXTENSION_SETTINGS
 
 
-def build_plan(config: Any, for_inference: bool = False, compile_only: bool = False) -> OptionsPlan:
-    """The options plan of `config` for training (default) or inference, for a real or an offline target."""
+def build_plan(
+    config: Any, for_inference: bool = False, compile_only: bool = False, popdist: Optional[PopDistLaunch] = None
+) -> OptionsPlan:
+    """The options plan of `config` for training (default) or inference, for a real or an offline target,
+    on one host or (`popdist`) as one instance of a poprun launch."""
     if config.execute_encoder_on_cpu_for_generation:
         raise NotImplementedError("execute_encoder_on_cpu_for_generation is not supported yet.")
     calls: List[OptionCall] = []
@@ -23,9 +29,18 @@ def build_plan(config: Any, for_inference: bool = False, compile_only: bool = Fa
         """The SDK enum member a choice setting's current value stands for."""
         return Ref(_setting(config, name).sdk_member(getattr(config, name)))
 
-    replicas = config.inference_replication_factor if for_inference else config.replication_factor
+    replication_setting = "inference_replication_factor" if for_inference else "replication_factor"
+    replicas = getattr(config, replication_setting)
+    if popdist is None:
+        options, notes = Construct("poptorch.Options"), ()
+    else:
+        replicas = popdist.job_replicas(replication_setting, replicas)
+        ipus = config.inference_ipus_per_replica if for_inference else config.ipus_per_replica
+        options = Construct("popdist.poptorch.Options", kwargs=(("ipus_per_replica", ipus),))
+        notes = (popdist.describe(),)
     call("autoRoundNumIPUs", config.auto_round_num_ipus)
-    call("replicationFactor", replicas)
+    if popdist is None:  # PopDist's options set the instance's share of the replicas themselves
+        call("replicationFactor", replicas)
     call("deviceIterations", config.inference_device_iterations if for_inference else config.device_iterations)
     if not for_inference:
         call("Training.gradientAccumulation", config.gradient_accumulation_steps)
@@ -68,7 +83,7 @@ def build_plan(config: Any, for_inference: bool = False, compile_only: bool = Fa
         call("_Popart.set", "enableExplicitIR", True)
     for key, value in config.popart_options.items():
         call("_Popart.set", key, value)
-    return OptionsPlan(Construct("poptorch.Options"), tuple(calls), compile_only)
+    return OptionsPlan(options, tuple(calls), compile_only, notes)
 
 
 def _memory_proportions(config: Any, for_inference: bool) -> dict:

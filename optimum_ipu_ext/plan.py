@@ -14,6 +14,7 @@ from .errors import PoplarSDKNotFoundError
 
 
 IPU_MK2_HARDWARE_VERSIONS = (2, 21)
+SDK_MODULES = ("poptorch", "popart", "popdist")
 
 
 @dataclass(frozen=True)
@@ -105,16 +106,21 @@ class OptionCall:
 
 @dataclass(frozen=True)
 class OptionsPlan:
-    """How to build a `poptorch.Options`: the object to create, then the calls to make on it, in order."""
+    """How to build a `poptorch.Options`: the object to create, then the calls to make on it, in order.
+
+    `notes` say what the options object sets itself (PopDist's, under poprun); they are shown as comments.
+    """
 
     options: Construct
     calls: Tuple[OptionCall, ...]
     compile_only: bool = False
+    notes: Tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        modules = sorted({name.split(".")[0] for name in _names(self)})
+        modules = sorted({_module(name) for name in _names(self)})
         lines = [f"import {module}" for module in modules]
         lines += ["", f"opts = {self.options.render()}"]
+        lines += [f"# {note}" for note in self.notes]
         lines += [call.render() for call in self.calls]
         return "\n".join(lines)
 
@@ -124,11 +130,12 @@ class OptionsPlan:
             "options": self.options.to_json(),
             "calls": [call.to_json() for call in self.calls],
             "compile_only": self.compile_only,
+            "notes": list(self.notes),
         }
 
     def apply(self) -> Any:
         """Builds the `poptorch.Options` this plan describes. Needs the Poplar SDK; on a real run, an IPU."""
-        sdk = _import_sdk(sorted({name.split(".")[0] for name in _names(self)}))
+        sdk = _import_sdk(sorted(set(_names(self))))
         if not self.compile_only and sdk["poptorch"].ipuHardwareVersion() not in IPU_MK2_HARDWARE_VERSIONS:
             raise RuntimeError("This requires an IPU Mk2 system to run.")
         options = self.options.resolve(sdk)
@@ -182,7 +189,7 @@ def _names(plan: OptionsPlan):
             for inner in list(value.args) + [v for _, v in value.kwargs] + [a for _, args in value.chain for a in args]:
                 yield from walk(inner)
         elif isinstance(value, TempFile):
-            yield "tempfile"
+            yield "tempfile.NamedTemporaryFile"
         elif isinstance(value, (list, tuple)):
             for inner in value:
                 yield from walk(inner)
@@ -195,13 +202,37 @@ def _names(plan: OptionsPlan):
         yield from walk(call.args)
 
 
-def _import_sdk(modules) -> Dict[str, Any]:
+def _module(name: str) -> str:
+    """The module to import for a dotted name in printed code: its leading lowercase parts, as Python
+    names modules, the last part excepted (`popdist.poptorch` for `popdist.poptorch.Options`)."""
+    root, *attributes = name.split(".")
+    parts = [root]
+    for part in attributes[:-1]:
+        if not part[:1].islower():
+            break
+        parts.append(part)
+    return ".".join(parts)
+
+
+def _import_sdk(names) -> Dict[str, Any]:
+    """The root modules of dotted `names`, each name's longest importable prefix imported
+    (`popdist.poptorch` for `popdist.poptorch.Options`), so that every name resolves from its root."""
     sdk = {}
-    for module in modules:
+    for name in names:
+        root, *attributes = name.split(".")
         try:
-            sdk[module] = importlib.import_module(module)
+            sdk[root] = importlib.import_module(root)
+            for end in range(1, len(attributes)):
+                module = ".".join([root, *attributes[:end]])
+                try:
+                    importlib.import_module(module)
+                except ModuleNotFoundError as error:
+                    if error.name != module:
+                        raise
+                    break
         except ImportError as error:
-            if module in ("poptorch", "popart", "popdist"):
-                raise PoplarSDKNotFoundError(module) from error
+            missing = (error.name or root).split(".")[0]
+            if missing in SDK_MODULES:
+                raise PoplarSDKNotFoundError(missing) from error
             raise
     return sdk

@@ -33,8 +33,9 @@ if TEST_BASE == "upstream":
 
 @pytest.fixture(autouse=True)
 def no_poptorch_environment(monkeypatch):
-    """`poptorch.Options()` reads these variables; tests start without them."""
-    for variable in ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "POPTORCH_CACHE_DIR", "POPTORCH_DEFAULT_OPTIONS"):
+    """`poptorch.Options()` and PopDist read these variables; tests start outside any launch."""
+    variables = ["OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "POPTORCH_CACHE_DIR", "POPTORCH_DEFAULT_OPTIONS"]
+    for variable in variables + [name for name in os.environ if name.startswith("POPDIST_")]:
         monkeypatch.delenv(variable, raising=False)
 
 
@@ -50,6 +51,12 @@ def sdk_without_ipu():
     """The poptorch/popart doubles, importable, on a machine with no IPU."""
     with installed():
         yield
+
+
+@pytest.fixture
+def poprun():
+    """`with poprun(environment):` the doubles, on an IPU Mk2, in the poprun instance whose variables are `environment`."""
+    return lambda environment: installed(hardware_version=2, popdist_environment=environment)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
-"""Strict test doubles of the Poplar SDK's ``poptorch`` and ``popart``, and helpers to use them.
+"""Strict test doubles of the Poplar SDK's ``poptorch``, ``popart`` and ``popdist``, and helpers to use them.
 
-- ``installed(hardware_version=None)`` puts the doubles in ``sys.modules`` as ``poptorch``
-  and ``popart`` (always the same module objects) for the duration of a ``with`` block.
+- ``installed(hardware_version=None, popdist_environment=None)`` puts the doubles in ``sys.modules``
+  as ``poptorch`` and ``popart`` (always the same module objects), and ``popdist`` inside a poprun
+  launch described by its environment variables, for the duration of a ``with`` block.
 - ``state(opts)`` is ``opts.toDict()`` in a comparable form (see its docstring).
 - ``load_upstream_ipu_configuration()`` loads optimum-graphcore's ``ipu_configuration.py``
   against the doubles, without importing ``optimum.graphcore``.
@@ -9,15 +10,16 @@
 import contextlib
 import enum
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Dict, Iterator, Optional
 
-from . import popart, poptorch
+from . import popart, popdist, poptorch
 from .poptorch import _options_impl, enums, options, poptorch_core
 
-__all__ = ["installed", "load_upstream_ipu_configuration", "popart", "poptorch", "state"]
+__all__ = ["installed", "load_upstream_ipu_configuration", "popart", "popdist", "poptorch", "state"]
 
 _MODULES = {
     "poptorch": poptorch,
@@ -28,6 +30,7 @@ _MODULES = {
     "popart": popart,
 }
 _ABSENT = object()
+_POPRUN_ENVIRONMENT = popdist._ENVIRONMENT + ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")
 _upstream_ipu_configuration: Optional[ModuleType] = None
 
 
@@ -46,23 +49,58 @@ def _check_hardware_version(hardware_version: Optional[int]) -> None:
         )
 
 
+def _check_popdist_environment(environment: Optional[Dict[str, str]]) -> None:
+    if environment is None:
+        return
+    if not isinstance(environment, dict):
+        raise TypeError(f"popdist_environment={environment!r} must be None (no popdist) or a dict of variables")
+    for name, value in environment.items():
+        if name not in _POPRUN_ENVIRONMENT:
+            raise ValueError(
+                f"popdist_environment has {name!r}; allowed: the variables poprun sets, {_POPRUN_ENVIRONMENT}"
+            )
+        if not isinstance(value, str):
+            raise TypeError(f"popdist_environment[{name!r}]={value!r} must be a str, as environment variables are")
+
+
 @contextlib.contextmanager
-def installed(hardware_version: Optional[int] = None) -> Iterator[None]:
-    """Make ``import poptorch`` / ``import popart`` give the doubles inside the block.
+def installed(
+    hardware_version: Optional[int] = None, popdist_environment: Optional[Dict[str, str]] = None
+) -> Iterator[None]:
+    """Make ``import poptorch`` / ``import popart`` (and ``import popdist``) give the doubles inside the block.
 
     ``hardware_version`` is what ``poptorch.ipuHardwareVersion()`` returns; ``None`` (the
     default) is a machine without IPUs, where it raises ``AssertionError`` like the real one.
-    Whatever ``sys.modules`` held before is restored on exit.
+    ``popdist_environment`` is ``None`` (the default) for a machine without popdist, where
+    ``import popdist`` fails; else popdist is installed and these are the variables poprun set for
+    this process (``{}``: not launched by poprun). Inside the block the ``POPDIST_*`` variables are
+    exactly those given. Whatever ``sys.modules`` and ``os.environ`` held before is restored on exit.
     """
     _check_hardware_version(hardware_version)
-    saved_modules = {name: sys.modules.get(name, _ABSENT) for name in _MODULES}
+    _check_popdist_environment(popdist_environment)
+    given = popdist_environment or {}
+    modules = dict(_MODULES, popdist=None if popdist_environment is None else popdist)
+    saved_modules = {name: sys.modules.get(name, _ABSENT) for name in [*modules, "popdist.poptorch"]}
+    replaced = {name for name in os.environ if name.startswith("POPDIST_")} | set(given)
+    saved_environment = {name: os.environ.get(name) for name in replaced}
     saved_version = poptorch_core._hardware_version
-    sys.modules.update(_MODULES)
+    sys.modules.update(modules)
+    sys.modules.pop("popdist.poptorch", None)
+    for name in replaced:
+        os.environ.pop(name, None)
+    os.environ.update(given)
     poptorch_core._hardware_version = hardware_version
     try:
         yield
     finally:
         poptorch_core._hardware_version = saved_version
+        for name, value in saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if hasattr(popdist, "poptorch"):  # set by ``import popdist.poptorch`` in the block
+            del popdist.poptorch
         for name, module in saved_modules.items():
             if module is _ABSENT:
                 sys.modules.pop(name, None)
