@@ -3,6 +3,13 @@
 from .configuration import IPUConfig
 from .errors import (
     ConfigFileError,
+    HubAccessDeniedError,
+    HubConfigFileError,
+    HubError,
+    HubFileNotFoundError,
+    HubRepositoryNotFoundError,
+    HubRevisionNotFoundError,
+    HubUnavailableError,
     IncompatibleSettingsError,
     InvalidSettingError,
     IPUConfigError,
@@ -11,12 +18,14 @@ from .errors import (
     UnknownSettingError,
 )
 from .plan import OptionsPlan
+from .popdist import PopDistLaunch
 
 __version__ = "0.1.0"
 
 __all__ = [
     "IPUConfig",
     "OptionsPlan",
+    "PopDistLaunch",
     "IPUConfigError",
     "InvalidSettingError",
     "SettingTypeError",
@@ -24,4 +33,11 @@ __all__ = [
     "UnknownSettingError",
     "ConfigFileError",
     "PoplarSDKNotFoundError",
+    "HubError",
+    "HubRepositoryNotFoundError",
+    "HubRevisionNotFoundError",
+    "HubFileNotFoundError",
+    "HubAccessDeniedError",
+    "HubUnavailableError",
+    "HubConfigFileError",
 ]

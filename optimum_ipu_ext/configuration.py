@@ -10,9 +10,11 @@ from .base import BaseIPUConfig
 from .build import build_plan
 from .bundled_base import BASE_SETTINGS, transformers_defaults
 from .bundled_base import IPUConfig as BundledIPUConfig
+from . import hub
 from .errors import ConfigFileError, IncompatibleSettingsError, IPUConfigError, UnknownSettingError
 from .legacy import LEGACY_KEYS
 from .plan import OptionsPlan
+from .popdist import PopDistLaunch, resolve_launch
 from .settings import EXTENSION_SETTINGS, POPART_KEYS_WITH_A_SETTING
 
 
@@ -26,6 +28,11 @@ class IPUConfig(BaseIPUConfig):
     the settings of `optimum_ipu_ext.settings.EXTENSION_SETTINGS`, which describe the rest of the
     `poptorch.Options` build. It is an `optimum.graphcore.IPUConfig` where optimum-graphcore imports, so
     it can be handed to `IPUTrainer`; elsewhere it keeps the same contract, for authoring and review.
+
+    `replication_factor` (and `inference_replication_factor`) count the replicas of the whole job, as poprun's
+    `--num-replicas` does. On one host they all run in this process. Under `poprun`, each instance builds its
+    local share through PopDist; if the configured total disagrees with the number poprun launched, the build
+    follows poprun and warns.
 
     Example:
 
@@ -71,26 +78,62 @@ class IPUConfig(BaseIPUConfig):
                 )
         return self
 
-    def options_plan(self, for_inference: bool = False, compile_only: bool = False) -> OptionsPlan:
+    def options_plan(
+        self,
+        for_inference: bool = False,
+        compile_only: bool = False,
+        popdist: Union[PopDistLaunch, bool, None] = None,
+    ) -> OptionsPlan:
         """The `poptorch.Options` calls `to_options()` makes, as data. Needs no Poplar SDK.
 
         `print(config.options_plan())` shows them as the equivalent Python; `.to_json()` as JSON.
+
+        Args:
+            for_inference: plan the inference build rather than the training one.
+            compile_only: plan a build for an offline IPU target.
+            popdist: the poprun launch to plan for. By default, the one this process is an instance of
+                (read from the environment, as PopDist does), else a single-host build; a `PopDistLaunch`
+                previews that instance of a launch, on any machine; `False` plans a single-host build.
         """
         self._validate_ipu_config()
-        return build_plan(self, for_inference=for_inference, compile_only=compile_only)
+        return build_plan(self, for_inference, compile_only, popdist=resolve_launch(popdist))
 
     def to_options(self, for_inference: bool = False, compile_only: bool = False):
         """Builds the `poptorch.Options` of this configuration (needs the Poplar SDK).
+
+        Under `poprun` (detected from the environment, as PopDist does), these are PopDist's
+        `popdist.poptorch.Options` for this instance: its local replicas, process id and count and IPUs
+        come from PopDist, every other setting is as on one host.
 
         Args:
             for_inference: build for inference rather than training.
             compile_only: compile for an offline IPU target, needing no IPU.
 
         Raises:
-            PoplarSDKNotFoundError: poptorch is not installed; `options_plan()` works without it.
+            PoplarSDKNotFoundError: poptorch (or, under poprun, popdist) is not installed; `options_plan()`
+                works without them.
             RuntimeError: no IPU Mk2 is attached and `compile_only` is not set.
         """
         return self.options_plan(for_inference=for_inference, compile_only=compile_only).apply()
+
+    def batch_size_factor(
+        self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None
+    ) -> int:
+        """The factor from the micro batch size to the combined batch size: replicas x gradient accumulation
+        steps x device iterations (inference: replicas x device iterations).
+
+        The replicas are those of the whole job, or with `per_instance=True` those of this instance, which are
+        what its `poptorch.DataLoader` batches. On one host both are the configured replicas; under poprun they
+        are poprun's total and this instance's share. `popdist` is as for `options_plan()`.
+        """
+        launch = resolve_launch(popdist)
+        if launch is None:
+            replicas = self.inference_replication_factor if for_inference else self.replication_factor
+        else:
+            replicas = launch.local_replicas if per_instance else launch.num_replicas
+        if for_inference:
+            return replicas * self.inference_device_iterations
+        return replicas * self.gradient_accumulation_steps * self.device_iterations
 
     def to_dict(self) -> Dict[str, Any]:
         """The configuration as a dictionary. Extension settings at their default are left out, so a config
@@ -114,14 +157,24 @@ class IPUConfig(BaseIPUConfig):
     def from_pretrained(cls, pretrained_model_name_or_path: Union[str, os.PathLike], **kwargs) -> "IPUConfig":
         """Loads a configuration from a JSON file, a directory holding `ipu_config.json`, or a Hub repository.
 
-        Keyword arguments are those of `transformers.PretrainedConfig.from_pretrained` (`revision`,
-        `cache_dir`, `token`, ...) and settings overriding the loaded values.
+        Keyword arguments are those of `transformers.PretrainedConfig.from_pretrained` (`revision`, `subfolder`,
+        `cache_dir`, `force_download`, `local_files_only`, `token`, ...) and settings overriding the loaded
+        values. `token` works with every supported transformers release (`use_auth_token` too).
+
+        Raises:
+            HubError: the Hub repository, revision or file does not exist, cannot be read with the token
+                given, or the Hub cannot be used and the cache has no copy. The message names the repository,
+                the revision and what happened.
+            ConfigFileError: the file is not a JSON object.
+            UnknownSettingError: the file has a key no release ever had.
         """
-        config_dict, overrides = cls.get_config_dict(pretrained_model_name_or_path, **kwargs)
+        source = hub.HubSource.of(pretrained_model_name_or_path, cls.CONFIG_NAME, kwargs)
+        with hub.load_errors(source):
+            config_dict, overrides = cls.get_config_dict(pretrained_model_name_or_path, **hub.load_arguments(kwargs))
         try:
             return cls.from_dict(config_dict, **overrides)
         except IPUConfigError as error:
-            error.args = (f"{error} (loading '{pretrained_model_name_or_path}')",)
+            error.args = (f"{error} (loading {source or repr(str(pretrained_model_name_or_path))})",)
             raise
 
     @classmethod
@@ -136,9 +189,37 @@ class IPUConfig(BaseIPUConfig):
         return config_dict
 
     def save_pretrained(self, save_directory: Union[str, os.PathLike], push_to_hub: bool = False, **kwargs):
-        """Writes `ipu_config.json` to `save_directory` (optionally pushing it), after checking the settings."""
+        """Writes `ipu_config.json` to `save_directory`, after checking the settings.
+
+        With `push_to_hub=True`, then pushes the config as `push_to_hub` does, to `repo_id` (default: the name
+        of `save_directory`); the other keyword arguments are those of `push_to_hub`.
+        """
         self._validate_ipu_config()
-        super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
+        if not push_to_hub:
+            return super().save_pretrained(save_directory, **kwargs)
+        repo_id = kwargs.pop("repo_id", None) or os.path.basename(os.path.normpath(str(save_directory)))
+        super().save_pretrained(save_directory)
+        return self.push_to_hub(repo_id, **kwargs)
+
+    def push_to_hub(self, repo_id: str, **kwargs):
+        """Uploads `ipu_config.json` and a model card (`README.md`) to the Hub repository `repo_id`, in one commit.
+
+        Goes through transformers' `PushToHubMixin`, which creates the repository if needed. Keyword arguments
+        are those of `PushToHubMixin.push_to_hub`: `token` (on every supported transformers release),
+        `private`, `commit_message`, `create_pr`, and where transformers supports it `revision` (a branch).
+
+        Raises:
+            HubError: the push failed; the message names the repository and what happened.
+            InvalidSettingError: an argument this transformers release cannot honour (it would drop it).
+        """
+        self._validate_ipu_config()
+        with hub.push_errors(repo_id, kwargs):
+            return super().push_to_hub(repo_id, **hub.push_arguments(kwargs))
+
+    def _upload_modified_files(self, working_dir: Union[str, os.PathLike], repo_id: str, *args, **kwargs):
+        """Adds the model card to the folder `PushToHubMixin.push_to_hub` uploads, then uploads it."""
+        hub.write_model_card(self, str(working_dir), repo_id)
+        return super()._upload_modified_files(working_dir, repo_id, *args, **kwargs)
 
     def to_json_string(self, use_diff: bool = True) -> str:
         """The configuration as JSON. With `use_diff`, transformers' own attributes are left out where they

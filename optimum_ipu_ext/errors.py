@@ -56,7 +56,51 @@ class ConfigFileError(IPUConfigError, OSError):
 
     def __init__(self, path: str, problem: str):
         self.path = path
+        self.problem = problem
         super().__init__(f"Cannot load the IPU config file '{path}': {problem}.")
+
+
+class HubError(IPUConfigError, OSError):
+    """Loading an IPU config from the Hugging Face Hub, or pushing one, failed.
+
+    Names the repository, the revision and what happened. An `OSError`, as transformers raises for Hub failures.
+    """
+
+    def __init__(self, repo_id: str, problem: str, action: str, revision: Optional[str] = None):
+        self.repo_id = repo_id
+        self.revision = revision
+        self.problem = problem
+        at = f" at revision '{revision}'" if revision else ""
+        OSError.__init__(self, f"Cannot {action} Hub repository '{repo_id}'{at}: {problem}.")
+
+
+class HubRepositoryNotFoundError(HubError):
+    """The repository does not exist, or it is private and no token that can read it was given."""
+
+
+class HubRevisionNotFoundError(HubError):
+    """No branch, tag or commit of the repository has that name."""
+
+
+class HubFileNotFoundError(HubError):
+    """The repository has no IPU config file at that revision."""
+
+
+class HubAccessDeniedError(HubError):
+    """The Hub rejected the token, the token may not write to the repository, or the repository is gated."""
+
+
+class HubUnavailableError(HubError):
+    """The Hub answered with a server error, could not be reached, cut the connection or is switched off (offline
+    mode), and the cache holds no copy to fall back on."""
+
+
+class HubConfigFileError(HubError, ConfigFileError):
+    """The IPU config file on the Hub is not a JSON object. Also a `ConfigFileError`, as a local file would be."""
+
+    def __init__(self, repo_id: str, problem: str, action: str, revision: Optional[str], path: str):
+        self.path = path
+        HubError.__init__(self, repo_id, problem, action, revision)
 
 
 class PoplarSDKNotFoundError(IPUConfigError, ImportError):

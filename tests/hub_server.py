@@ -16,7 +16,7 @@ load a configuration, so tests exercise the client itself rather than a mock of 
 
 Files are always committed inline ("regular" upload mode, no LFS). Repositories are model repos named
 `namespace/name`. Tests can seed and inspect repos directly, read a request log and per-file download counts, and
-inject faults: an HTTP status, a connection cut mid-body, or a stopped server.
+inject faults (an HTTP status, a connection cut mid-body, or a stopped server) and disarm them.
 """
 import base64
 import collections
@@ -180,6 +180,11 @@ class HubServer:
         """Send headers with the full Content-Length, then close after `after_bytes` of body (at once for HEAD)."""
         with self._lock:
             self._faults.append({"prefix": path_prefix, "method": method, "times": times, "cut": after_bytes})
+
+    def clear_faults(self):
+        """Disarm every fault not yet used up."""
+        with self._lock:
+            del self._faults[:]
 
     # Internals, called with the lock held
     def _take_fault(self, method, path):
