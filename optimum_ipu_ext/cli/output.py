@@ -1,0 +1,124 @@
+"""Terminal output of `ipu-config`: styles and a spinner on terminals only, and the warnings to relay."""
+
+import contextlib
+import itertools
+import json
+import logging
+import os
+import sys
+import threading
+import warnings
+from typing import Any, Iterator, List
+
+PROG = "ipu-config"
+
+
+class Stream:
+    """A text stream that styles text only when it is a terminal (and neither `NO_COLOR` nor `TERM=dumb` is set)."""
+
+    CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32"}
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.is_terminal = hasattr(stream, "isatty") and stream.isatty()
+        self.colour = self.is_terminal and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+    def style(self, text: str, name: str) -> str:
+        return f"\033[{self.CODES[name]}m{text}\033[0m" if self.colour and text else text
+
+    def write(self, text: str = "") -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def as_json(value: Any) -> str:
+    """A setting value as written in `ipu_config.json`."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def one_line(error: BaseException) -> str:
+    """An error message on one line."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+@contextlib.contextmanager
+def progress(stream: Stream, message: str) -> Iterator[None]:
+    """A spinner and `message` on `stream` while the block runs, when `stream` is a terminal."""
+    if not stream.is_terminal:
+        yield
+        return
+    done = threading.Event()
+
+    def spin():
+        for frame in itertools.cycle("|/-\\"):
+            stream.stream.write(f"\r{frame} {message}")
+            stream.stream.flush()
+            if done.wait(0.1):
+                break
+        stream.stream.write("\r" + " " * (len(message) + 2) + "\r")
+        stream.stream.flush()
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        yield
+    finally:
+        done.set()
+        spinner.join()
+
+
+class _Recorder(logging.Handler):
+    """Hands warning records to the innermost `recorded_warnings` block."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.blocks: List[List[str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not _printed_by_its_library(logging.getLogger(record.name)):
+            self.blocks[-1].append(record.getMessage())
+
+
+_recorder = _Recorder()
+
+
+def _printed_by_its_library(logger: logging.Logger) -> bool:
+    """Whether a handler below the root (transformers', huggingface_hub's) already prints this logger's records."""
+    while logger is not None and logger is not logging.root:
+        if logger.handlers:
+            return True
+        if not logger.propagate:
+            return False
+        logger = logger.parent
+    return False
+
+
+def _from_configuration(filename: str) -> bool:
+    """Whether a warning was raised by the configuration classes (ours or the base), not a library they call."""
+    base = sys.modules.get("optimum_ipu_ext.base")
+    names = ("optimum_ipu_ext", getattr(base, "BASE_ORIGIN", None))
+    folders = {os.path.dirname(os.path.abspath(sys.modules[name].__file__)) for name in names if name in sys.modules}
+    return os.path.dirname(os.path.abspath(filename)) in folders
+
+
+@contextlib.contextmanager
+def recorded_warnings() -> Iterator[List[str]]:
+    """Collects, in order and once each, the configuration's warnings (Python's and logged) raised in the block.
+
+    The class logs some warnings each time it validates, which a command may do several times. Python warnings
+    from the libraries it calls (deprecations between them) are dropped: they are not the user's to act on.
+    """
+    messages: List[str] = []
+    if not _recorder.blocks:
+        logging.getLogger().addHandler(_recorder)
+    _recorder.blocks.append(messages)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield messages
+    finally:
+        _recorder.blocks.pop()
+        if not _recorder.blocks:
+            logging.getLogger().removeHandler(_recorder)
+        messages.extend(str(warning.message) for warning in caught if _from_configuration(warning.filename))
+        messages[:] = list(dict.fromkeys(messages))

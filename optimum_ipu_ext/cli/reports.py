@@ -1,0 +1,238 @@
+"""What `ipu-config show`, `validate` and `diff` report, as data, and its text form."""
+
+import copy
+from typing import Any, Dict, List, Optional, Tuple
+
+from .output import Stream, as_json, one_line
+from ..configuration import IPUConfig
+from ..errors import IncompatibleSettingsError
+from .sources import CommandError, load_dict
+
+MAX_IPUS_PER_PROCESS = 64
+
+
+def reserved_ipus(requested: int, auto_round: bool) -> Tuple[Optional[int], Optional[str]]:
+    """The IPUs poptorch reserves when a build asks for `requested`, and a note when that is not `requested`.
+
+    poptorch reserves a power of two: with `autoRoundNumIPUs(True)` it rounds the number up to the next power
+    of two, otherwise it refuses to run; and one process takes at most 64 IPUs (graphcore/poptorch,
+    `roundUpNumIPUs` in popart_compiler/source/Utils.cpp, its use in popart_compiler/source/CompilerImpl.cpp).
+    """
+    rounded = 1
+    while rounded < requested:
+        rounded *= 2
+    if rounded != requested and not auto_round:
+        return None, f"{requested} requested: poptorch refuses a number that is not a power of two, " \
+                     "unless auto_round_num_ipus=true"
+    notes = [f"{requested} requested, rounded up to a power of two"] if rounded != requested else []
+    if rounded > MAX_IPUS_PER_PROCESS:
+        notes.append(f"more than {MAX_IPUS_PER_PROCESS}: poptorch needs several processes, e.g. with poprun")
+    return rounded, "; ".join(notes) or None
+
+
+def differences_from_defaults(config) -> List[Dict[str, Any]]:
+    """The settings whose value differs from `IPUConfig()`'s, which are optimum-graphcore 0.7.1's defaults."""
+    default = type(config)()
+    return [
+        {"setting": name, "value": getattr(config, name), "default": getattr(default, name)}
+        for name in type(config).SETTINGS
+        if getattr(config, name) != getattr(default, name)
+    ]
+
+
+def summary(config, source: str, for_inference: bool) -> Dict[str, Any]:
+    """What `ipu-config show` reports, as JSON-serializable data."""
+    plan = config.options_plan(for_inference=for_inference)
+
+    def name(setting: str) -> str:
+        return f"inference_{setting}" if for_inference else setting
+
+    def value(setting: str) -> Any:
+        return getattr(config, name(setting))
+
+    replicas, ipus = value("replication_factor"), value("ipus_per_replica")
+    total, total_note = reserved_ipus(replicas * ipus, config.auto_round_num_ipus)
+    factor_settings = ["replication_factor", "device_iterations"]
+    if not for_inference:
+        factor_settings.insert(1, "gradient_accumulation_steps")
+    factors = {name(setting): value(setting) for setting in factor_settings}
+    sharded = config.replicated_tensor_sharding and replicas > 1
+    return {
+        "source": source,
+        "mode": "inference" if for_inference else "training",
+        "pipeline": {
+            "ipus_per_replica": ipus,
+            "layers_per_ipu": value("layers_per_ipu"),
+            "memory_proportion_per_ipu": next(
+                call.args[0] for call in plan.calls if call.method == "setAvailableMemoryProportion"
+            ),
+            "execution_strategy": value("execution_strategy"),
+            "auto_stage": config.auto_stage,
+        },
+        "replication": {"replication_factor": replicas, "total_ipus": total, "note": total_note},
+        "batch_size_factor": {"value": config.batch_size_factor(for_inference=for_inference), "factors": factors},
+        "precision": {
+            "half_partials": config.enable_half_partials,
+            "stochastic_rounding": config.stochastic_rounding and not for_inference,
+        },
+        "recomputation": {
+            "recomputation_mode": config.recomputation_mode,
+            "recompute_checkpoint_every_layer": config.recompute_checkpoint_every_layer,
+        },
+        "optimizer_state": {
+            "offchip": config.optimizer_state_offchip,
+            "replicated_tensor_sharding": sharded,
+            "note": "requested, unused with 1 replica" if config.replicated_tensor_sharding and not sharded else None,
+        },
+        "differs_from_defaults": differences_from_defaults(config),
+        "options_plan": plan.to_json(),
+    }
+
+
+def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
+    """Writes `summary` data as text, then `code`: the options plan as Python."""
+
+    def section(title: str, rows: List[Tuple[str, str, Optional[str]]]) -> None:
+        out.write(out.style(title, "bold"))
+        for label, text, note in rows:
+            out.write(f"  {label:<27} {text}" + ("  " + out.style(f"({note})", "dim") if note else ""))
+        out.write()
+
+    def on(flag: bool) -> str:
+        return "on" if flag else "off"
+
+    pipeline, replication, batch = data["pipeline"], data["replication"], data["batch_size_factor"]
+    precision, recomputation, optimizer = data["precision"], data["recomputation"], data["optimizer_state"]
+    out.write(f"{out.style(data['source'], 'bold')} ({data['mode']})")
+    out.write()
+    section("Pipeline", [
+        ("IPUs per replica", str(pipeline["ipus_per_replica"]), None),
+        ("layers per IPU", as_json(pipeline["layers_per_ipu"]),
+         "-1: the remaining layers, spread evenly" if -1 in pipeline["layers_per_ipu"] else None),
+        ("memory proportion per IPU",
+         ", ".join(f"{ipu}={proportion}" for ipu, proportion in pipeline["memory_proportion_per_ipu"].items()), None),
+        ("execution", f"{pipeline['execution_strategy']}, stages {pipeline['auto_stage']}", None),
+    ])
+    total = replication["total_ipus"]
+    section("Replication", [
+        ("replicas", str(replication["replication_factor"]), None),
+        ("total IPUs", "none" if total is None else str(total), replication["note"]),
+        ("combined batch-size factor", str(batch["value"]),
+         " x ".join(f"{name} {count}" for name, count in batch["factors"].items())),
+    ])
+    mode = recomputation["recomputation_mode"]
+    section("Precision and recomputation", [
+        ("matmul/conv partials", "float16" if precision["half_partials"] else "float32", None),
+        ("stochastic rounding", on(precision["stochastic_rounding"]), None),
+        ("recomputation", mode or "not set", None if mode else "PopART's default"),
+        ("checkpoint every layer", on(recomputation["recompute_checkpoint_every_layer"]), None),
+    ])
+    section("Optimizer state", [
+        ("placement", "off chip" if optimizer["offchip"] else "on chip", None),
+        ("sharding across replicas", on(optimizer["replicated_tensor_sharding"]), optimizer["note"]),
+    ])
+    changed = data["differs_from_defaults"]
+    width = max([len(item["setting"]) for item in changed] + [0])
+    out.write(out.style(f"Differs from optimum-graphcore's defaults ({len(changed)})", "bold"))
+    for item in changed:
+        default = out.style(f"(default {as_json(item['default'])})", "dim")
+        out.write(f"  {item['setting']:<{width}}  {as_json(item['value'])}  {default}")
+    out.write()
+    out.write(out.style("Options: the calls to_options() makes", "bold"))
+    out.write(code)
+
+
+def problems(source: str, revision: Optional[str] = None) -> List[str]:
+    """The problems the class finds in a configuration, one line each (`SOURCE: message`).
+
+    The first is reported as the class raises it. When it is about one setting, that setting is put back to
+    its default and the rest checked again, so every setting that is invalid on its own is reported; a
+    disagreement between settings is reported only first, as later ones could come from the defaults put back.
+    """
+    try:
+        config_dict = load_dict(source, revision)
+    except CommandError as error:
+        return [str(error)]
+    except (OSError, ValueError) as error:
+        return [f"{source}: {one_line(error)}"]
+    found: List[str] = []
+    while True:
+        try:
+            config = IPUConfig.from_dict(config_dict)
+            for for_inference in (False, True):
+                config.options_plan(for_inference=for_inference)
+            return found
+        except (ValueError, TypeError, NotImplementedError) as error:
+            field = getattr(error, "field", None)
+            between_settings = isinstance(error, IncompatibleSettingsError)
+            if not (found and between_settings):
+                found.append(f"{source}: {one_line(error)}")
+            if between_settings or field not in config_dict:
+                return found
+            config_dict = {key: value for key, value in config_dict.items() if key != field}
+
+
+def plans(config) -> Tuple[Any, Any]:
+    """The options plans of `config` for training and for inference."""
+    return config.options_plan(for_inference=False), config.options_plan(for_inference=True)
+
+
+def _option_key(call) -> Any:
+    """Calls with the same key set the same option state; a later one overrides an earlier one."""
+    return (call.method, call.args[0]) if call.method == "_Popart.set" else call.method
+
+
+def plan_changes(plan_a, plan_b) -> List[Tuple[Optional[Any], Optional[Any]]]:
+    """The (call of A, call of B) pairs that leave different option state; `None` where a plan makes no such call.
+
+    Calls compare by value; any temporary file equals any other.
+    """
+    calls_a = {_option_key(call): call for call in plan_a.calls}
+    calls_b = {_option_key(call): call for call in plan_b.calls}
+    keys = dict.fromkeys(list(calls_a) + list(calls_b))
+    return [(calls_a.get(key), calls_b.get(key)) for key in keys if calls_a.get(key) != calls_b.get(key)]
+
+
+def _changes_options(config, name: str, value: Any) -> Optional[bool]:
+    """Whether setting `name` to `value` alone changes the options of `config`; `None` if it cannot be set alone."""
+    variant = copy.deepcopy(config)
+    try:
+        setattr(variant, name, copy.deepcopy(value))
+        return plans(variant) != plans(config)
+    except (ValueError, TypeError):
+        return None
+
+
+def setting_changes(config_a, config_b) -> List[Dict[str, Any]]:
+    """The settings that differ, each with `effect`: `False` when it changes the options of neither config alone."""
+    changes = []
+    for name in type(config_a).SETTINGS:
+        before, after = getattr(config_a, name), getattr(config_b, name)
+        if before != after:
+            effects = {_changes_options(config_a, name, after)}
+            changes.append({"setting": name, "a": before, "b": after, "effect": effects != {False}})
+    return changes
+
+
+def render_diff(name_a: str, name_b: str, config_a, config_b, out: Stream) -> None:
+    """Writes the settings that differ between two configurations, then the option calls that differ."""
+    out.write(out.style(f"--- {name_a}", "red"))
+    out.write(out.style(f"+++ {name_b}", "green"))
+    changes = setting_changes(config_a, config_b)
+    if not changes:
+        out.write("No setting differs.")
+        return
+    width = max(len(change["setting"]) for change in changes)
+    out.write(out.style(f"Settings ({len(changes)} differ)", "bold"))
+    for change in changes:
+        note = "" if change["effect"] else "  " + out.style("(no effect on the options)", "dim")
+        out.write(f"  {change['setting']:<{width}}  {as_json(change['a'])} -> {as_json(change['b'])}{note}")
+    for mode, plan_a, plan_b in zip(("training", "inference"), plans(config_a), plans(config_b)):
+        calls = plan_changes(plan_a, plan_b)
+        out.write()
+        out.write(out.style(f"Options, {mode}", "bold") + ("" if calls else ": the same"))
+        for call_a, call_b in calls:
+            if call_a is not None:
+                out.write(out.style(f"- {call_a.render()}", "red"))
+            if call_b is not None:
+                out.write(out.style(f"+ {call_b.render()}", "green"))

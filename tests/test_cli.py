@@ -1,0 +1,639 @@
+"""`ipu-config`: driven through its entry point, in-process (`main` with captured streams) and as the installed
+console script (a subprocess), against files and the local Hub server."""
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import transformers
+
+from hub_fixtures import hub_env
+from optimum_ipu_ext import IPUConfig
+from optimum_ipu_ext.cli import main
+from optimum_ipu_ext.cli.reports import reserved_ipus
+from optimum_ipu_ext.cli.sources import presets
+from test_to_options import PRESET, UPSTREAM_CONFIGS
+
+SCRIPT = str(Path(sys.executable).with_name("ipu-config"))
+CONFIGS = Path(PRESET).parent
+PUSH_HAS_REVISION = not transformers.__version__.startswith("4.")
+SHARDING_WARNING = "ipu-config: warning: `replicated_tensor_sharding` is not used when `replication_factor=1`\n"
+
+SHOW_PRESET = """\
+{source} (training)
+
+Pipeline
+  IPUs per replica            2
+  layers per IPU              [-1, -1]  (-1: the remaining layers, spread evenly)
+  memory proportion per IPU   IPU0=0.1, IPU1=0.1
+  execution                   pipelined, stages auto_increment
+
+Replication
+  replicas                    1
+  total IPUs                  2
+  combined batch-size factor  128  (replication_factor 1 x gradient_accumulation_steps 128 x device_iterations 1)
+
+Precision and recomputation
+  matmul/conv partials        float32
+  stochastic rounding         on
+  recomputation               pipeline
+  checkpoint every layer      off
+
+Optimizer state
+  placement                   on chip
+  sharding across replicas    off  (requested, unused with 1 replica)
+
+Differs from optimum-graphcore's defaults (16)
+  gradient_accumulation_steps  128  (default 1)
+  layers_per_ipu               [-1, -1]  (default [-1])
+  inference_layers_per_ipu     [-1, -1]  (default [-1])
+  ipus_per_replica             2  (default 1)
+  inference_ipus_per_replica   2  (default 1)
+  replicated_tensor_sharding   true  (default false)
+  matmul_proportion            0.1  (default 0.2)
+  inference_matmul_proportion  0.1  (default 0.2)
+  enable_half_partials         false  (default true)
+  output_mode                  "all"  (default "final")
+  seed                         1234  (default null)
+  executable_cache_dir         "exec"  (default "")
+  save_initializers_to_file    false  (default true)
+  recomputation_mode           "pipeline"  (default null)
+  subgraph_copying_strategy    null  (default "just_in_time")
+  engine_options               null  (default {{"opt.useAutoloader": "true", "target.syncReplicasIndependently": "true"}})
+
+Options: the calls to_options() makes
+{plan}
+"""
+
+
+def run(capsys, *argv):
+    """`main(argv)` in this process: (exit code, stdout, stderr). argparse's exits are returned, not raised."""
+    try:
+        code = main([str(arg) for arg in argv])
+    except SystemExit as exit:
+        code = exit.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_script(*argv, env=None, cwd=None):
+    """The installed `ipu-config` console script, in a fresh process kept off the network."""
+    full_env = dict(os.environ, HF_HUB_OFFLINE="1")
+    full_env.update(env or {})
+    return subprocess.run([SCRIPT, *map(str, argv)], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=120)
+
+
+def run_on_terminal(*argv, env=None):
+    """The console script with stdout and stderr on a pseudo-terminal: (exit code, what the terminal received)."""
+    leader, follower = pty.openpty()
+    full_env = {name: value for name, value in os.environ.items() if name != "NO_COLOR"}
+    full_env.update(TERM="xterm", HF_HUB_OFFLINE="1")
+    full_env.update(env or {})
+    process = subprocess.Popen([SCRIPT, *map(str, argv)], stdout=follower, stderr=follower, env=full_env)
+    os.close(follower)
+    received = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the script exited and closed the terminal
+            break
+        if not chunk:
+            break
+        received += chunk
+    os.close(leader)
+    return process.wait(timeout=120), received.decode()
+
+
+def assert_one_error(err, *words):
+    """`err` holds one error line (after any warnings), naming each of `words`."""
+    errors = [line for line in err.splitlines() if not line.startswith("ipu-config: warning: ")]
+    assert len(errors) == 1 and errors[0].startswith("ipu-config: error: "), err
+    for word in words:
+        assert word in errors[0]
+
+
+def write_config(folder, name="ipu_config.json", **settings):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps(settings))
+    return path
+
+
+# The command line
+
+
+def test_console_script_is_installed_and_lists_the_commands():
+    result = run_script("--help")
+    assert result.returncode == 0, result.stderr
+    for command in ("show", "validate", "diff", "new", "push", "pull"):
+        assert f"\n    {command} " in result.stdout
+    assert "1 invalid configuration" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["show", "validate", "diff", "new", "push", "pull"])
+def test_every_command_has_help(capsys, command):
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    assert out.startswith(f"usage: ipu-config {command} ") and "--debug" in out
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        ([], ["required", "COMMAND"]),
+        (["shwo", PRESET], ["invalid choice", "'shwo'"]),
+        (["show"], ["SOURCE"]),
+        (["show", PRESET, "--set", "replication_factor"], ["--set", "expected KEY=VALUE", "'replication_factor'"]),
+        (["validate"], ["SOURCE"]),
+        (["diff", PRESET], ["B"]),
+        (["new", "pipelined-2ipu"], ["PRESET and OUT_DIR are required"]),
+        (["new", "no-such-preset", "out"], ["unknown preset 'no-such-preset'", "pipelined-2ipu"]),
+    ],
+)
+def test_usage_errors_exit_2(capsys, argv, words):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    for word in words:
+        assert word in err
+
+
+def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path):
+    missing = tmp_path / "missing.json"
+    result = run_script("show", missing)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == f"ipu-config: error: {missing}: no such file or directory\n"
+
+    debugged = run_script("show", missing, "--debug")
+    assert debugged.returncode == 1
+    assert "Traceback (most recent call last)" in debugged.stderr and "CommandError" in debugged.stderr
+    assert debugged.stderr.endswith(result.stderr)
+
+
+def test_output_is_plain_off_a_terminal_and_styled_on_one(tmp_path):
+    piped = run_script("show", PRESET)
+    assert piped.returncode == 0
+    assert "\033[" not in piped.stdout + piped.stderr and "\r" not in piped.stdout
+
+    code, received = run_on_terminal("show", PRESET)
+    assert code == 0
+    assert "\033[1mPipeline\033[0m" in received
+    assert received.replace("\r\n", "\n").count("\n") == (piped.stdout + piped.stderr).count("\n")
+
+    code, received = run_on_terminal("show", PRESET, env={"NO_COLOR": "1"})
+    assert code == 0 and "\033[" not in received
+
+
+# show
+
+
+def test_show_prints_the_summary_then_the_options_as_python(capsys):
+    code, out, err = run(capsys, "show", PRESET)
+    assert code == 0
+    assert out == SHOW_PRESET.format(source=PRESET, plan=IPUConfig.from_pretrained(PRESET).options_plan())
+    assert err == SHARDING_WARNING  # the class's warning, once, though the class validated several times
+
+
+def test_show_json_is_the_same_summary(capsys):
+    code, out, _ = run(capsys, "show", PRESET, "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["pipeline"] == {
+        "ipus_per_replica": 2,
+        "layers_per_ipu": [-1, -1],
+        "memory_proportion_per_ipu": {"IPU0": 0.1, "IPU1": 0.1},
+        "execution_strategy": "pipelined",
+        "auto_stage": "auto_increment",
+    }
+    assert data["replication"] == {"replication_factor": 1, "total_ipus": 2, "note": None}
+    assert data["batch_size_factor"] == {
+        "value": 128,
+        "factors": {"replication_factor": 1, "gradient_accumulation_steps": 128, "device_iterations": 1},
+    }
+    assert data["precision"] == {"half_partials": False, "stochastic_rounding": True}
+    assert data["recomputation"] == {"recomputation_mode": "pipeline", "recompute_checkpoint_every_layer": False}
+    assert data["optimizer_state"] == {
+        "offchip": False, "replicated_tensor_sharding": False, "note": "requested, unused with 1 replica"
+    }
+    assert data["options_plan"] == IPUConfig.from_pretrained(PRESET).options_plan().to_json()
+    _, text, _ = run(capsys, "show", PRESET)
+    for item in data["differs_from_defaults"]:
+        assert f"  {item['setting']} " in text and json.dumps(item["value"]) in text
+    assert len(data["differs_from_defaults"]) == 16
+
+
+def test_show_inference(capsys):
+    code, out, _ = run(capsys, "show", PRESET, "--inference", "--json", "--set", "inference_device_iterations=4")
+    assert code == 0
+    data = json.loads(out)
+    assert data["mode"] == "inference"
+    assert data["pipeline"]["execution_strategy"] == "sharded"
+    assert data["precision"]["stochastic_rounding"] is False
+    assert data["batch_size_factor"] == {
+        "value": 4, "factors": {"inference_replication_factor": 1, "inference_device_iterations": 4}
+    }
+    config = IPUConfig.from_pretrained(PRESET, inference_device_iterations=4)
+    assert data["options_plan"] == config.options_plan(for_inference=True).to_json()
+
+
+def test_settings_that_differ_are_those_not_at_optimum_graphcores_defaults(capsys, tmp_path):
+    IPUConfig().save_pretrained(tmp_path / "defaults")
+    IPUConfig(seed=7, outline_threshold=12.0).save_pretrained(tmp_path / "two")
+    _, out, _ = run(capsys, "show", tmp_path / "defaults", "--json")
+    assert json.loads(out)["differs_from_defaults"] == []
+    _, out, _ = run(capsys, "show", tmp_path / "two", "--json")
+    assert json.loads(out)["differs_from_defaults"] == [
+        {"setting": "seed", "value": 7, "default": None},
+        {"setting": "outline_threshold", "value": 12.0, "default": 10.0},
+    ]
+
+
+@pytest.mark.parametrize(
+    "requested, auto_round, total, note",
+    [
+        (1, True, 1, None),
+        (2, False, 2, None),
+        (3, True, 4, "3 requested, rounded up to a power of two"),
+        (6, True, 8, "6 requested, rounded up to a power of two"),
+        (64, False, 64, None),
+        (6, False, None, "6 requested: poptorch refuses a number that is not a power of two, "
+                         "unless auto_round_num_ipus=true"),
+        (128, True, 128, "more than 64: poptorch needs several processes, e.g. with poprun"),
+    ],
+)
+def test_total_ipus_round_up_to_a_power_of_two_as_poptorch_does(requested, auto_round, total, note):
+    assert reserved_ipus(requested, auto_round) == (total, note)
+
+
+def test_total_ipus_are_replicas_times_ipus_per_replica(capsys):
+    code, out, _ = run(capsys, "show", PRESET, "--set", "replication_factor=3")
+    assert code == 0
+    assert "  total IPUs                  8  (6 requested, rounded up to a power of two)\n" in out
+    assert "  sharding across replicas    on\n" in out
+    code, out, _ = run(capsys, "show", PRESET, "--set", "replication_factor=3,auto_round_num_ipus=false")
+    assert code == 0 and "  total IPUs                  none  (6 requested: poptorch refuses" in out
+
+
+def test_set_is_read_as_update_from_string_reads_it(capsys):
+    updates = ["matmul_proportion=[0.15 0.3]", "recomputation_mode=null,seed=7", "stochastic_rounding=no"]
+    code, out, _ = run(capsys, "show", PRESET, "--json", *[arg for update in updates for arg in ("--set", update)])
+    assert code == 0
+    expected = IPUConfig.from_pretrained(PRESET)
+    expected.update_from_string(",".join(updates))
+    assert json.loads(out)["options_plan"] == expected.options_plan().to_json()
+    assert json.loads(out)["pipeline"]["memory_proportion_per_ipu"] == {"IPU0": 0.15, "IPU1": 0.3}
+
+
+@pytest.mark.parametrize(
+    "update, words",
+    [
+        ("replication_factor=four", ["replication_factor", "'four'", "expected an integer"]),
+        ("recomputation_mode=sometimes", ["recomputation_mode", "'sometimes'", "'pipeline'"]),
+        ("matmul_proportion=[0.1 0.2 0.3]", ["matmul_proportion", "[0.1, 0.2, 0.3]", "ipus_per_replica=2"]),
+        ("replicaton_factor=2", ["replicaton_factor", "Did you mean `replication_factor`"]),
+    ],
+)
+def test_bad_set_is_one_line_naming_field_value_and_what_is_allowed(capsys, update, words):
+    code, out, err = run(capsys, "show", PRESET, "--set", update)
+    assert code == 1 and out == ""
+    error = err.replace(SHARDING_WARNING, "")
+    assert error.startswith("ipu-config: error: --set: ") and error.count("\n") == 1
+    for word in words:
+        assert word in error
+
+
+def test_show_refuses_a_revision_for_a_local_file(capsys):
+    code, _, err = run(capsys, "show", PRESET, "--revision", "v1")
+    assert code == 1 and "a local path; --revision applies to Hub repositories" in err
+
+
+def test_directory_without_a_config(capsys, tmp_path):
+    code, _, err = run(capsys, "show", tmp_path)
+    assert (code, err) == (1, f"ipu-config: error: {tmp_path}: a directory without ipu_config.json\n")
+
+
+# validate
+
+
+def test_validate_passes_valid_configs_silently_on_stdout(capsys, tmp_path):
+    IPUConfig(**UPSTREAM_CONFIGS["pipeline"]).save_pretrained(tmp_path / "pipeline")
+    code, out, err = run(capsys, "validate", PRESET, tmp_path / "pipeline")
+    assert (code, out) == (0, "")
+    assert err == f"ipu-config: warning: {PRESET}: `replicated_tensor_sharding` is not used when " \
+                  "`replication_factor=1`\n2 IPU config(s) valid\n"
+
+
+def test_validate_reports_one_line_per_problem(capsys, tmp_path):
+    folder = tmp_path / "configs"
+    write_config(folder, "a-good.json", replication_factor=4)
+    write_config(folder, "b-three-problems.json", replication_factor=0, recomputation_mode="sometimes", foo=1)
+    write_config(folder, "c-disagree.json", ipus_per_replica=2, matmul_proportion=[0.1, 0.2, 0.3])
+    (folder / "d-broken.json").write_text("{")
+    (folder / "notes.txt").write_text("not a config")
+    code, out, err = run(capsys, "validate", folder, tmp_path / "missing.json")
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 6, out
+    three, disagree, broken, missing = folder / "b-three-problems.json", folder / "c-disagree.json", \
+        folder / "d-broken.json", tmp_path / "missing.json"
+    assert lines[0] == f"{three}: Unknown IPU config key `foo`."
+    assert lines[1] == f"{three}: `recomputation_mode='sometimes'` is invalid: allowed values are 'none', " \
+                       "'standard', 'norm_only', 'pipeline', 'recompute_all'."
+    assert lines[2].startswith(f"{three}: ") and "replication_factor" in lines[2] and ">= 1" in lines[2]
+    assert lines[3].startswith(f"{disagree}: ") and "matmul_proportion" in lines[3] and "ipus_per_replica=2" in lines[3]
+    assert lines[4].startswith(f"{broken}: ") and "not valid JSON" in lines[4]
+    assert lines[5] == f"{missing}: no such file or directory"
+    assert err.endswith("4 of 5 IPU config(s) invalid\n")
+
+
+def test_validate_does_not_report_what_putting_back_a_default_causes(capsys, tmp_path):
+    path = write_config(tmp_path, layers_per_ipu="x", matmul_proportion=[0.1, 0.2])
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 1
+    assert len(out.splitlines()) == 1 and "layers_per_ipu" in out and "'x'" in out
+
+
+def test_validate_relays_the_warnings_of_legacy_keys(capsys, tmp_path):
+    path = write_config(tmp_path, random_seed=3)
+    code, out, err = run(capsys, "validate", path)
+    assert (code, out) == (0, "")
+    assert f"ipu-config: warning: {path}: `random_seed` is no longer an IPUConfig setting" in err
+
+
+def test_validate_in_ci_as_a_script(tmp_path):
+    write_config(tmp_path / "configs", "bad.json", output_mode="every")
+    result = run_script("validate", tmp_path / "configs", CONFIGS)
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{tmp_path / 'configs' / 'bad.json'}: ") and "output_mode" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+# diff
+
+
+def test_diff_shows_settings_then_the_option_calls_that_differ(capsys, tmp_path):
+    other = IPUConfig.from_pretrained(PRESET, replication_factor=4, optimizer_state_offchip=True)
+    other.save_pretrained(tmp_path)
+    code, out, _ = run(capsys, "diff", PRESET, tmp_path)
+    assert code == 0
+    assert out == f"""\
+--- {PRESET}
++++ {tmp_path}
+Settings (2 differ)
+  replication_factor       1 -> 4
+  optimizer_state_offchip  false -> true
+
+Options, training
+- opts.replicationFactor(1)
++ opts.replicationFactor(4)
+- opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
++ opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(False).useReplicatedTensorSharding(True))
+
+Options, inference
+- opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
++ opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(False).useReplicatedTensorSharding(False))
+"""
+
+
+def test_diff_says_which_changes_have_no_effect_on_the_options(capsys, tmp_path):
+    changed = {"replicated_tensor_sharding": False, "recompute_checkpoint_every_layer": True, "outline_threshold": 12.0}
+    IPUConfig.from_pretrained(PRESET, **changed).save_pretrained(tmp_path)
+    code, out, _ = run(capsys, "diff", PRESET, tmp_path)
+    assert code == 0
+    assert "  replicated_tensor_sharding        true -> false  (no effect on the options)\n" in out
+    assert "  recompute_checkpoint_every_layer  false -> true  (no effect on the options)\n" in out
+    assert "  outline_threshold                 10.0 -> 12.0\n" in out
+    assert out.count('- opts._Popart.set("outlineThreshold", 10.0)\n') == 2  # training and inference
+    assert out.count('+ opts._Popart.set("outlineThreshold", 12.0)\n') == 2
+
+
+def test_a_change_that_acts_with_another_has_an_effect(capsys, tmp_path):
+    write_config(tmp_path / "a", replication_factor=1, replicated_tensor_sharding=False)
+    write_config(tmp_path / "b", replication_factor=4, replicated_tensor_sharding=True)
+    code, out, _ = run(capsys, "diff", tmp_path / "a", tmp_path / "b")
+    assert code == 0
+    assert "  replicated_tensor_sharding  false -> true\n" in out
+
+
+def test_diff_of_equal_builds(capsys, tmp_path):
+    write_config(tmp_path / "a", seed=1)
+    write_config(tmp_path / "b", seed=2)
+    code, out, _ = run(capsys, "diff", tmp_path / "a", tmp_path / "b")
+    assert code == 0
+    # both save their initializers to a (different) temporary file: that is no difference
+    assert out.endswith("""\
+  seed  1 -> 2
+
+Options, training
+- opts.randomSeed(1)
++ opts.randomSeed(2)
+
+Options, inference
+- opts.randomSeed(1)
++ opts.randomSeed(2)
+""")
+    code, out, _ = run(capsys, "diff", tmp_path / "a", tmp_path / "a")
+    assert out.endswith("No setting differs.\n")
+
+
+# new
+
+
+def test_new_lists_the_presets_of_the_configs_folder(capsys):
+    code, out, _ = run(capsys, "new", "--list")
+    assert code == 0
+    assert out.splitlines() == sorted(path.stem for path in CONFIGS.glob("*.json"))
+    assert presets()["pipelined-2ipu"] == Path(PRESET).read_text()
+
+
+def test_new_writes_the_preset_with_settings(capsys, tmp_path):
+    out_dir = tmp_path / "bert"
+    code, out, _ = run(capsys, "new", "pipelined-2ipu", out_dir, "--set", "replication_factor=4")
+    assert code == 0 and out == f"Wrote {out_dir / 'ipu_config.json'} from the preset pipelined-2ipu\n"
+    written = IPUConfig.from_pretrained(out_dir)
+    assert written.to_dict() == IPUConfig.from_pretrained(PRESET, replication_factor=4).to_dict()
+
+    code, _, err = run(capsys, "new", "pipelined-2ipu", out_dir)
+    assert code == 1 and f"{out_dir / 'ipu_config.json'}: exists; pass --force to overwrite it" in err
+    assert IPUConfig.from_pretrained(out_dir).replication_factor == 4
+    code, _, _ = run(capsys, "new", "pipelined-2ipu.json", out_dir, "--force")
+    assert code == 0 and IPUConfig.from_pretrained(out_dir).replication_factor == 1
+
+
+def test_new_with_a_bad_setting_writes_nothing(capsys, tmp_path):
+    code, _, err = run(capsys, "new", "pipelined-2ipu", tmp_path / "out", "--set", "seed=-")
+    assert code == 1 and "--set: `seed='-'` is invalid: expected an integer." in err
+    assert not (tmp_path / "out").exists()
+
+
+# push and pull, against the local Hub
+
+
+@pytest.fixture
+def hub(hub_client, tmp_path, monkeypatch):
+    """The local Hub, with the client run from an empty directory and no token stored."""
+    monkeypatch.chdir(tmp_path)
+    hub_client.create_repo("org/cfg")
+    hub_client.commit("org/cfg", {"ipu_config.json": Path(PRESET).read_text()}, message="Add config")
+    hub_client.create_tag("org/cfg", "v1")
+    hub_client.commit("org/cfg", {"ipu_config.json": json.dumps({"replication_factor": 8})}, message="Scale out")
+    return hub_client
+
+
+def online(hub, tmp_path):
+    """The environment of a console script run against `hub`, sharing the test's HF home (token, cache)."""
+    return dict(hub_env(hub, tmp_path / "hf_home"), HF_HUB_OFFLINE="0")
+
+
+def log_in(token):
+    """Stores `token` where `hf auth login` does (the fixtures point HF_TOKEN_PATH at the test's HF home)."""
+    path = Path(os.environ["HF_TOKEN_PATH"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(token)
+
+
+def test_push_creates_the_repo_with_the_config(capsys, hub, tmp_path):
+    log_in(hub.write_token)
+    code, out, err = run(capsys, "push", PRESET, "hub-tester/bert-ipu", "--private", "--commit-message", "Add IPU config")
+    assert code == 0, err
+    assert out.startswith(f"Pushed {PRESET} to hub-tester/bert-ipu: {hub.url}/hub-tester/bert-ipu/commit/")
+    assert hub.is_private("hub-tester/bert-ipu")
+    assert hub.commit_messages("hub-tester/bert-ipu")[0] == "Add IPU config"
+    pushed = json.loads(hub.files("hub-tester/bert-ipu")["ipu_config.json"])
+    assert IPUConfig.from_dict(pushed).to_dict() == IPUConfig.from_pretrained(PRESET).to_dict()
+    assert os.listdir(tmp_path) == ["hf_home"]  # nothing saved in the working directory
+
+
+def test_push_opens_a_pull_request(capsys, hub):
+    log_in(hub.write_token)
+    main_before = hub.files("org/cfg")
+    code, out, _ = run(capsys, "push", PRESET, "org/cfg", "--create-pr")
+    assert code == 0
+    assert out == f"Pushed {PRESET} to org/cfg: {hub.url}/org/cfg/discussions/1\n"
+    assert hub.files("org/cfg") == main_before
+    assert json.loads(hub.files("org/cfg", "refs/pr/1")["ipu_config.json"])["gradient_accumulation_steps"] == 128
+
+
+def test_push_to_a_branch(capsys, hub):
+    log_in(hub.write_token)
+    code, out, err = run(capsys, "push", PRESET, "org/cfg", "--revision", "ipu-dev")
+    if PUSH_HAS_REVISION:
+        assert code == 0, err
+        assert "(branch ipu-dev)" in out
+        assert json.loads(hub.files("org/cfg", "ipu-dev")["ipu_config.json"])["seed"] == 1234
+        assert json.loads(hub.files("org/cfg")["ipu_config.json"]) == {"replication_factor": 8}
+    else:  # transformers 4.29.2's push_to_hub would drop the branch and push to main
+        assert code == 1
+        assert_one_error(err, "revision", "ipu-dev", "cannot push")
+        assert "refs/heads/ipu-dev" not in hub.refs("org/cfg")
+        assert json.loads(hub.files("org/cfg")["ipu_config.json"]) == {"replication_factor": 8}
+
+
+def test_push_needs_a_stored_token(capsys, hub):
+    code, out, err = run(capsys, "push", PRESET, "hub-tester/new")
+    assert (code, out) == (1, "")
+    assert err.endswith("ipu-config: error: pushing needs a Hugging Face token with write access: "
+                        "run `hf auth login` or set HF_TOKEN\n")
+    assert not hub.repo_exists("hub-tester/new")
+
+
+def test_push_with_a_read_token_is_one_line(capsys, hub):
+    log_in(hub.read_token)
+    code, _, err = run(capsys, "push", PRESET, "org/cfg")
+    assert code == 1
+    assert_one_error(err, "'org/cfg'", "403", "read-only token")
+
+
+@pytest.mark.parametrize("revision, replication_factor", [(None, 8), ("v1", 1)])
+def test_pull_writes_the_config(capsys, hub, tmp_path, revision, replication_factor):
+    argv = ["pull", "org/cfg", tmp_path / "out"] + (["--revision", revision] if revision else [])
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    at = f" at {revision}" if revision else ""
+    assert out == f"Pulled org/cfg{at} to {tmp_path / 'out' / 'ipu_config.json'}\n"
+    assert IPUConfig.from_pretrained(tmp_path / "out").replication_factor == replication_factor
+
+
+def test_show_and_diff_read_the_hub(capsys, hub):
+    code, out, _ = run(capsys, "show", "org/cfg", "--revision", "v1")
+    assert code == 0 and out == SHOW_PRESET.format(source="org/cfg", plan=IPUConfig.from_pretrained(PRESET).options_plan())
+    code, out, _ = run(capsys, "diff", "org/cfg", "org/cfg", "--revision-a", "v1")
+    assert code == 0 and re.search(r"\n  replication_factor +1 -> 8\n", out)
+
+
+def test_private_repo_is_read_with_the_stored_token(capsys, hub, tmp_path):
+    hub.create_repo("org/private", private=True)
+    hub.commit("org/private", {"ipu_config.json": json.dumps({"seed": 5})})
+    code, _, err = run(capsys, "pull", "org/private", tmp_path / "out")
+    assert code == 1
+    assert_one_error(err, "'org/private'", "no token was given", "hf auth login")
+    log_in(hub.read_token)
+    code, _, err = run(capsys, "pull", "org/private", tmp_path / "out")
+    assert code == 0, err
+    assert IPUConfig.from_pretrained(tmp_path / "out").seed == 5
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["show", "org/nope"], ["'org/nope'", "does not exist"]),
+        (["show", "org/cfg", "--revision", "v9"], ["'org/cfg'", "'v9'", "no branch, tag or commit"]),
+        (["pull", "org/empty", "out"], ["'org/empty'", "no file 'ipu_config.json'"]),
+        (["push", PRESET, "org/cfg", "--create-pr"], ["'org/cfg'", "401"]),  # the stored token is not the Hub's
+    ],
+)
+def test_hub_errors_are_one_line_naming_the_repository(capsys, hub, argv, words):
+    hub.create_repo("org/empty")
+    log_in("hf_not_a_token_of_this_hub" if argv[0] == "push" else hub.read_token)
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert_one_error(err, *words)
+
+
+def test_validate_reports_hub_sources_like_files(capsys, hub):
+    hub.create_repo("org/bad")
+    hub.commit("org/bad", {"ipu_config.json": json.dumps({"replication_factor": 0, "recomputation_mode": "x"})})
+    code, out, _ = run(capsys, "validate", "org/cfg", "org/bad", "org/nope")
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("org/bad: ") and "recomputation_mode" in lines[0]
+    assert lines[1].startswith("org/bad: ") and "replication_factor" in lines[1]
+    assert lines[2].startswith("org/nope: ") and "'org/nope'" in lines[2] and "does not exist" in lines[2]
+
+
+def test_hub_failure_with_a_cold_cache_names_the_repository(capsys, hub):
+    hub.fail_next("/org/cfg/resolve/", status=500, times=20)
+    hub.fail_next("/api/models/org/cfg", status=500, times=20)
+    code, _, err = run(capsys, "show", "org/cfg")
+    assert code == 1
+    assert_one_error(err, "'org/cfg'", "500")
+
+
+def test_unreachable_hub(capsys, hub):
+    hub.stop()
+    code, _, err = run(capsys, "show", "org/cfg")
+    assert code == 1
+    assert_one_error(err, "'org/cfg'", "cannot be reached")
+
+
+def test_console_script_uses_the_token_the_hf_cli_stores(hub, tmp_path):
+    env = online(hub, tmp_path)
+    log_in(hub.write_token)
+    pushed = run_script("push", PRESET, "hub-tester/from-script", env=env, cwd=str(tmp_path))
+    assert pushed.returncode == 0, pushed.stderr
+    assert pushed.stdout.startswith(f"Pushed {PRESET} to hub-tester/from-script: ")
+    assert "\033[" not in pushed.stderr and "\r" not in pushed.stderr  # no spinner off a terminal
+    pulled = run_script("pull", "hub-tester/from-script", tmp_path / "out", env=env, cwd=str(tmp_path))
+    assert pulled.returncode == 0, pulled.stderr
+    assert IPUConfig.from_pretrained(tmp_path / "out").to_dict() == IPUConfig.from_pretrained(PRESET).to_dict()
+
+
+def test_progress_shows_on_a_terminal(hub, tmp_path):
+    code, received = run_on_terminal("pull", "org/cfg", tmp_path / "out", env=online(hub, tmp_path))
+    assert code == 0, received
+    assert "\r| Loading org/cfg" in received
