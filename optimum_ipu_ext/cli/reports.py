@@ -209,7 +209,7 @@ def setting_changes(config_a, config_b) -> List[Dict[str, Any]]:
     for name in type(config_a).SETTINGS:
         before, after = getattr(config_a, name), getattr(config_b, name)
         if before != after:
-            effects = {_changes_options(config_a, name, after)}
+            effects = {_changes_options(config_a, name, after), _changes_options(config_b, name, before)}
             changes.append({"setting": name, "a": before, "b": after, "effect": effects != {False}})
     return changes
 
