@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     push_.add_argument("--private", action="store_true", help="create the repository private")
     push_.add_argument("--revision", metavar="BRANCH", help="push to this branch, created if needed")
     push_.add_argument("--create-pr", action="store_true", help="open a pull request rather than commit")
-    push_.add_argument("--commit-message", help="the commit message")
+    push_.add_argument("--commit-message", metavar="MESSAGE", help="the commit message")
 
     pull = command("pull", command_pull, "Download the configuration of a Hub repository into a directory.",
                    epilog=token_note)

@@ -44,7 +44,7 @@ def one_line(error: BaseException) -> str:
 @contextlib.contextmanager
 def progress(stream: Stream, message: str) -> Iterator[None]:
     """A spinner and `message` on `stream` while the block runs, when `stream` is a terminal."""
-    if True:
+    if not stream.is_terminal:
         yield
         return
     done = threading.Event()

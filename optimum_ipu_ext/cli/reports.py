@@ -3,9 +3,9 @@
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
-from .output import Stream, as_json, one_line
 from ..configuration import IPUConfig
 from ..errors import IncompatibleSettingsError
+from .output import Stream, as_json, one_line
 from .sources import CommandError, load_dict
 
 MAX_IPUS_PER_PROCESS = 64
