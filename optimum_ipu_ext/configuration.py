@@ -4,7 +4,7 @@ import json
 import os
 import tempfile
 import warnings
-from typing import Any, Dict, Union
+from typing import Any, Dict, Tuple, Union
 
 from .base import BaseIPUConfig
 from .build import build_plan
@@ -134,6 +134,16 @@ class IPUConfig(BaseIPUConfig):
         if for_inference:
             return replicas * self.inference_device_iterations
         return replicas * self.gradient_accumulation_steps * self.device_iterations
+
+    def non_default_settings(self) -> Dict[str, Tuple[Any, Any]]:
+        """`{name: (value, default)}` for every setting whose value differs from a default `IPUConfig()`'s
+        (optimum-graphcore 0.7.1's defaults)."""
+        default = type(self)()
+        return {
+            name: (getattr(self, name), getattr(default, name))
+            for name in self.SETTINGS
+            if getattr(self, name) != getattr(default, name)
+        }
 
     def to_dict(self) -> Dict[str, Any]:
         """The configuration as a dictionary. Extension settings at their default are left out, so a config

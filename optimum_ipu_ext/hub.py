@@ -54,7 +54,6 @@ except ImportError:  # huggingface_hub 0.x speaks requests
 CARD_NAME = "README.md"
 CARD_TAGS = ("ipu", "graphcore", "ipu-config", "optimum-graphcore", "optimum-ipu-ext")
 LOGIN_HINT = "pass `token=` or log in with `hf auth login`"
-VERSION_KEYS = ("transformers_version", "optimum_version")
 
 PUSH_PARAMETERS = inspect.signature(PushToHubMixin.push_to_hub).parameters
 NEWER_PUSH_ARGUMENTS = {
@@ -290,10 +289,10 @@ def model_card(config: Any, repo_id: str, tags: Tuple[str, ...] = ()) -> ModelCa
     extension = [name for name in saved if name in EXTENSION_SETTINGS]
     library = "optimum-ipu-ext" if extension else "optimum-graphcore"
     data = ModelCardData(library_name=library, tags=list(dict.fromkeys(CARD_TAGS + tuple(tags))))
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{_card_body(config, repo_id, saved, extension)}")
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{_card_body(config, repo_id, extension)}")
 
 
-def _card_body(config: Any, repo_id: str, saved: Dict[str, Any], extension: List[str]) -> str:
+def _card_body(config: Any, repo_id: str, extension: List[str]) -> str:
     training, inference = config.batch_size_factor(), config.batch_size_factor(for_inference=True)
     rows = [
         ("pipeline length (IPUs per replica)", config.ipus_per_replica, config.inference_ipus_per_replica),
@@ -320,7 +319,7 @@ def _card_body(config: Any, repo_id: str, saved: Dict[str, Any], extension: List
         "",
         "## Settings that differ from the defaults",
         "",
-        *_non_default_rows(config, saved),
+        *_non_default_rows(config),
         "",
         "## Use it",
         "",
@@ -342,19 +341,14 @@ def _card_body(config: Any, repo_id: str, saved: Dict[str, Any], extension: List
     return "\n".join(lines) + "\n"
 
 
-def _non_default_rows(config: Any, saved: Dict[str, Any]) -> List[str]:
-    """Table rows of the saved settings that differ from a default config's. An `inference_` setting that only
+def _non_default_rows(config: Any) -> List[str]:
+    """Table rows of the settings that differ from a default config's. An `inference_` setting that only
     repeats its training value is left out."""
-    defaults = {name: setting.default for name, setting in EXTENSION_SETTINGS.items()}
-    defaults.update(json.loads(type(config)().to_json_string()))
-    rows = []
-    for name, value in sorted(saved.items()):
-        twin = name[len("inference_"):] if name.startswith("inference_") else None
-        repeats_training = twin is not None and saved.get(twin) == value
-        if name in VERSION_KEYS or (name in defaults and value == defaults[name]) or repeats_training:
-            continue
-        default = json.dumps(defaults[name]) if name in defaults else "-"
-        rows.append(f"| `{name}` | `{json.dumps(value)}` | `{default}` |")
+    rows = [
+        f"| `{name}` | `{json.dumps(value)}` | `{json.dumps(default)}` |"
+        for name, (value, default) in config.non_default_settings().items()
+        if not (name.startswith("inference_") and getattr(config, name[len("inference_"):], None) == value)
+    ]
     if not rows:
         return ["None: every setting has its default."]
     return ["| setting | value | default |", "| --- | --- | --- |", *rows]

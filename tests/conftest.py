@@ -13,7 +13,7 @@ import types
 
 import pytest
 
-from doubles import installed, load_upstream_ipu_configuration, state  # noqa: F401
+from doubles import installed, load_upstream_ipu_configuration
 from hub_fixtures import *  # noqa: F401,F403
 
 

@@ -32,11 +32,9 @@ def reserved_ipus(requested: int, auto_round: bool) -> Tuple[Optional[int], Opti
 
 def differences_from_defaults(config) -> List[Dict[str, Any]]:
     """The settings whose value differs from `IPUConfig()`'s, which are optimum-graphcore 0.7.1's defaults."""
-    default = type(config)()
     return [
-        {"setting": name, "value": getattr(config, name), "default": getattr(default, name)}
-        for name in type(config).SETTINGS
-        if getattr(config, name) != getattr(default, name)
+        {"setting": name, "value": value, "default": default}
+        for name, (value, default) in config.non_default_settings().items()
     ]
 
 
