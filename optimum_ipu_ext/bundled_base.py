@@ -218,43 +218,37 @@ class IPUConfig(BaseConfig):
         """Checks that the settings agree with each other, in both modes."""
         if self.replicated_tensor_sharding and self.replication_factor == 1:
             logger.warning("`replicated_tensor_sharding` is not used when `replication_factor=1`")
-        current_mode = self.mode
-        try:
-            for mode in self.modes:
-                self.mode = mode
-                self._validate_pipeline_lengths()
-        finally:
-            self.mode = current_mode
+        for prefix in ("", "inference_"):
+            self._validate_pipeline_lengths(prefix)
         return self
 
-    def _validate_pipeline_lengths(self) -> None:
-        ipus = self._ipus_per_replica
-        ipus_name = self._get_managed_attr_mode_name("ipus_per_replica")
+    def _validate_pipeline_lengths(self, prefix: str) -> None:
+        """Checks the per-IPU settings of one mode: `prefix` is `""` for training, `"inference_"` for inference."""
+        ipus_name = f"{prefix}ipus_per_replica"
+        ipus = getattr(self, ipus_name)
 
-        def require_pipeline_length(attr: str, value: list) -> None:
+        def require_pipeline_length(name: str) -> None:
+            value = getattr(self, name)
             if len(value) != ipus:
-                name = self._get_managed_attr_mode_name(attr)
-                raise IncompatibleSettingsError(
-                    name, value, f"it needs one entry per IPU, as `{ipus_name}={ipus}`"
-                )
+                raise IncompatibleSettingsError(name, value, f"it needs one entry per IPU, as `{ipus_name}={ipus}`")
 
-        if isinstance(self._matmul_proportion, list):
-            require_pipeline_length("matmul_proportion", self._matmul_proportion)
-        if -1 not in self._layers_per_ipu:
-            require_pipeline_length("layers_per_ipu", self._layers_per_ipu)
+        if isinstance(getattr(self, f"{prefix}matmul_proportion"), list):
+            require_pipeline_length(f"{prefix}matmul_proportion")
+        if -1 not in getattr(self, f"{prefix}layers_per_ipu"):
+            require_pipeline_length(f"{prefix}layers_per_ipu")
         for layer in ("embedding", "projection"):
-            factor_name = self._get_managed_attr_mode_name(f"{layer}_serialization_factor")
-            splits_name = self._get_managed_attr_mode_name(f"serialized_{layer}_splits_per_ipu")
-            splits = getattr(self, splits_name)
-            if splits and getattr(self, factor_name):
+            factor_name = f"{prefix}{layer}_serialization_factor"
+            splits_name = f"{prefix}serialized_{layer}_splits_per_ipu"
+            factor, splits = getattr(self, factor_name), getattr(self, splits_name)
+            if splits and factor:
                 raise IncompatibleSettingsError(
                     factor_name,
-                    getattr(self, factor_name),
+                    factor,
                     f"give `{factor_name}` (serialise on one IPU) or `{splits_name}` (split across IPUs), not both",
                 )
             if splits:
-                require_pipeline_length(f"serialized_{layer}_splits_per_ipu", splits)
-            elif not getattr(self, factor_name):
+                require_pipeline_length(splits_name)
+            elif not factor:
                 setattr(self, factor_name, 1)
 
     def to_dict(self) -> Dict[str, Any]:
