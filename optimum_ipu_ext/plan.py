@@ -7,6 +7,7 @@ machine. `OptionsPlan.apply()` is the only code in the package that touches the 
 import importlib
 import json
 import tempfile
+import types
 from dataclasses import dataclass
 from typing import Any, Dict, Tuple
 
@@ -30,8 +31,8 @@ class Ref:
     def resolve(self, sdk: Dict[str, Any]) -> Any:
         root, *members = self.path.split(".")
         value = sdk[root]
-        for member in members:
-            value = getattr(value, member)
+        for index, member in enumerate(members, start=1):
+            value = _member(value, member, ".".join([root, *members[:index]]))
         return int(value) if self.as_int else value
 
     def to_json(self) -> Dict[str, Any]:
@@ -135,7 +136,7 @@ class OptionsPlan:
 
     def apply(self) -> Any:
         """Builds the `poptorch.Options` this plan describes. Needs the Poplar SDK; on a real run, an IPU."""
-        sdk = _import_sdk(sorted(set(_names(self))))
+        sdk = _import_sdk(sorted({name.split(".")[0] for name in _names(self)}))
         if not self.compile_only and sdk["poptorch"].ipuHardwareVersion() not in IPU_MK2_HARDWARE_VERSIONS:
             raise RuntimeError("This requires an IPU Mk2 system to run.")
         options = self.options.resolve(sdk)
@@ -214,25 +215,26 @@ def _module(name: str) -> str:
     return ".".join(parts)
 
 
-def _import_sdk(names) -> Dict[str, Any]:
-    """The root modules of dotted `names`, each name's longest importable prefix imported
-    (`popdist.poptorch` for `popdist.poptorch.Options`), so that every name resolves from its root."""
+def _import_sdk(roots) -> Dict[str, Any]:
+    """The modules named `roots`; a missing SDK module is a `PoplarSDKNotFoundError`."""
     sdk = {}
-    for name in names:
-        root, *attributes = name.split(".")
+    for root in roots:
         try:
             sdk[root] = importlib.import_module(root)
-            for end in range(1, len(attributes)):
-                module = ".".join([root, *attributes[:end]])
-                try:
-                    importlib.import_module(module)
-                except ModuleNotFoundError as error:
-                    if error.name != module:
-                        raise
-                    break
         except ImportError as error:
             missing = (error.name or root).split(".")[0]
             if missing in SDK_MODULES:
                 raise PoplarSDKNotFoundError(missing) from error
             raise
     return sdk
+
+
+def _member(owner: Any, name: str, path: str) -> Any:
+    """`owner.name`, whose dotted name is `path`; imported when `owner` is a package that has not imported
+    its submodule `name` yet (`popdist.poptorch`)."""
+    try:
+        return getattr(owner, name)
+    except AttributeError:
+        if not isinstance(owner, types.ModuleType):
+            raise
+        return importlib.import_module(path)
