@@ -1,0 +1,27 @@
+"""The built wheel ships every subpackage, the presets and the console script."""
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_ships_the_cli_the_presets_and_the_command(tmp_path):
+    source = tmp_path / "source"  # a clean copy: a build/ folder left in the checkout would hide a missing package
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "build", "*.egg-info", "__pycache__", "out"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", ".", "-w", str(tmp_path)],
+        check=True, cwd=source, capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("optimum_ipu_ext-*.whl")
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    for package in (ROOT / "optimum_ipu_ext").rglob("__init__.py"):
+        assert package.relative_to(ROOT).as_posix() in names
+    for preset in (ROOT / "configs").glob("*.json"):
+        assert f"optimum_ipu_ext/presets/{preset.name}" in names
+    entry_points = next(name for name in names if name.endswith("entry_points.txt"))
+    assert "ipu-config = optimum_ipu_ext.cli:main" in archive.read(entry_points).decode()
