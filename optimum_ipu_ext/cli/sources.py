@@ -9,6 +9,8 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
+from huggingface_hub import get_token
+
 from ..configuration import IPUConfig
 from .output import Stream, one_line, progress
 
@@ -18,15 +20,6 @@ PRESETS_PACKAGE = "optimum_ipu_ext.presets"
 
 class CommandError(Exception):
     """A failure reported as one line, with exit code 1."""
-
-
-def stored_token() -> Optional[str]:
-    """The token `hf auth login` stores (or `HF_TOKEN`), found as huggingface_hub finds it."""
-    import huggingface_hub
-
-    if hasattr(huggingface_hub, "get_token"):
-        return huggingface_hub.get_token()
-    return huggingface_hub.HfFolder.get_token()
 
 
 def is_local(source: str) -> bool:
@@ -56,7 +49,7 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
         config = IPUConfig.from_pretrained(local_file(source))
     else:
         with progress(Stream(sys.stderr), f"Loading {source}"):
-            config = IPUConfig.from_pretrained(source, revision=revision, token=stored_token())
+            config = IPUConfig.from_pretrained(source, revision=revision, token=get_token())
     apply_updates(config, updates)
     return config
 
@@ -104,7 +97,7 @@ def presets() -> Dict[str, str]:
 def push(config, repo_id: str, private: bool, revision: Optional[str], create_pr: bool,
          commit_message: Optional[str]) -> str:
     """Pushes `config` with `IPUConfig.push_to_hub`; returns the URL of the commit or pull request."""
-    token = stored_token()
+    token = get_token()
     if token is None:
         raise CommandError("pushing needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN")
     options: Dict[str, Any] = {"token": token, "create_pr": create_pr}
