@@ -2,15 +2,15 @@
 
 import json
 import os
-import tempfile
+import uuid
 import warnings
 from typing import Any, Dict, Tuple, Union
 
+from . import hub
 from .base import BaseIPUConfig
 from .build import build_plan
 from .bundled_base import BASE_SETTINGS, transformers_defaults
 from .bundled_base import IPUConfig as BundledIPUConfig
-from . import hub
 from .errors import ConfigFileError, IncompatibleSettingsError, IPUConfigError, UnknownSettingError
 from .legacy import LEGACY_KEYS
 from .plan import OptionsPlan
@@ -247,14 +247,14 @@ class IPUConfig(BaseIPUConfig):
     def to_json_file(self, json_file_path: Union[str, os.PathLike], use_diff: bool = True) -> None:
         """Writes the configuration as JSON, atomically: a failed write leaves any previous file intact."""
         text = self.to_json_string(use_diff=use_diff)
-        directory = os.path.dirname(os.path.abspath(json_file_path))
-        descriptor, partial = tempfile.mkstemp(dir=directory, prefix=".ipu_config.", suffix=".partial")
+        partial = f"{json_file_path}.{uuid.uuid4().hex}.partial"  # created as any file is, under the umask
         try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as writer:
+            with open(partial, "x", encoding="utf-8") as writer:
                 writer.write(text)
             os.replace(partial, json_file_path)
         except BaseException:
-            os.unlink(partial)
+            if os.path.exists(partial):
+                os.unlink(partial)
             raise
 
 

@@ -94,6 +94,8 @@ EXTENSION_SETTINGS = table(
 POPART_KEYS_WITH_A_SETTING = {
     **{setting.popart_key: name for name, setting in EXTENSION_SETTINGS.items() if setting.popart_key},
     "saveInitializersToFile": "save_initializers_to_file",
+    "cachePath": "executable_cache_dir",
+    "enableEngineCaching": "executable_cache_dir",
     "enableStochasticRounding": "stochastic_rounding",
     "enableExplicitIR": "explicit_ir_inference",
     "partialsTypeMatMuls": "enable_half_partials",

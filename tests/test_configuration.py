@@ -252,3 +252,10 @@ def test_readme_documents_every_new_setting():
 def test_importing_the_package_imports_no_sdk_module():
     code = "import sys, optimum_ipu_ext; print(sorted({'poptorch', 'popart', 'popdist'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_saved_file_gets_the_usual_permissions(tmp_path):
+    IPUConfig().save_pretrained(tmp_path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "ipu_config.json").stat().st_mode & 0o777 == 0o666 & ~umask
