@@ -1,6 +1,7 @@
 """`to_options()` and `options_plan()`: the option state they build, compared with the seed's and upstream's."""
 
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -172,3 +173,34 @@ def test_every_choice_names_an_sdk_enum_member(setting):
 def test_recomputation_none_is_popart_no_recompute(sdk):
     built = comparable(IPUConfig(recomputation_mode="none").to_options())
     assert built["autoRecomputation"] == 0
+
+
+def random_upstream_config(generator) -> dict:
+    """A config of optimum-graphcore's own settings, drawn from values that exercise every branch of its build."""
+    pipeline = generator.choice([[-1], [2, 2], [1, 2, 3, 4], [-1, -1, -1]])
+    return {
+        "layers_per_ipu": pipeline,
+        "matmul_proportion": generator.choice([0.2, 0.35, [round(0.1 * (i + 1), 1) for i in range(len(pipeline))]]),
+        "replication_factor": generator.choice([1, 2, 4]),
+        "inference_replication_factor": generator.choice([1, 3]),
+        "gradient_accumulation_steps": generator.choice([1, 8]),
+        "device_iterations": generator.choice([1, 4]),
+        "inference_device_iterations": generator.choice([1, 2]),
+        "output_mode": generator.choice(["all", "sum", "final"]),  # "default": poptorch's toDict() refuses to show it
+        "seed": generator.choice([None, 0, 5]),
+        "executable_cache_dir": generator.choice(["", "disabled", "./exec"]),
+        "auto_loss_scaling": generator.random() < 0.5,
+        "explicit_ir_inference": generator.random() < 0.5,
+        "enable_half_partials": generator.random() < 0.5,
+        "optimizer_state_offchip": generator.random() < 0.5,
+        "replicated_tensor_sharding": generator.random() < 0.5,
+    }
+
+
+@pytest.mark.parametrize("draw", range(40))
+def test_random_configs_without_extension_settings_build_like_upstream(sdk, upstream, draw):
+    kwargs = random_upstream_config(random.Random(draw))
+    for for_inference in (False, True):
+        theirs = comparable(upstream.IPUConfig(**kwargs).to_options(for_inference=for_inference))
+        ours = comparable(IPUConfig(**kwargs).to_options(for_inference=for_inference))
+        assert differences(ours, theirs) == {}, (kwargs, for_inference)
