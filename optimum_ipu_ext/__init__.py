@@ -1,6 +1,7 @@
 """Declarative, shareable PopTorch builds as Hugging Face Optimum `IPUConfig`s."""
 
-from .configuration import IPUConfig
+from typing import TYPE_CHECKING
+
 from .errors import (
     ConfigFileError,
     HubAccessDeniedError,
@@ -19,6 +20,9 @@ from .errors import (
 )
 from .plan import OptionsPlan
 from .popdist import PopDistLaunch
+
+if TYPE_CHECKING:
+    from .configuration import IPUConfig
 
 __version__ = "0.1.0"
 
@@ -41,3 +45,12 @@ __all__ = [
     "HubUnavailableError",
     "HubConfigFileError",
 ]
+
+
+def __getattr__(name: str):
+    """`IPUConfig` is imported on first use: it imports transformers (and, on IPU hosts, optimum-graphcore)."""
+    if name == "IPUConfig":
+        from .configuration import IPUConfig
+
+        return IPUConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -637,3 +637,18 @@ def test_progress_shows_on_a_terminal(hub, tmp_path):
     code, received = run_on_terminal("pull", "org/cfg", tmp_path / "out", env=online(hub, tmp_path))
     assert code == 0, received
     assert "\r| Loading org/cfg" in received
+
+
+def test_help_and_usage_errors_do_not_import_transformers():
+    code = (
+        "import sys\n"
+        "from optimum_ipu_ext.cli import main\n"
+        "for argv in (['--help'], ['show']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as exit:\n"
+        "        print(exit.code)\n"
+        "print('transformers' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-3:] == ["0", "2", "False"]
