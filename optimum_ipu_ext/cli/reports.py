@@ -54,16 +54,15 @@ def summary(config, source: str, for_inference: bool) -> Dict[str, Any]:
     if not for_inference:
         factor_settings.insert(1, "gradient_accumulation_steps")
     factors = {name(setting): value(setting) for setting in factor_settings}
-    sharded = config.replicated_tensor_sharding and replicas > 1
+    optimizer_location = dict(_argument(plan, "TensorLocations.setOptimizerLocation").chain)
+    sharded = optimizer_location["useReplicatedTensorSharding"][0]
     return {
         "source": source,
         "mode": "inference" if for_inference else "training",
         "pipeline": {
             "ipus_per_replica": ipus,
             "layers_per_ipu": value("layers_per_ipu"),
-            "memory_proportion_per_ipu": next(
-                call.args[0] for call in plan.calls if call.method == "setAvailableMemoryProportion"
-            ),
+            "memory_proportion_per_ipu": _argument(plan, "setAvailableMemoryProportion"),
             "execution_strategy": value("execution_strategy"),
             "auto_stage": config.auto_stage,
         },
@@ -71,7 +70,7 @@ def summary(config, source: str, for_inference: bool) -> Dict[str, Any]:
         "batch_size_factor": {"value": config.batch_size_factor(for_inference=for_inference), "factors": factors},
         "precision": {
             "half_partials": config.enable_half_partials,
-            "stochastic_rounding": config.stochastic_rounding and not for_inference,
+            "stochastic_rounding": _argument(plan, "Precision.enableStochasticRounding"),
         },
         "recomputation": {
             "recomputation_mode": config.recomputation_mode,
@@ -85,6 +84,11 @@ def summary(config, source: str, for_inference: bool) -> Dict[str, Any]:
         "differs_from_defaults": differences_from_defaults(config),
         "options_plan": plan.to_json(),
     }
+
+
+def _argument(plan, method: str) -> Any:
+    """The first argument of the plan's call to `method`: what the build really sets, as `to_options()` will."""
+    return next(call.args[0] for call in plan.calls if call.method == method)
 
 
 def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:

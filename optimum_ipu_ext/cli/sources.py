@@ -14,7 +14,7 @@ from huggingface_hub import get_token
 from ..configuration import IPUConfig
 from .output import Stream, one_line, progress
 
-CONFIG_NAME = "ipu_config.json"
+CONFIG_NAME = IPUConfig.CONFIG_NAME
 PRESETS_PACKAGE = "optimum_ipu_ext.presets"
 
 
