@@ -2,26 +2,17 @@
 
 import json
 import os
-import uuid
-import warnings
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, Union
 
 from . import hub
 from .base import BaseIPUConfig
-from .build import build_plan
-from .bundled_base import BASE_SETTINGS, transformers_defaults
-from .bundled_base import IPUConfig as BundledIPUConfig
-from .errors import ConfigFileError, IncompatibleSettingsError, IPUConfigError, UnknownSettingError
-from .legacy import LEGACY_KEYS
-from .plan import OptionsPlan
-from .popdist import PopDistLaunch, resolve_launch
-from .settings import EXTENSION_SETTINGS, POPART_KEYS_WITH_A_SETTING
+from .bundled_base import transformers_defaults
+from .core import SettingsMixin, check_keys, read_config_file, write_text_atomically
+from .errors import IPUConfigError
+from .settings import EXTENSION_SETTINGS, VERSION_KEYS
 
 
-VERSION_KEYS = ("transformers_version", "optimum_version")
-
-
-class IPUConfig(BaseIPUConfig):
+class IPUConfig(SettingsMixin, BaseIPUConfig):
     """Configuration of PopTorch and PopART for training and inference on IPUs.
 
     Takes every argument of `optimum.graphcore.IPUConfig` (with the same defaults and validation) and
@@ -44,59 +35,11 @@ class IPUConfig(BaseIPUConfig):
     ```
     """
 
-    SETTINGS = {**BASE_SETTINGS, **EXTENSION_SETTINGS}
-
     def __init__(self, **kwargs):
-        _check_keys(kwargs)
+        check_keys(kwargs)
         for name, setting in EXTENSION_SETTINGS.items():
             setattr(self, name, kwargs.pop(name) if name in kwargs else setting.default_value())
         super().__init__(**kwargs)
-
-    def __setattr__(self, name: str, value: Any):
-        setting = EXTENSION_SETTINGS.get(name)
-        if setting is None:
-            super().__setattr__(name, value)
-        else:
-            self.__dict__[name] = setting.check(value)
-
-    update_from_string = BundledIPUConfig.update_from_string
-
-    def _validate_ipu_config(self) -> "IPUConfig":
-        super()._validate_ipu_config()
-        ipus = self.ipus_per_replica
-        for graph in self.accumulate_outer_fragment_excluded_virtual_graphs or []:
-            if graph >= ipus:
-                raise IncompatibleSettingsError(
-                    "accumulate_outer_fragment_excluded_virtual_graphs",
-                    self.accumulate_outer_fragment_excluded_virtual_graphs,
-                    f"virtual graphs are the IPUs of the pipeline, 0 to {ipus - 1} as `ipus_per_replica={ipus}`",
-                )
-        for key in self.popart_options:
-            if key in POPART_KEYS_WITH_A_SETTING:
-                raise IncompatibleSettingsError(
-                    "popart_options", {key: self.popart_options[key]}, f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
-                )
-        return self
-
-    def options_plan(
-        self,
-        for_inference: bool = False,
-        compile_only: bool = False,
-        popdist: Union[PopDistLaunch, bool, None] = None,
-    ) -> OptionsPlan:
-        """The `poptorch.Options` calls `to_options()` makes, as data. Needs no Poplar SDK.
-
-        `print(config.options_plan())` shows them as the equivalent Python; `.to_json()` as JSON.
-
-        Args:
-            for_inference: plan the inference build rather than the training one.
-            compile_only: plan a build for an offline IPU target.
-            popdist: the poprun launch to plan for. By default, the one this process is an instance of
-                (read from the environment, as PopDist does), else a single-host build; a `PopDistLaunch`
-                previews that instance of a launch, on any machine; `False` plans a single-host build.
-        """
-        self._validate_ipu_config()
-        return build_plan(self, for_inference, compile_only, popdist=resolve_launch(popdist))
 
     def to_options(self, for_inference: bool = False, compile_only: bool = False):
         """Builds the `poptorch.Options` of this configuration (needs the Poplar SDK).
@@ -113,37 +56,13 @@ class IPUConfig(BaseIPUConfig):
             PoplarSDKNotFoundError: poptorch (or, under poprun, popdist) is not installed; `options_plan()`
                 works without them.
             RuntimeError: no IPU Mk2 is attached and `compile_only` is not set.
+
+        Warns (once per process) about a setting the build leaves unused, such as `replicated_tensor_sharding`
+        with one replica.
         """
-        return self.options_plan(for_inference=for_inference, compile_only=compile_only).apply()
-
-    def batch_size_factor(
-        self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None
-    ) -> int:
-        """The factor from the micro batch size to the combined batch size: replicas x gradient accumulation
-        steps x device iterations (inference: replicas x device iterations).
-
-        The replicas are those of the whole job, or with `per_instance=True` those of this instance, which are
-        what its `poptorch.DataLoader` batches. On one host both are the configured replicas; under poprun they
-        are poprun's total and this instance's share. `popdist` is as for `options_plan()`.
-        """
-        launch = resolve_launch(popdist)
-        if launch is None:
-            replicas = self.inference_replication_factor if for_inference else self.replication_factor
-        else:
-            replicas = launch.local_replicas if per_instance else launch.num_replicas
-        if for_inference:
-            return replicas * self.inference_device_iterations
-        return replicas * self.gradient_accumulation_steps * self.device_iterations
-
-    def non_default_settings(self) -> Dict[str, Tuple[Any, Any]]:
-        """`{name: (value, default)}` for every setting whose value differs from a default `IPUConfig()`'s
-        (optimum-graphcore 0.7.1's defaults)."""
-        default = type(self)()
-        return {
-            name: (getattr(self, name), getattr(default, name))
-            for name in self.SETTINGS
-            if getattr(self, name) != getattr(default, name)
-        }
+        plan = self.options_plan(for_inference=for_inference, compile_only=compile_only)
+        self.warn_about_unused_settings(plan, for_inference)
+        return plan.apply()
 
     def to_dict(self) -> Dict[str, Any]:
         """The configuration as a dictionary. Extension settings at their default are left out, so a config
@@ -158,6 +77,7 @@ class IPUConfig(BaseIPUConfig):
     def from_dict(cls, config_dict: Dict[str, Any], **kwargs) -> "IPUConfig":
         """Builds a configuration from a dictionary; keyword arguments override its values."""
         return_unused_kwargs = kwargs.pop("return_unused_kwargs", False)
+        # transformers' loaders pass these bookkeeping keywords along; they are not settings
         for internal in ("_from_auto", "_from_pipeline", "_commit_hash"):
             kwargs.pop(internal, None)
         config = cls(**{**config_dict, **kwargs})
@@ -189,14 +109,7 @@ class IPUConfig(BaseIPUConfig):
 
     @classmethod
     def _dict_from_json_file(cls, json_file: Union[str, os.PathLike]) -> Dict[str, Any]:
-        try:
-            with open(json_file, encoding="utf-8") as reader:
-                config_dict = json.load(reader)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ConfigFileError(str(json_file), f"not valid JSON ({error})") from error
-        if not isinstance(config_dict, dict):
-            raise ConfigFileError(str(json_file), f"expected a JSON object, found {type(config_dict).__name__}")
-        return config_dict
+        return read_config_file(json_file)
 
     def save_pretrained(self, save_directory: Union[str, os.PathLike], push_to_hub: bool = False, **kwargs):
         """Writes `ipu_config.json` to `save_directory`, after checking the settings.
@@ -246,25 +159,5 @@ class IPUConfig(BaseIPUConfig):
 
     def to_json_file(self, json_file_path: Union[str, os.PathLike], use_diff: bool = True) -> None:
         """Writes the configuration as JSON, atomically: a failed write leaves any previous file intact."""
-        text = self.to_json_string(use_diff=use_diff)
-        partial = f"{json_file_path}.{uuid.uuid4().hex}.partial"  # created as any file is, under the umask
-        try:
-            with open(partial, "x", encoding="utf-8") as writer:
-                writer.write(text)
-            os.replace(partial, json_file_path)
-        except BaseException:
-            if os.path.exists(partial):
-                os.unlink(partial)
-            raise
+        write_text_atomically(json_file_path, self.to_json_string(use_diff=use_diff))
 
-
-def _check_keys(kwargs: Dict[str, Any]) -> None:
-    """Rejects keys no release ever had; drops, with a warning, keys that earlier releases had."""
-    for key in list(kwargs):
-        if key in IPUConfig.SETTINGS or key in transformers_defaults():
-            continue
-        if key in LEGACY_KEYS:
-            warnings.warn(f"`{key}` is no longer an IPUConfig setting and is ignored: {LEGACY_KEYS[key]}", FutureWarning)
-            del kwargs[key]
-        else:
-            raise UnknownSettingError(key, IPUConfig.SETTINGS)

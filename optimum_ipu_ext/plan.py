@@ -1,7 +1,8 @@
 """The options plan: the ordered `poptorch.Options` calls a configuration implies, as plain data.
 
-A plan can be printed as the equivalent Python, serialised to JSON, compared and tested on any
-machine. `OptionsPlan.apply()` is the only code in the package that touches the Poplar SDK.
+A plan can be printed as the equivalent Python, turned into data (`to_dict()`) or JSON
+(`to_json_string()`), compared and tested on any machine. `OptionsPlan.apply()` is the only code in
+the package that touches the Poplar SDK.
 """
 
 import importlib
@@ -35,7 +36,7 @@ class Ref:
             value = _member(value, member, ".".join([root, *members[:index]]))
         return int(value) if self.as_int else value
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, Any]:
         return {"sdk": self.path, "int": True} if self.as_int else {"sdk": self.path}
 
 
@@ -67,12 +68,12 @@ class Construct:
             made = getattr(made, method)(*(resolve(a, sdk) for a in args))
         return made
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, Any]:
         return {
             "new": self.path,
-            "args": [to_json(a) for a in self.args],
-            "kwargs": {k: to_json(v) for k, v in self.kwargs},
-            "chain": [[method, [to_json(a) for a in args]] for method, args in self.chain],
+            "args": [to_dict(a) for a in self.args],
+            "kwargs": {k: to_dict(v) for k, v in self.kwargs},
+            "chain": [[method, [to_dict(a) for a in args]] for method, args in self.chain],
         }
 
 
@@ -87,7 +88,7 @@ class TempFile:
         with tempfile.NamedTemporaryFile() as placeholder:
             return placeholder.name
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, Any]:
         return {"temp_file": True}
 
 
@@ -101,8 +102,8 @@ class OptionCall:
     def render(self, variable: str = "opts") -> str:
         return f"{variable}.{self.method}({', '.join(render(a) for a in self.args)})"
 
-    def to_json(self) -> Dict[str, Any]:
-        return {"method": self.method, "args": [to_json(a) for a in self.args]}
+    def to_dict(self) -> Dict[str, Any]:
+        return {"method": self.method, "args": [to_dict(a) for a in self.args]}
 
 
 @dataclass(frozen=True)
@@ -125,11 +126,19 @@ class OptionsPlan:
         lines += [call.render() for call in self.calls]
         return "\n".join(lines)
 
-    def to_json(self) -> Dict[str, Any]:
+    def argument(self, method: str) -> Any:
+        """The first argument of the plan's first call to `method`: what the build really sets."""
+        return next(call.args[0] for call in self.calls if call.method == method)
+
+    def to_json_string(self) -> str:
+        """The plan as JSON text."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    def to_dict(self) -> Dict[str, Any]:
         """The plan as JSON-serializable data."""
         return {
-            "options": self.options.to_json(),
-            "calls": [call.to_json() for call in self.calls],
+            "options": self.options.to_dict(),
+            "calls": [call.to_dict() for call in self.calls],
             "compile_only": self.compile_only,
             "notes": list(self.notes),
         }
@@ -164,8 +173,9 @@ def resolve(value: Any, sdk: Dict[str, Any]) -> Any:
     return _map_sdk_values(value, lambda sdk_value: sdk_value.resolve(sdk))
 
 
-def to_json(value: Any) -> Any:
-    return _map_sdk_values(value, lambda sdk_value: sdk_value.to_json())
+def to_dict(value: Any) -> Any:
+    """`value` as JSON-serializable data: each `Ref`, `Construct` and `TempFile` in it as its `to_dict()`."""
+    return _map_sdk_values(value, lambda sdk_value: sdk_value.to_dict())
 
 
 def _map_sdk_values(value: Any, function) -> Any:

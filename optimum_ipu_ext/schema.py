@@ -1,8 +1,9 @@
 """Declarative settings: one `Setting` per configuration attribute, checked at assignment.
 
 A `Setting` is a row of a table: name, type, default, allowed values, one line of documentation and
-the PopTorch/PopART option it drives. Checking a value against its row is cheap (plain `isinstance`
-walks over the annotation), which is what keeps constructing a config fast.
+the `poptorch.Options` call it drives, as data (`"Training.gradientAccumulation"`, the form of
+`OptionCall.method`). Checking a value against its row is cheap (plain `isinstance` walks over the
+annotation), which is what keeps constructing a config fast. Nothing here imports transformers.
 """
 
 import copy
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, get_args, get_origin
 
 from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError
+from .plan import Ref
 
 
 NoneType = type(None)
@@ -26,26 +28,35 @@ class Setting:
         annotation: its type, from `typing` (`int`, `Optional[List[int]]`, ...).
         default: the value used when the attribute is not given.
         doc: one line saying what it does.
-        option: the PopTorch/PopART option it drives, as a user would write the call.
+        call: the `poptorch.Options` method the setting drives, dotted from the options object
+            (`"Training.gradientAccumulation"`, `"_Popart.set"`); `None` for settings read by the model
+            (`layers_per_ipu`) rather than by the options.
+        key: the leading argument of `call`, for calls that take a name: the PopART session option of
+            `"_Popart.set"` (`"autoRecomputation"`).
+        modes: the builds (`"training"`, `"inference"`) that make the call.
+        composite: the call takes several settings at once (`setExecutionStrategy`): `build.py` makes it;
+            otherwise `build.py` makes `call(key, encode(value))` from the row alone.
         choices: the allowed values of a string setting; with `sdk_enum`, a mapping of each to its enum member.
         sdk_enum: the SDK enum whose members the choices stand for, e.g. `"popart.RecomputationType"`.
         minimum, maximum: bounds of a number, or of every number in a list.
         constraint: a further check, returning what is allowed when the value breaks it, else `None`.
-        popart_key: the PopART session option set to the (encoded) value, when not `None`.
-        encode: turns the stored value into the option value (default: the value itself).
+        encode: turns the stored value into the call's argument, `None` meaning "make no call" (default: a
+            choice becomes its enum member, an int for PopART options; any other value is passed as it is).
     """
 
     name: str
     annotation: Any
     default: Any
     doc: str
-    option: str = ""
+    call: Optional[str] = None
+    key: Optional[str] = None
+    modes: Tuple[str, ...] = ("training", "inference")
+    composite: bool = False
     choices: Union[Tuple[str, ...], Mapping[str, str]] = ()
     sdk_enum: Optional[str] = None
     minimum: Optional[float] = None
     maximum: Optional[float] = None
     constraint: Optional[Callable[[Any], Optional[str]]] = None
-    popart_key: Optional[str] = None
     encode: Optional[Callable[[Any], Any]] = None
 
     def __post_init__(self):
@@ -83,9 +94,22 @@ class Setting:
         """The dotted SDK name a choice stands for: `"pipeline"` -> `"popart.RecomputationType.Pipeline"`."""
         return f"{self.sdk_enum}.{self.choices[value]}"
 
-    def option_value(self, value: Any) -> Any:
-        """The value handed to the SDK option this setting drives."""
-        return self.encode(value) if self.encode else value
+    def argument(self, value: Any) -> Any:
+        """The argument `call` takes for the stored `value`; `None`: make no call."""
+        if value is None:
+            return None
+        if self.encode is not None:
+            return self.encode(value)
+        if self.sdk_enum:
+            return Ref(self.sdk_member(value), as_int=self.key is not None)
+        return value
+
+    @property
+    def call_text(self) -> str:
+        """The call as a user writes it: `opts._Popart.set("autoRecomputation", ...)`, `opts.deviceIterations`."""
+        if self.call is None:
+            return ""
+        return f'opts.{self.call}("{self.key}", ...)' if self.key else f"opts.{self.call}"
 
 
 def table(*settings: Setting) -> Dict[str, Setting]:
@@ -140,8 +164,14 @@ _FALSE = ("false", "0", "n", "no")
 
 
 def parse_text(setting: Setting, text: str) -> Any:
-    """Reads a value written as in `IPUConfig.update_from_string`: `true`, `4`, `0.1`, `[0 1]`, `null`, `name`."""
-    return setting.check(_parse(setting.name, text.strip(), setting.annotation))
+    """Reads a value written as in `IPUConfig.update_from_string`: `true`, `4`, `0.1`, `[0 1]`, `null`, `name`.
+
+    A choice is taken as written: `recomputation_mode=none` is the choice `"none"`, not null.
+    """
+    text = text.strip()
+    if text in setting.choices:
+        return text
+    return setting.check(_parse(setting.name, text, setting.annotation))
 
 
 def _parse(field: str, text: str, annotation: Any) -> Any:

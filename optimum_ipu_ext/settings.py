@@ -1,17 +1,23 @@
-"""The settings this package adds to optimum-graphcore's `IPUConfig`: one row each.
+"""Every setting of an IPU config, one row each: optimum-graphcore 0.7.1's own (`BASE_SETTINGS`) and the
+ones this package adds (`EXTENSION_SETTINGS`).
 
-Each row says what the setting does and which PopTorch/PopART option it drives. Defaults reproduce
-the build optimum-graphcore 0.7.1 makes, so an existing config behaves the same under our class.
-Rows with a `popart_key` are applied generically (`opts._Popart.set(key, value)` unless the value is
-`None`, which leaves PopART's own default); the others are applied in `build.py`.
+Each row says what the setting does and which `poptorch.Options` call it drives (`call`, dotted as
+`OptionCall.method`). Rows with a `call` that is not `composite` are turned into calls by one generic
+loop in `build.py`; a value that encodes to `None` makes no call, leaving poptorch's / PopART's default.
+The README's attribute table and the JSON Schema (`json_schema.py`) are generated from these rows.
 
-Adding a setting is one row here (and, for a non-PopART option, its call in `build.py`) plus a test.
+Defaults reproduce the build optimum-graphcore 0.7.1 makes, so an existing config behaves the same
+under our class. Adding a setting is one row here plus a test. Nothing here imports transformers.
 """
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
+from .plan import Ref, TempFile
 from .schema import Setting, table
+
+TRAINING = ("training",)
+INFERENCE = ("inference",)
 
 
 def _json_values(options: Dict[str, Any]) -> Optional[str]:
@@ -22,6 +28,80 @@ def _json_values(options: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def _consecutive_splits(splits: List[int]) -> Optional[str]:
+    if sum(splits) < 1:
+        return "at least one split is needed"
+    used = [index for index, count in enumerate(splits) if count]
+    if used[-1] - used[0] + 1 != len(used):
+        return "splits must sit on consecutive IPUs, e.g. [3, 1, 0, 0]"
+    return None
+
+
+def _switch(argument: Any):
+    """An `encode` for a flag whose call is made only when it is on, with `argument`."""
+    return lambda on: argument if on else None
+
+
+def _pair(name: str, annotation: Any, default: Any, doc: str, **fields: Any) -> List[Setting]:
+    """A training setting and its `inference_` twin (which defaults to `None`: fall back to training)."""
+    inference_annotation = annotation if default is None else Optional[annotation]
+    return [
+        Setting(name, annotation, default, doc, **fields, modes=TRAINING),
+        Setting(f"inference_{name}", inference_annotation, None, f"As `{name}`, for inference.", **fields,
+                modes=INFERENCE),
+    ]
+
+
+BASE_SETTINGS = table(
+    Setting("replication_factor", int, 1, "Replicas for data parallelism in training (of the whole job).",
+            call="replicationFactor", modes=TRAINING, minimum=1),
+    Setting("inference_replication_factor", int, 1, "Replicas for data parallelism in inference.",
+            call="replicationFactor", modes=INFERENCE, minimum=1),
+    Setting("gradient_accumulation_steps", int, 1, "Micro-batches accumulated per weight update.",
+            call="Training.gradientAccumulation", modes=TRAINING, minimum=1),
+    *_pair("layers_per_ipu", List[int], [-1],
+           "Layers on each IPU of the pipeline; -1 spreads the remaining layers evenly.", minimum=-1),
+    *_pair("ipus_per_replica", Optional[int], None, "IPUs per replica (default: `len(layers_per_ipu)`).",
+           minimum=1),
+    Setting("optimizer_state_offchip", bool, False, "Keep the optimizer state in off-chip (streaming) memory.",
+            call="TensorLocations.setOptimizerLocation", composite=True),
+    Setting("replicated_tensor_sharding", bool, False,
+            "Shard the optimizer state across replicas (when there are several).",
+            call="TensorLocations.setOptimizerLocation", composite=True),
+    *_pair("matmul_proportion", Union[float, List[float]], 0.2,
+           "Available memory proportion for matmuls and convolutions, for every IPU or per IPU.",
+           call="setAvailableMemoryProportion", composite=True, minimum=0),
+    Setting("enable_half_partials", bool, True, "float16 partials for matmuls and convolutions.",
+            call="Precision.setPartialsType", encode=_switch(Ref("torch.float16"))),
+    *_pair("embedding_serialization_factor", Optional[int], None,
+           "Serialise the embedding into this many parts on one IPU.", minimum=1),
+    *_pair("serialized_embedding_splits_per_ipu", Optional[List[int]], None,
+           "Embedding splits on each IPU of the pipeline.", minimum=0, constraint=_consecutive_splits),
+    *_pair("projection_serialization_factor", Optional[int], None,
+           "Serialise the output projection into this many parts.", minimum=1),
+    *_pair("serialized_projection_splits_per_ipu", Optional[List[int]], None,
+           "Projection splits on each IPU of the pipeline.", minimum=0, constraint=_consecutive_splits),
+    Setting("recompute_checkpoint_every_layer", bool, False, "Checkpoint activations at the end of every layer."),
+    Setting("device_iterations", int, 1, "Batches the device runs per call in training.",
+            call="deviceIterations", modes=TRAINING, minimum=1),
+    Setting("inference_device_iterations", int, 1, "Batches the device runs per call in inference.",
+            call="deviceIterations", modes=INFERENCE, minimum=1),
+    Setting("output_mode", str, "final", "Which results return to the host in training (inference: all).",
+            call="outputMode", modes=TRAINING, choices={"all": "All", "sum": "Sum", "final": "Final", "default": "Default"},
+            sdk_enum="poptorch.OutputMode"),
+    # optimum-graphcore reads 0 as "no seed", so 0 makes no call either
+    Setting("seed", Optional[int], None, "Seed of the IPU random number generator (0 or null: none).",
+            call="randomSeed", encode=lambda seed: seed or None),
+    Setting("auto_loss_scaling", bool, False, "Automatic loss scaling in training (experimental).",
+            call="Training.setAutomaticLossScaling", modes=TRAINING, encode=_switch(True)),
+    Setting("executable_cache_dir", str, "", "Cache compiled executables here (`\"\"` or `\"disabled\"`: off).",
+            call="enableExecutableCaching", encode=lambda folder: folder if folder not in ("", "disabled") else None),
+    Setting("explicit_ir_inference", bool, False, "PopART's explicit IR for inference (experimental).",
+            call="_Popart.set", key="enableExplicitIR", modes=INFERENCE, encode=_switch(True)),
+    *_pair("parallelize_kwargs", Optional[Dict[str, Any]], None, "Keyword arguments for the model's `parallelize`."),
+    Setting("execute_encoder_on_cpu_for_generation", bool, False, "Run the encoder on the CPU (not supported)."),
+)
+
 EXECUTION_STRATEGIES = {"pipelined": "poptorch.PipelinedExecution", "sharded": "poptorch.ShardedExecution"}
 
 OPTIMUM_GRAPHCORE_PATTERNS = {"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True}
@@ -31,72 +111,93 @@ OPTIMUM_GRAPHCORE_ENGINE_OPTIONS = {"opt.useAutoloader": "true", "target.syncRep
 EXTENSION_SETTINGS = table(
     Setting("auto_round_num_ipus", bool, True,
             "Round the number of IPUs requested up to what the system can allocate.",
-            option="opts.autoRoundNumIPUs"),
+            call="autoRoundNumIPUs"),
     Setting("accumulation_and_replication_reduction_type", str, "mean",
             "How gradients are reduced over accumulation steps and replicas (training).",
-            option="opts.Training.accumulationAndReplicationReductionType",
+            call="Training.accumulationAndReplicationReductionType", modes=TRAINING,
             choices={"sum": "Sum", "mean": "Mean"}, sdk_enum="poptorch.ReductionType"),
     Setting("execution_strategy", str, "pipelined",
             "How a replica runs over its IPUs in training.",
-            option="opts.setExecutionStrategy", choices=tuple(EXECUTION_STRATEGIES)),
+            call="setExecutionStrategy", modes=TRAINING, composite=True, choices=tuple(EXECUTION_STRATEGIES)),
     Setting("inference_execution_strategy", str, "sharded",
             "How a replica runs over its IPUs in inference.",
-            option="opts.setExecutionStrategy", choices=tuple(EXECUTION_STRATEGIES)),
+            call="setExecutionStrategy", modes=INFERENCE, composite=True, choices=tuple(EXECUTION_STRATEGIES)),
     Setting("auto_stage", str, "auto_increment",
             "How blocks without an explicit stage are staged in the execution strategy.",
-            option="poptorch.AutoStage", choices={"same_as_ipu": "SameAsIpu", "auto_increment": "AutoIncrement"},
-            sdk_enum="poptorch.AutoStage"),
+            call="setExecutionStrategy", composite=True,
+            choices={"same_as_ipu": "SameAsIpu", "auto_increment": "AutoIncrement"}, sdk_enum="poptorch.AutoStage"),
     Setting("stochastic_rounding", bool, True,
             "Stochastic rounding in training (always off in inference).",
-            option="opts.Precision.enableStochasticRounding"),
+            call="Precision.enableStochasticRounding", modes=TRAINING),
     Setting("save_initializers_to_file", bool, True,
             "Save initializers to a fresh temporary file instead of the executable.",
-            option='opts._Popart.set("saveInitializersToFile", <temporary file>)'),
+            call="_Popart.set", key="saveInitializersToFile", encode=_switch(TempFile())),
     Setting("recomputation_mode", Optional[str], None,
             "PopART's automatic recomputation of activations.",
+            call="_Popart.set", key="autoRecomputation",
             choices={"none": "NoRecompute", "standard": "Standard", "norm_only": "NormOnly", "pipeline": "Pipeline",
                      "recompute_all": "RecomputeAll"},
-            sdk_enum="popart.RecomputationType", popart_key="autoRecomputation"),
+            sdk_enum="popart.RecomputationType"),
     Setting("disable_grad_accumulation_tensor_streams", Optional[bool], True,
             "Do not stream gradient accumulation tensors back to the host.",
-            popart_key="disableGradAccumulationTensorStreams"),
+            call="_Popart.set", key="disableGradAccumulationTensorStreams"),
     Setting("accumulate_outer_fragment_schedule", Optional[str], "overlap_memory_optimized",
             "Schedule of the weight update that follows gradient accumulation.",
+            call="_Popart.set", key="accumulateOuterFragmentSettings.schedule",
             choices={"scheduler": "Scheduler", "serial": "Serial", "overlap_cycle_optimized": "OverlapCycleOptimized",
                      "overlap_memory_optimized": "OverlapMemoryOptimized"},
-            sdk_enum="popart.AccumulateOuterFragmentSchedule",
-            popart_key="accumulateOuterFragmentSettings.schedule"),
+            sdk_enum="popart.AccumulateOuterFragmentSchedule"),
     Setting("accumulate_outer_fragment_excluded_virtual_graphs", Optional[List[int]], [0],
             "Pipeline stages (IPU indices within a replica) left out of that schedule.",
-            minimum=0, popart_key="accumulateOuterFragmentSettings.excludedVirtualGraphs",
+            call="_Popart.set", key="accumulateOuterFragmentSettings.excludedVirtualGraphs", minimum=0,
             encode=lambda graphs: [str(graph) for graph in graphs]),
     Setting("outline_threshold", Optional[float], 10.0,
             "Minimum estimated benefit for PopART to outline a repeated sub-graph.",
-            popart_key="outlineThreshold"),
+            call="_Popart.set", key="outlineThreshold"),
     Setting("subgraph_copying_strategy", Optional[str], "just_in_time",
             "When inputs and outputs of called sub-graphs are copied.",
+            call="_Popart.set", key="subgraphCopyingStrategy",
             choices={"on_enter_and_exit": "OnEnterAndExit", "just_in_time": "JustInTime"},
-            sdk_enum="popart.SubgraphCopyingStrategy",
-            popart_key="subgraphCopyingStrategy"),
+            sdk_enum="popart.SubgraphCopyingStrategy"),
     Setting("schedule_non_weight_update_gradient_consumers_early", Optional[bool], True,
             "Schedule consumers of gradients that are not weight updates as early as possible.",
-            popart_key="scheduleNonWeightUpdateGradientConsumersEarly"),
+            call="_Popart.set", key="scheduleNonWeightUpdateGradientConsumersEarly"),
     Setting("popart_patterns", Optional[Dict[str, bool]], OPTIMUM_GRAPHCORE_PATTERNS,
             "PopART patterns switched on (true) or off (false).",
-            option="opts._Popart.setPatterns"),
+            call="_Popart.setPatterns", encode=dict),
     Setting("engine_options", Optional[Dict[str, str]], OPTIMUM_GRAPHCORE_ENGINE_OPTIONS,
-            "Poplar engine options.", popart_key="engineOptions"),
+            "Poplar engine options.", call="_Popart.set", key="engineOptions"),
     Setting("popart_options", Dict[str, Any], {},
             "Further PopART session options, set last: {name: value}.",
-            option="opts._Popart.set(name, value)", constraint=_json_values),
+            call="_Popart.set", composite=True, constraint=_json_values),
 )
 
+SETTINGS = {**BASE_SETTINGS, **EXTENSION_SETTINGS}
+
+# PopART session options that a setting writes, directly or through a poptorch call (the state key
+# poptorch's `toDict()` shows): setting them through `popart_options` would bypass that setting.
 POPART_KEYS_WITH_A_SETTING = {
-    **{setting.popart_key: name for name, setting in EXTENSION_SETTINGS.items() if setting.popart_key},
-    "saveInitializersToFile": "save_initializers_to_file",
+    **{setting.key: name for name, setting in SETTINGS.items() if setting.call == "_Popart.set" and setting.key},
     "cachePath": "executable_cache_dir",
     "enableEngineCaching": "executable_cache_dir",
     "enableStochasticRounding": "stochastic_rounding",
-    "enableExplicitIR": "explicit_ir_inference",
     "partialsTypeMatMuls": "enable_half_partials",
 }
+
+# transformers' own configuration attributes (the union over the releases this package supports, 4.29.2 to 5.x).
+# A saved config may carry them (its versions, say): they are not IPU settings and are accepted as upstream
+# accepts them. A test checks that this list holds every key of the installed release.
+TRANSFORMERS_KEYS = frozenset("""
+    _name_or_path add_cross_attention architectures bad_words_ids begin_suppress_tokens bos_token_id
+    chunk_size_feed_forward cross_attention_hidden_size decoder_start_token_id diversity_penalty do_sample dtype
+    early_stopping encoder_no_repeat_ngram_size eos_token_id exponential_decay_length_penalty finetuning_task
+    forced_bos_token_id forced_eos_token_id id2label is_decoder is_encoder_decoder label2id length_penalty max_length
+    min_length model_type no_repeat_ngram_size num_beam_groups num_beams num_return_sequences optimum_version
+    output_attentions output_hidden_states output_scores pad_token_id prefix problem_type pruned_heads
+    remove_invalid_values repetition_penalty return_dict return_dict_in_generate sep_token_id suppress_tokens
+    task_specific_params temperature tf_legacy_loss tie_encoder_decoder tie_word_embeddings tokenizer_class top_k
+    top_p torch_dtype torchscript transformers_version typical_p use_bfloat16
+    _attn_implementation_internal _experts_implementation_internal _output_attentions _post_init_done
+""".split())
+
+VERSION_KEYS = ("transformers_version", "optimum_version")

@@ -63,3 +63,11 @@ def poprun():
 def upstream():
     """optimum-graphcore 0.7.1's `ipu_configuration` module (its real `IPUConfig`), over the doubles."""
     return load_upstream_ipu_configuration()
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_warnings():
+    """Warnings shown once per process are shown again in each test, as each test stands for a fresh process."""
+    from optimum_ipu_ext import core
+
+    core._warned.clear()

@@ -199,7 +199,7 @@ def test_options_plan_previews_an_instance_without_the_sdk(monkeypatch):
         monkeypatch.setitem(sys.modules, module, None)
     config = preset(replication_factor=JOB_REPLICAS)
     plan = config.options_plan(popdist=PopDistLaunch(num_replicas=64, num_instances=4, instance_index=1))
-    data = json.loads(json.dumps(plan.to_json()))
+    data = json.loads(json.dumps(plan.to_dict()))
     assert data["options"] == {
         "new": "popdist.poptorch.Options", "args": [], "kwargs": {"ipus_per_replica": 2}, "chain": []
     }

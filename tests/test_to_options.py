@@ -143,7 +143,7 @@ def test_plan_needs_no_sdk_and_is_json(monkeypatch):
     monkeypatch.setitem(sys.modules, "poptorch", None)
     monkeypatch.setitem(sys.modules, "popart", None)
     plan = IPUConfig.from_pretrained(PRESET, replication_factor=2).options_plan()
-    data = json.loads(json.dumps(plan.to_json()))
+    data = json.loads(json.dumps(plan.to_dict()))
     calls = {call["method"]: call["args"] for call in data["calls"]}
     assert calls["replicationFactor"] == [2]
     assert calls["Training.gradientAccumulation"] == [128]

@@ -7,7 +7,7 @@ stderr (`--debug` adds its traceback). Colour and progress indicators appear onl
 import argparse
 import sys
 import traceback
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from .. import __version__
 from .output import PROG, Stream, one_line, recorded_warnings
@@ -21,6 +21,14 @@ def assignment(text: str) -> str:
     if not equals or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return text
+
+
+def instance(text: str) -> Tuple[int, int]:
+    """The argparse type of `--popdist`: `NUM_INSTANCES:INDEX`, two integers."""
+    count, colon, index = text.partition(":")
+    if not (colon and count.strip().isdecimal() and index.strip().isdecimal()):
+        raise argparse.ArgumentTypeError(f"expected NUM_INSTANCES:INDEX, e.g. 4:1, got {text!r}")
+    return int(count), int(index)
 
 
 SOURCE_HELP = "a JSON file, a directory holding ipu_config.json, or a Hub repository id"
@@ -53,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=SET_HELP)
     show.add_argument("--inference", action="store_true", help="show the inference build rather than training's")
     show.add_argument("--json", action="store_true", help="print the same as JSON")
+    show.add_argument("--popdist", type=instance, metavar="NUM_INSTANCES:INDEX",
+                      help="preview instance INDEX of `poprun --num-instances NUM_INSTANCES` (the job's replicas "
+                      "are the config's replication factor)")
 
     validate = command("validate", "Check configurations: one line per problem, exit 1 if any.",
                        epilog="A directory without ipu_config.json stands for the *.json files it holds.")
@@ -64,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("b", metavar="B", help=SOURCE_HELP)
     diff.add_argument("--revision-a", metavar="REVISION", help="revision of A, for a Hub repository")
     diff.add_argument("--revision-b", metavar="REVISION", help="revision of B, for a Hub repository")
+    diff.add_argument("--exit-code", action="store_true",
+                      help="exit with 1 when a setting differs, 0 when none does (as `git diff --exit-code`)")
 
     new = command("new", "Write an ipu_config.json from a preset.")
     new.add_argument("preset", nargs="?", metavar="PRESET", help="a preset name (see --list)")
@@ -94,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `ipu-config` console script. Returns the exit code (argparse exits with 2 on usage errors)."""
     args = build_parser().parse_args(argv)
-    from . import commands  # imports transformers: only now, so that --help and usage errors answer at once
+    from . import commands  # imported once the arguments are valid, so that --help and usage errors answer at once
 
     run = getattr(commands, f"command_{args.command}")
     out, err = Stream(sys.stdout), Stream(sys.stderr)

@@ -1,13 +1,15 @@
 """The `ipu-config` commands: each takes the parsed arguments and the two output streams, returns the exit code.
 
-Kept apart from the parser so that `ipu-config --help` and usage errors need not import transformers.
+Local files and presets go through the core only; transformers and huggingface_hub are imported by the
+commands that reach the Hub, when they do.
 """
 
 import json
 import os
 from typing import List, Sequence
 
-from ..configuration import IPUConfig
+from ..core import PlainIPUConfig
+from ..popdist import PopDistLaunch
 from .output import PROG, Stream, recorded_warnings
 from .reports import problems, render_diff, render_summary, summary
 from .sources import CONFIG_NAME, CommandError, apply_updates, is_local, load, presets, push, write_config
@@ -15,11 +17,16 @@ from .sources import CONFIG_NAME, CommandError, apply_updates, is_local, load, p
 
 def command_show(args, out: Stream, err: Stream) -> int:
     config = load(args.source, args.revision, args.set or ())
-    data = summary(config, args.source, args.inference)
+    launch = None
+    if args.popdist is not None:
+        num_instances, instance_index = args.popdist
+        replicas = config.inference_replication_factor if args.inference else config.replication_factor
+        launch = PopDistLaunch(num_replicas=replicas, num_instances=num_instances, instance_index=instance_index)
+    data = summary(config, args.source, args.inference, popdist=launch)
     if args.json:
         out.write(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        render_summary(data, str(config.options_plan(for_inference=args.inference)), out)
+        render_summary(data, str(config.options_plan(for_inference=args.inference, popdist=launch)), out)
     return 0
 
 
@@ -54,8 +61,8 @@ def command_validate(args, out: Stream, err: Stream) -> int:
 
 
 def command_diff(args, out: Stream, err: Stream) -> int:
-    render_diff(args.a, args.b, load(args.a, args.revision_a), load(args.b, args.revision_b), out)
-    return 0
+    differ = render_diff(args.a, args.b, load(args.a, args.revision_a), load(args.b, args.revision_b), out)
+    return 1 if differ and args.exit_code else 0
 
 
 def command_new(args, out: Stream, err: Stream) -> int:
@@ -69,14 +76,14 @@ def command_new(args, out: Stream, err: Stream) -> int:
     name = args.preset[: -len(".json")] if args.preset.endswith(".json") else args.preset
     if name not in available:
         args.parser.error(f"argument PRESET: unknown preset {args.preset!r}; the presets are {', '.join(available)}")
-    config = IPUConfig.from_dict(json.loads(available[name]))
+    config = PlainIPUConfig.from_dict(json.loads(available[name]))
     apply_updates(config, args.set or ())
     out.write(f"Wrote {write_config(config, args.out_dir, args.force)} from the preset {name}")
     return 0
 
 
 def command_push(args, out: Stream, err: Stream) -> int:
-    config = load(args.source)
+    config = load(args.source).to_ipu_config()
     url = push(config, args.repo_id, args.private, args.revision, args.create_pr, args.commit_message)
     branch = f" (branch {args.revision})" if args.revision else ""
     out.write(f"Pushed {args.source} to {args.repo_id}{branch}: {url}")

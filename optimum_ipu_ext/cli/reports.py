@@ -3,8 +3,9 @@
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..configuration import IPUConfig
+from ..core import PlainIPUConfig, SettingsMixin
 from ..errors import IncompatibleSettingsError
+from ..popdist import PopDistLaunch
 from .output import Stream, as_json, one_line
 from .sources import CommandError, load_dict
 
@@ -30,7 +31,7 @@ def reserved_ipus(requested: int, auto_round: bool) -> Tuple[Optional[int], Opti
     return rounded, "; ".join(notes) or None
 
 
-def differences_from_defaults(config) -> List[Dict[str, Any]]:
+def differences_from_defaults(config: SettingsMixin) -> List[Dict[str, Any]]:
     """The settings whose value differs from `IPUConfig()`'s, which are optimum-graphcore 0.7.1's defaults."""
     return [
         {"setting": name, "value": value, "default": default}
@@ -38,9 +39,11 @@ def differences_from_defaults(config) -> List[Dict[str, Any]]:
     ]
 
 
-def summary(config, source: str, for_inference: bool) -> Dict[str, Any]:
-    """What `ipu-config show` reports, as JSON-serializable data."""
-    plan = config.options_plan(for_inference=for_inference)
+def summary(
+    config: SettingsMixin, source: str, for_inference: bool, popdist: Optional[PopDistLaunch] = None
+) -> Dict[str, Any]:
+    """What `ipu-config show` reports, as JSON-serializable data; with `popdist`, for that poprun instance."""
+    plan = config.options_plan(for_inference=for_inference, popdist=popdist)
 
     def name(setting: str) -> str:
         return f"inference_{setting}" if for_inference else setting
@@ -54,7 +57,7 @@ def summary(config, source: str, for_inference: bool) -> Dict[str, Any]:
     if not for_inference:
         factor_settings.insert(1, "gradient_accumulation_steps")
     factors = {name(setting): value(setting) for setting in factor_settings}
-    optimizer_location = dict(_argument(plan, "TensorLocations.setOptimizerLocation").chain)
+    optimizer_location = dict(plan.argument("TensorLocations.setOptimizerLocation").chain)
     sharded = optimizer_location["useReplicatedTensorSharding"][0]
     return {
         "source": source,
@@ -62,15 +65,21 @@ def summary(config, source: str, for_inference: bool) -> Dict[str, Any]:
         "pipeline": {
             "ipus_per_replica": ipus,
             "layers_per_ipu": value("layers_per_ipu"),
-            "memory_proportion_per_ipu": _argument(plan, "setAvailableMemoryProportion"),
+            "memory_proportion_per_ipu": plan.argument("setAvailableMemoryProportion"),
             "execution_strategy": value("execution_strategy"),
             "auto_stage": config.auto_stage,
         },
         "replication": {"replication_factor": replicas, "total_ipus": total, "note": total_note},
+        "poprun_instance": None if popdist is None else {
+            "num_instances": popdist.num_instances,
+            "instance_index": popdist.instance_index,
+            "local_replicas": popdist.local_replicas,
+            "replica_index_offset": popdist.replica_index_offset,
+        },
         "batch_size_factor": {"value": config.batch_size_factor(for_inference=for_inference), "factors": factors},
         "precision": {
             "half_partials": config.enable_half_partials,
-            "stochastic_rounding": _argument(plan, "Precision.enableStochasticRounding"),
+            "stochastic_rounding": plan.argument("Precision.enableStochasticRounding"),
         },
         "recomputation": {
             "recomputation_mode": config.recomputation_mode,
@@ -82,13 +91,8 @@ def summary(config, source: str, for_inference: bool) -> Dict[str, Any]:
             "note": "requested, unused with 1 replica" if config.replicated_tensor_sharding and not sharded else None,
         },
         "differs_from_defaults": differences_from_defaults(config),
-        "options_plan": plan.to_json(),
+        "options_plan": plan.to_dict(),
     }
-
-
-def _argument(plan, method: str) -> Any:
-    """The first argument of the plan's call to `method`: what the build really sets, as `to_options()` will."""
-    return next(call.args[0] for call in plan.calls if call.method == method)
 
 
 def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
@@ -116,11 +120,18 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
         ("execution", f"{pipeline['execution_strategy']}, stages {pipeline['auto_stage']}", None),
     ])
     total = replication["total_ipus"]
+    instance = data["poprun_instance"]
     section("Replication", [
         ("replicas", str(replication["replication_factor"]), None),
         ("total IPUs", "none" if total is None else str(total), replication["note"]),
         ("combined batch-size factor", str(batch["value"]),
          " x ".join(f"{name} {count}" for name, count in batch["factors"].items())),
+        *([] if instance is None else [
+            ("poprun instance", f"{instance['instance_index']} of {instance['num_instances']}", None),
+            ("replicas of this instance", str(instance["local_replicas"]),
+             f"replicas {instance['replica_index_offset']} to "
+             f"{instance['replica_index_offset'] + instance['local_replicas'] - 1} of the job"),
+        ]),
     ])
     mode = recomputation["recomputation_mode"]
     section("Precision and recomputation", [
@@ -160,7 +171,7 @@ def problems(source: str, revision: Optional[str] = None) -> List[str]:
     found: List[str] = []
     while True:
         try:
-            config = IPUConfig.from_dict(config_dict)
+            config = PlainIPUConfig.from_dict(config_dict)
             for for_inference in (False, True):
                 config.options_plan(for_inference=for_inference)
             return found
@@ -174,7 +185,7 @@ def problems(source: str, revision: Optional[str] = None) -> List[str]:
             config_dict = {key: value for key, value in config_dict.items() if key != field}
 
 
-def plans(config) -> Tuple[Any, Any]:
+def plans(config: SettingsMixin) -> Tuple[Any, Any]:
     """The options plans of `config` for training and for inference."""
     return config.options_plan(for_inference=False), config.options_plan(for_inference=True)
 
@@ -195,7 +206,7 @@ def plan_changes(plan_a, plan_b) -> List[Tuple[Optional[Any], Optional[Any]]]:
     return [(calls_a.get(key), calls_b.get(key)) for key in keys if calls_a.get(key) != calls_b.get(key)]
 
 
-def _changes_options(config, name: str, value: Any) -> Optional[bool]:
+def _changes_options(config: SettingsMixin, name: str, value: Any) -> Optional[bool]:
     """Whether setting `name` to `value` alone changes the options of `config`; `None` if it cannot be set alone."""
     variant = copy.deepcopy(config)
     try:
@@ -205,7 +216,7 @@ def _changes_options(config, name: str, value: Any) -> Optional[bool]:
         return None
 
 
-def setting_changes(config_a, config_b) -> List[Dict[str, Any]]:
+def setting_changes(config_a: SettingsMixin, config_b: SettingsMixin) -> List[Dict[str, Any]]:
     """The settings that differ, each with `effect`: `False` when it changes the options of neither config alone."""
     changes = []
     for name in type(config_a).SETTINGS:
@@ -216,14 +227,15 @@ def setting_changes(config_a, config_b) -> List[Dict[str, Any]]:
     return changes
 
 
-def render_diff(name_a: str, name_b: str, config_a, config_b, out: Stream) -> None:
-    """Writes the settings that differ between two configurations, then the option calls that differ."""
+def render_diff(name_a: str, name_b: str, config_a: SettingsMixin, config_b: SettingsMixin, out: Stream) -> bool:
+    """Writes the settings that differ between two configurations, then the option calls that differ; returns
+    whether any setting differs."""
     out.write(out.style(f"--- {name_a}", "red"))
     out.write(out.style(f"+++ {name_b}", "green"))
     changes = setting_changes(config_a, config_b)
     if not changes:
         out.write("No setting differs.")
-        return
+        return False
     width = max(len(change["setting"]) for change in changes)
     out.write(out.style(f"Settings ({len(changes)} differ)", "bold"))
     for change in changes:
@@ -238,3 +250,4 @@ def render_diff(name_a: str, name_b: str, config_a, config_b, out: Stream) -> No
                 out.write(out.style(f"- {call_a.render()}", "red"))
             if call_b is not None:
                 out.write(out.style(f"+ {call_b.render()}", "green"))
+    return True

@@ -1,5 +1,6 @@
 """Where `ipu-config` reads and writes configurations: files, directories, the Hub, the bundled presets.
 
+Local files and presets are read and written by the core (`PlainIPUConfig`), which imports no transformers.
 The Hub is reached only through the library API (`IPUConfig.from_pretrained`, `push_to_hub`), with the token
 the `hf` CLI stores; their errors (`HubError`) already say, in one line, what happened to which repository.
 """
@@ -9,12 +10,9 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-from huggingface_hub import get_token
-
-from ..configuration import IPUConfig
+from ..core import CONFIG_NAME, PlainIPUConfig, SettingsMixin, read_config_file
 from .output import Stream, one_line, progress
 
-CONFIG_NAME = IPUConfig.CONFIG_NAME
 PRESETS_PACKAGE = "optimum_ipu_ext.presets"
 
 
@@ -41,13 +39,17 @@ def local_file(source: str) -> str:
     return path
 
 
-def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = ()):
+def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = ()) -> SettingsMixin:
     """The configuration of a JSON file, a directory or a Hub repository, with `--set` updates applied."""
     if is_local(source):
         if revision:
             raise CommandError(f"{source}: a local path; --revision applies to Hub repositories")
-        config = IPUConfig.from_pretrained(local_file(source))
+        config: SettingsMixin = PlainIPUConfig.from_json_file(local_file(source))
     else:
+        from huggingface_hub import get_token
+
+        from ..configuration import IPUConfig
+
         with progress(Stream(sys.stderr), f"Loading {source}"):
             config = IPUConfig.from_pretrained(source, revision=revision, token=get_token())
     apply_updates(config, updates)
@@ -57,7 +59,9 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
 def load_dict(source: str, revision: Optional[str] = None) -> Dict[str, Any]:
     """The saved settings of a source, as the class reads them before checking them."""
     if is_local(source):
-        return IPUConfig.get_config_dict(local_file(source))[0]
+        return read_config_file(local_file(source))
+    from ..configuration import IPUConfig
+
     try:
         load(source, revision)  # into the cache, or a Hub error; the settings are checked by the caller
     except (ValueError, TypeError):
@@ -65,7 +69,7 @@ def load_dict(source: str, revision: Optional[str] = None) -> Dict[str, Any]:
     return IPUConfig.get_config_dict(source, revision=revision, local_files_only=True)[0]
 
 
-def apply_updates(config, updates: Sequence[str]) -> None:
+def apply_updates(config: SettingsMixin, updates: Sequence[str]) -> None:
     """Applies `--set KEY=VALUE` arguments with `IPUConfig.update_from_string`: parsed and checked by the class."""
     if updates:
         try:
@@ -74,7 +78,7 @@ def apply_updates(config, updates: Sequence[str]) -> None:
             raise CommandError(f"--set: {one_line(error)}") from error
 
 
-def write_config(config, out_dir: str, force: bool) -> str:
+def write_config(config: SettingsMixin, out_dir: str, force: bool) -> str:
     """Saves `config` as `out_dir/ipu_config.json` (refusing to overwrite one unless `force`); returns its path."""
     target = os.path.join(out_dir, CONFIG_NAME)
     if os.path.exists(target) and not force:
@@ -97,6 +101,8 @@ def presets() -> Dict[str, str]:
 def push(config, repo_id: str, private: bool, revision: Optional[str], create_pr: bool,
          commit_message: Optional[str]) -> str:
     """Pushes `config` with `IPUConfig.push_to_hub`; returns the URL of the commit or pull request."""
+    from huggingface_hub import get_token
+
     token = get_token()
     if token is None:
         raise CommandError("pushing needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN")

@@ -1,0 +1,369 @@
+"""The core of an IPU config, in plain Python: which keys it takes, how its settings derive from each other,
+the rules between them, its options plan and its JSON file.
+
+`IPUConfig` (on either base class) is this core with transformers' configuration API on top; `PlainIPUConfig`
+is the core alone, for what needs no transformers: `ipu-config` on local files, editors, pre-commit hooks.
+Nothing here imports transformers, torch or optimum.
+"""
+
+import json
+import os
+import uuid
+import warnings
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
+
+from .build import build_plan
+from .errors import ConfigFileError, IncompatibleSettingsError, UnknownSettingError
+from .legacy import LEGACY_KEYS
+from .plan import OptionsPlan
+from .popdist import PopDistLaunch, resolve_launch
+from .schema import parse_update_string
+from .settings import (
+    BASE_SETTINGS,
+    EXTENSION_SETTINGS,
+    POPART_KEYS_WITH_A_SETTING,
+    SETTINGS,
+    TRANSFORMERS_KEYS,
+    VERSION_KEYS,
+)
+
+if TYPE_CHECKING:
+    from .configuration import IPUConfig
+
+CONFIG_NAME = "ipu_config.json"
+
+# poptorch reserves at most 64 IPUs per process ("Too many IPUs requested ... Experiments that need more than 64
+# IPUs require distributed execution": graphcore/poptorch, popart_compiler/source/CompilerImpl.cpp,
+# `assertSingleInstanceMaxNumIPUs`), and its sources state no job-wide maximum. Beyond 64, a job is one process
+# per instance under poprun, over IPU-Fabric, whose largest design is 64Ki IPUs: a total above that is a typo.
+MAX_IPUS_IN_A_JOB = 65536
+
+# A config file is a few hundred bytes; one of a megabyte is not a config (and parsing a huge one is slow).
+MAX_CONFIG_FILE_BYTES = 1 << 20
+
+_warned = set()
+
+
+def warn_once(message: str) -> None:
+    """Warns `message` (a `UserWarning`) once per process, however often the config is used."""
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def check_keys(values: Dict[str, Any]) -> None:
+    """Rejects keys no release ever had; drops, with a warning, keys that earlier releases had."""
+    for key in list(values):
+        if key in SETTINGS or key in TRANSFORMERS_KEYS:
+            continue
+        if key in LEGACY_KEYS:
+            warnings.warn(f"`{key}` is no longer an IPUConfig setting and is ignored: {LEGACY_KEYS[key]}", FutureWarning)
+            del values[key]
+        else:
+            raise UnknownSettingError(key, SETTINGS)
+
+
+def derive_base_settings(given: Mapping[str, Any]) -> Dict[str, Any]:
+    """The values of optimum-graphcore's settings for constructor arguments `given`: defaults, and the inference
+    settings that fall back to the training ones, as optimum-graphcore 0.7.1's constructor derives them."""
+    values = {
+        name: setting.check(given[name]) if name in given else setting.default_value()
+        for name, setting in BASE_SETTINGS.items()
+    }
+    layers = values["layers_per_ipu"]
+    values["inference_layers_per_ipu"] = values["inference_layers_per_ipu"] or list(layers)
+    values["ipus_per_replica"] = values["ipus_per_replica"] or len(layers)
+    # upstream sizes the inference pipeline by the inference layers, unless ipus_per_replica was given alone
+    inference_pipeline = values["ipus_per_replica"]
+    if inference_pipeline == len(layers) or values["inference_layers_per_ipu"] != [-1]:
+        inference_pipeline = len(values["inference_layers_per_ipu"])
+    values["inference_ipus_per_replica"] = values["inference_ipus_per_replica"] or inference_pipeline
+    proportion = values["matmul_proportion"]
+    if not values["inference_matmul_proportion"]:
+        per_ipu_mismatch = isinstance(proportion, list) and len(proportion) != inference_pipeline
+        values["inference_matmul_proportion"] = BASE_SETTINGS["matmul_proportion"].default if per_ipu_mismatch else proportion
+    values["parallelize_kwargs"] = values["parallelize_kwargs"] or {}
+    values["inference_parallelize_kwargs"] = values["inference_parallelize_kwargs"] or {}
+    return values
+
+
+def check_base_rules(config: Any) -> None:
+    """Checks that optimum-graphcore's settings agree with each other in both modes, as its own class does,
+    and that the job fits the largest IPU system. Like upstream, defaults a serialization factor to 1 when
+    neither it nor its splits are given."""
+    for prefix in ("", "inference_"):
+        _check_pipeline_lengths(config, prefix)
+        replicas_name, ipus_name = f"{prefix}replication_factor", f"{prefix}ipus_per_replica"
+        replicas, ipus = getattr(config, replicas_name), getattr(config, ipus_name)
+        if replicas * ipus > MAX_IPUS_IN_A_JOB:
+            raise IncompatibleSettingsError(
+                replicas_name, replicas,
+                f"with `{ipus_name}={ipus}` the job needs {replicas * ipus} IPUs, more than the {MAX_IPUS_IN_A_JOB} "
+                "of the largest IPU system",
+            )
+
+
+def _check_pipeline_lengths(config: Any, prefix: str) -> None:
+    ipus_name = f"{prefix}ipus_per_replica"
+    ipus = getattr(config, ipus_name)
+
+    def require_pipeline_length(name: str) -> None:
+        value = getattr(config, name)
+        if len(value) != ipus:
+            raise IncompatibleSettingsError(name, value, f"it needs one entry per IPU, as `{ipus_name}={ipus}`")
+
+    if isinstance(getattr(config, f"{prefix}matmul_proportion"), list):
+        require_pipeline_length(f"{prefix}matmul_proportion")
+    if -1 not in getattr(config, f"{prefix}layers_per_ipu"):
+        require_pipeline_length(f"{prefix}layers_per_ipu")
+    for layer in ("embedding", "projection"):
+        factor_name = f"{prefix}{layer}_serialization_factor"
+        splits_name = f"{prefix}serialized_{layer}_splits_per_ipu"
+        factor, splits = getattr(config, factor_name), getattr(config, splits_name)
+        if splits and factor:
+            raise IncompatibleSettingsError(
+                factor_name, factor,
+                f"give `{factor_name}` (serialise on one IPU) or `{splits_name}` (split across IPUs), not both",
+            )
+        if splits:
+            require_pipeline_length(splits_name)
+        elif not factor:
+            setattr(config, factor_name, 1)
+
+
+def check_extension_rules(config: Any) -> None:
+    """Checks that the settings this package adds agree with optimum-graphcore's."""
+    ipus = config.ipus_per_replica
+    for graph in config.accumulate_outer_fragment_excluded_virtual_graphs or []:
+        if graph >= ipus:
+            raise IncompatibleSettingsError(
+                "accumulate_outer_fragment_excluded_virtual_graphs",
+                config.accumulate_outer_fragment_excluded_virtual_graphs,
+                f"virtual graphs are the IPUs of the pipeline, 0 to {ipus - 1} as `ipus_per_replica={ipus}`",
+            )
+    for key in config.popart_options:
+        if key in POPART_KEYS_WITH_A_SETTING:
+            raise IncompatibleSettingsError(
+                "popart_options", {key: config.popart_options[key]}, f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
+            )
+
+
+def check_rules(config: Any) -> None:
+    """Every rule between settings, base and extension."""
+    check_base_rules(config)
+    check_extension_rules(config)
+
+
+def read_config_file(path: Union[str, os.PathLike]) -> Dict[str, Any]:
+    """The JSON object of a config file. Refuses, naming the file, what is too large or not a JSON object."""
+    size = os.path.getsize(path)
+    if size > MAX_CONFIG_FILE_BYTES:
+        raise ConfigFileError(str(path), f"{size} bytes, more than the {MAX_CONFIG_FILE_BYTES} an IPU config may have")
+    try:
+        with open(path, encoding="utf-8") as reader:
+            config_dict = json.load(reader)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConfigFileError(str(path), f"not valid JSON ({error})") from error
+    if not isinstance(config_dict, dict):
+        raise ConfigFileError(str(path), f"expected a JSON object, found {type(config_dict).__name__}")
+    return config_dict
+
+
+def write_text_atomically(path: Union[str, os.PathLike], text: str) -> None:
+    """Writes `text` to `path` so that a failed write leaves any previous file intact."""
+    partial = f"{path}.{uuid.uuid4().hex}.partial"  # created as any file is, under the umask
+    try:
+        with open(partial, "x", encoding="utf-8") as writer:
+            writer.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise
+
+
+def dump(config_dict: Dict[str, Any]) -> str:
+    """The text of `ipu_config.json`."""
+    return json.dumps(config_dict, indent=2, sort_keys=True) + "\n"
+
+
+class SettingsMixin:
+    """What `IPUConfig` and `PlainIPUConfig` share: checked assignment, the rules, the options plan.
+
+    Settings are checked against their rows when assigned and stored as they are, on either base class, so the
+    core is the one validator (optimum-graphcore's own type checks never see a value the core refused).
+    """
+
+    SETTINGS = SETTINGS
+    CONFIG_NAME = CONFIG_NAME
+
+    def __setattr__(self, name: str, value: Any):
+        setting = SETTINGS.get(name)
+        if setting is not None:
+            self.__dict__[name] = setting.check(value)
+            return
+        if not name.startswith("_") and name not in TRANSFORMERS_KEYS and not hasattr(type(self), name):
+            raise UnknownSettingError(name, SETTINGS)
+        super().__setattr__(name, value)
+
+    def _validate_ipu_config(self):
+        """Checks that the settings agree with each other, in both modes."""
+        check_rules(self)
+        return self
+
+    def options_plan(
+        self,
+        for_inference: bool = False,
+        compile_only: bool = False,
+        popdist: Union[PopDistLaunch, bool, None] = None,
+    ) -> OptionsPlan:
+        """The `poptorch.Options` calls `to_options()` makes, as data. Needs no Poplar SDK.
+
+        `print(config.options_plan())` shows them as the equivalent Python; `.to_dict()` as data and
+        `.to_json_string()` as JSON.
+
+        Args:
+            for_inference: plan the inference build rather than the training one.
+            compile_only: plan a build for an offline IPU target.
+            popdist: the poprun launch to plan for. By default, the one this process is an instance of
+                (read from the environment, as PopDist does), else a single-host build; a `PopDistLaunch`
+                previews that instance of a launch, on any machine; `False` plans a single-host build.
+        """
+        check_rules(self)
+        return build_plan(self, for_inference, compile_only, popdist=resolve_launch(popdist))
+
+    def warn_about_unused_settings(self, plan: OptionsPlan, for_inference: bool) -> None:
+        """Warns, once per process, about a setting that the build `plan` of this final config leaves unused."""
+        # inference has no optimizer state: only a training build can leave the sharding unused
+        sharded = dict(plan.argument("TensorLocations.setOptimizerLocation").chain)["useReplicatedTensorSharding"][0]
+        if self.replicated_tensor_sharding and not sharded and not for_inference:
+            warn_once("`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)")
+
+    def batch_size_factor(
+        self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None
+    ) -> int:
+        """The factor from the micro batch size to the combined batch size: replicas x gradient accumulation
+        steps x device iterations (inference: replicas x device iterations).
+
+        The replicas are those of the whole job, or with `per_instance=True` those of this instance, which are
+        what its `poptorch.DataLoader` batches. On one host both are the configured replicas; under poprun they
+        are poprun's total and this instance's share. `popdist` is as for `options_plan()`.
+        """
+        launch = resolve_launch(popdist)
+        if launch is None:
+            replicas = self.inference_replication_factor if for_inference else self.replication_factor
+        else:
+            replicas = launch.local_replicas if per_instance else launch.num_replicas
+        if for_inference:
+            return replicas * self.inference_device_iterations
+        return replicas * self.gradient_accumulation_steps * self.device_iterations
+
+    def non_default_settings(self) -> Dict[str, Tuple[Any, Any]]:
+        """`{name: (value, default)}` for every setting whose value differs from a default config's
+        (optimum-graphcore 0.7.1's defaults)."""
+        default = type(self)()
+        return {
+            name: (getattr(self, name), getattr(default, name))
+            for name in SETTINGS
+            if getattr(self, name) != getattr(default, name)
+        }
+
+    def update_from_string(self, update_str: str) -> None:
+        """Updates settings from `"key=value,key=value"`; booleans are `true`/`false`, lists `[a b c]`, and a
+        choice is taken as written (`recomputation_mode=none` is the choice, `null` leaves PopART's default).
+
+        Every value is checked before any is applied, and the whole update is undone if the settings
+        then disagree with each other.
+        """
+        updates = parse_update_string(update_str, SETTINGS)
+        previous = {name: getattr(self, name) for name in updates}
+        self.__dict__.update(updates)
+        try:
+            check_rules(self)
+        except Exception:
+            self.__dict__.update(previous)
+            raise
+
+    def to_ipu_config(self) -> "IPUConfig":
+        """An `IPUConfig` of these settings (imports transformers): for training, or to share on the Hub."""
+        from .configuration import IPUConfig
+
+        return IPUConfig.from_dict(self.settings_dict())
+
+    def settings_dict(self) -> Dict[str, Any]:
+        """The settings as saved: every base setting, and the extension settings that are not at their default
+        (so a config that uses none of them stays loadable by optimum-graphcore's own `IPUConfig`)."""
+        saved = {name: getattr(self, name) for name in BASE_SETTINGS}
+        for name, setting in EXTENSION_SETTINGS.items():
+            value = getattr(self, name)
+            if value != setting.default:
+                saved[name] = value
+        return saved
+
+
+class PlainIPUConfig(SettingsMixin):
+    """An IPU config without transformers: the same settings, validation, options plan and JSON as `IPUConfig`.
+
+    What `ipu-config` uses for local files and presets, and what a tool that only checks or previews configs
+    can use; `to_ipu_config()` gives the `IPUConfig` for training.
+
+    Example:
+
+    ```python
+    >>> from optimum_ipu_ext.core import PlainIPUConfig
+    >>> config = PlainIPUConfig.from_json_file("configs/pipelined-2ipu.json", replication_factor=4)
+    >>> print(config.options_plan())
+    ```
+    """
+
+    def __init__(self, **values: Any):
+        check_keys(values)
+        for name, setting in EXTENSION_SETTINGS.items():  # first, as IPUConfig does: errors come in the same order
+            setattr(self, name, values[name] if name in values else setting.default_value())
+        for name, value in derive_base_settings(values).items():
+            setattr(self, name, value)
+        check_rules(self)  # transformers' own keys are accepted and, as optimum-graphcore does, not kept
+
+    @classmethod
+    def from_dict(cls, config_dict: Dict[str, Any], **overrides: Any) -> "PlainIPUConfig":
+        return cls(**{**config_dict, **overrides})
+
+    @classmethod
+    def from_json_file(cls, path: Union[str, os.PathLike], **overrides: Any) -> "PlainIPUConfig":
+        """Loads `path`; an error about a setting names the file."""
+        config_dict = read_config_file(path)
+        try:
+            return cls.from_dict(config_dict, **overrides)
+        except (ValueError, TypeError) as error:
+            error.args = (f"{error} (loading {str(path)!r})",)
+            raise
+
+    def to_dict(self) -> Dict[str, Any]:
+        return self.settings_dict()
+
+    def to_json_string(self) -> str:
+        """The text of `ipu_config.json`, as `IPUConfig.save_pretrained` writes it with this release of
+        transformers and optimum installed."""
+        return dump({**self.to_dict(), **installed_versions()})
+
+    def save_pretrained(self, save_directory: Union[str, os.PathLike]) -> str:
+        """Writes `save_directory/ipu_config.json` atomically, after checking the settings; returns its path."""
+        check_rules(self)
+        os.makedirs(save_directory, exist_ok=True)
+        path = os.path.join(save_directory, CONFIG_NAME)
+        write_text_atomically(path, self.to_json_string())
+        return path
+
+
+def installed_versions() -> Dict[str, str]:
+    """`transformers_version` and `optimum_version` as transformers and optimum write them, read from the
+    installed distributions without importing them."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for key in VERSION_KEYS:
+        try:
+            found[key] = version(key[: -len("_version")])
+        except PackageNotFoundError:
+            pass
+    return found
