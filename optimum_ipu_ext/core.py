@@ -20,6 +20,7 @@ from .popdist import PopDistLaunch, resolve_launch
 from .schema import parse_update_string
 from .settings import (
     BASE_SETTINGS,
+    MAX_IPUS_IN_A_JOB,
     EXTENSION_SETTINGS,
     POPART_KEYS_WITH_A_SETTING,
     SETTINGS,
@@ -31,12 +32,6 @@ if TYPE_CHECKING:
     from .configuration import IPUConfig
 
 CONFIG_NAME = "ipu_config.json"
-
-# poptorch reserves at most 64 IPUs per process ("Too many IPUs requested ... Experiments that need more than 64
-# IPUs require distributed execution": graphcore/poptorch, popart_compiler/source/CompilerImpl.cpp,
-# `assertSingleInstanceMaxNumIPUs`), and its sources state no job-wide maximum. Beyond 64, a job is one process
-# per instance under poprun, over IPU-Fabric, whose largest design is 64Ki IPUs: a total above that is a typo.
-MAX_IPUS_IN_A_JOB = 65536
 
 # A config file is a few hundred bytes; one of a megabyte is not a config (and parsing a huge one is slow).
 MAX_CONFIG_FILE_BYTES = 1 << 20

@@ -16,6 +16,12 @@ from typing import Any, Dict, List, Optional, Union
 from .plan import Ref, TempFile
 from .schema import Setting, table
 
+# poptorch reserves at most 64 IPUs per process ("Too many IPUs requested ... Experiments that need more than 64
+# IPUs require distributed execution": graphcore/poptorch, popart_compiler/source/CompilerImpl.cpp,
+# `assertSingleInstanceMaxNumIPUs`), and its sources state no job-wide maximum. Beyond 64, a job is one process
+# per instance under poprun, over IPU-Fabric, whose largest design is 64Ki IPUs: a total above that is a typo.
+MAX_IPUS_IN_A_JOB = 65536
+
 TRAINING = ("training",)
 INFERENCE = ("inference",)
 
@@ -54,15 +60,15 @@ def _pair(name: str, annotation: Any, default: Any, doc: str, **fields: Any) -> 
 
 BASE_SETTINGS = table(
     Setting("replication_factor", int, 1, "Replicas for data parallelism in training (of the whole job).",
-            call="replicationFactor", modes=TRAINING, minimum=1),
+            call="replicationFactor", modes=TRAINING, minimum=1, maximum=MAX_IPUS_IN_A_JOB),
     Setting("inference_replication_factor", int, 1, "Replicas for data parallelism in inference.",
-            call="replicationFactor", modes=INFERENCE, minimum=1),
+            call="replicationFactor", modes=INFERENCE, minimum=1, maximum=MAX_IPUS_IN_A_JOB),
     Setting("gradient_accumulation_steps", int, 1, "Micro-batches accumulated per weight update.",
             call="Training.gradientAccumulation", modes=TRAINING, minimum=1),
     *_pair("layers_per_ipu", List[int], [-1],
            "Layers on each IPU of the pipeline; -1 spreads the remaining layers evenly.", minimum=-1),
     *_pair("ipus_per_replica", Optional[int], None, "IPUs per replica (default: `len(layers_per_ipu)`).",
-           minimum=1),
+           minimum=1, maximum=MAX_IPUS_IN_A_JOB),
     Setting("optimizer_state_offchip", bool, False, "Keep the optimizer state in off-chip (streaming) memory.",
             call="TensorLocations.setOptimizerLocation", composite=True),
     Setting("replicated_tensor_sharding", bool, False,

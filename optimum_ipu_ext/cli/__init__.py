@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=SET_HELP)
     new.add_argument("--force", action="store_true", help="overwrite an existing ipu_config.json")
 
+    command("schema", "Print the JSON Schema of ipu_config.json, for editors (draft 2020-12).",
+            epilog="The same schema ships in the package as optimum_ipu_ext/ipu_config.schema.json.")
+
     token_note = "The Hub token is the one `hf auth login` stores, or HF_TOKEN."
     push_ = command("push", "Upload a configuration to a Hub repository, created if needed.",
                     epilog=token_note)

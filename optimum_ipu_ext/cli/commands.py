@@ -9,6 +9,7 @@ import os
 from typing import List, Sequence
 
 from ..core import PlainIPUConfig
+from ..documents import json_schema_string
 from ..popdist import PopDistLaunch
 from .output import PROG, Stream, recorded_warnings
 from .reports import problems, render_diff, render_summary, summary
@@ -79,6 +80,11 @@ def command_new(args, out: Stream, err: Stream) -> int:
     config = PlainIPUConfig.from_dict(json.loads(available[name]))
     apply_updates(config, args.set or ())
     out.write(f"Wrote {write_config(config, args.out_dir, args.force)} from the preset {name}")
+    return 0
+
+
+def command_schema(args, out: Stream, err: Stream) -> int:
+    out.stream.write(json_schema_string())
     return 0
 
 

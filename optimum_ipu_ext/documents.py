@@ -1,0 +1,112 @@
+"""What is generated from the settings table: the JSON Schema (draft 2020-12) of `ipu_config.json` and the
+README's attribute reference.
+
+Editors use the schema to complete and check configs as they are typed (`ipu-config schema`, or the copy shipped
+in the package as `ipu_config.schema.json`). It holds what one setting allows: type, choices, bounds,
+default and one line of documentation. What JSON Schema cannot say (mostly rules between settings) is
+checked by the core only; `RULES_NOT_IN_SCHEMA` lists it in the schema's description.
+"""
+
+import json
+from typing import Any, Dict, Mapping, Union, get_args, get_origin
+
+from .legacy import LEGACY_KEYS
+from .schema import NoneType, Setting, describe
+from .settings import MAX_IPUS_IN_A_JOB, SETTINGS, TRANSFORMERS_KEYS
+
+SCHEMA_FILE = "ipu_config.schema.json"
+
+RULES_NOT_IN_SCHEMA = (
+    "a per-IPU list (`layers_per_ipu` without -1, a `matmul_proportion` list, `serialized_*_splits_per_ipu`) has "
+    "one entry per IPU of the pipeline (`ipus_per_replica`; `inference_*` for inference)",
+    "a serialization factor and its splits per IPU are not both given",
+    "`accumulate_outer_fragment_excluded_virtual_graphs` are IPUs of the pipeline (below `ipus_per_replica`)",
+    "`popart_options` does not set a PopART option that a setting sets",
+    f"replicas x IPUs per replica is at most {MAX_IPUS_IN_A_JOB}",
+    "splits per IPU sit on consecutive IPUs",
+)
+
+_SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string", NoneType: "null"}
+
+
+def json_schema() -> Dict[str, Any]:
+    """The JSON Schema of `ipu_config.json`."""
+    properties: Dict[str, Any] = {name: _property(setting) for name, setting in SETTINGS.items()}
+    for key, replaced in LEGACY_KEYS.items():
+        properties[key] = {"deprecated": True, "description": f"Ignored: {replaced}"}
+    for key in sorted(TRANSFORMERS_KEYS):
+        properties[key] = {"description": "An attribute of transformers' own configurations; not an IPU setting."}
+    rules = "; ".join(RULES_NOT_IN_SCHEMA)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "ipu_config.json",
+        "description": "An IPU configuration of optimum-graphcore / optimum-ipu-ext. Checked by `ipu-config "
+        f"validate`, not by this schema: {rules}.",
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+
+
+def json_schema_string() -> str:
+    """The schema as the JSON text `ipu-config schema` prints and the package ships."""
+    return json.dumps(json_schema(), indent=2) + "\n"
+
+
+def _property(setting: Setting) -> Dict[str, Any]:
+    schema = _type(setting.annotation, setting)
+    description = setting.doc
+    if setting.call:
+        description += f" Drives `{setting.call_text}`."
+    schema.update(description=description, default=setting.default)
+    return schema
+
+
+def _type(annotation: Any, setting: Setting) -> Dict[str, Any]:
+    origin = get_origin(annotation)
+    if origin is Union:
+        members = [_type(member, setting) for member in get_args(annotation)]
+        return {"anyOf": members}
+    if origin is list:
+        return {"type": "array", "items": _type(get_args(annotation)[0], setting)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _type(get_args(annotation)[1], setting)}
+    if annotation is Any:
+        return {}
+    schema: Dict[str, Any] = {"type": _SCALARS[annotation]}
+    if annotation is str and setting.choices:
+        schema["enum"] = list(setting.choices)
+    if annotation in (int, float):
+        schema.update(_bounds(setting))
+    return schema
+
+
+def _bounds(setting: Setting) -> Dict[str, Union[int, float]]:
+    bounds: Dict[str, Union[int, float]] = {}
+    if setting.minimum is not None:
+        bounds["minimum"] = setting.minimum
+    if setting.maximum is not None:
+        bounds["maximum"] = setting.maximum
+    return bounds
+
+
+def attribute_table(settings: Mapping[str, Setting]) -> str:
+    """A Markdown table of `settings`: type, default, allowed values, the call each drives, what it does."""
+    lines = [
+        "| setting | type | default | allowed | drives | what it does |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, setting in settings.items():
+        allowed = ", ".join(f"`{choice}`" for choice in setting.choices) or _bounds_text(setting)
+        drives = f"`{setting.call_text}`" if setting.call else ""
+        default = json.dumps(setting.default)
+        lines.append(f"| `{name}` | {describe(setting.annotation)} | `{default}` | {allowed} | {drives} | {setting.doc} |")
+    return "\n".join(lines) + "\n"
+
+
+def _bounds_text(setting: Setting) -> str:
+    if setting.minimum is not None and setting.maximum is not None:
+        return f"{setting.minimum} to {setting.maximum}"
+    if setting.minimum is not None:
+        return f">= {setting.minimum}"
+    return ""

@@ -1,0 +1,425 @@
+"""The core without transformers: one validator on both bases, limits, warnings, the generated schema and
+tables, and the `ipu-config` commands that run on it."""
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from optimum_ipu_ext import (
+    ConfigFileError,
+    IncompatibleSettingsError,
+    InvalidSettingError,
+    IPUConfig,
+    UnknownSettingError,
+)
+from optimum_ipu_ext.bundled_base import transformers_defaults
+from optimum_ipu_ext.cli import main
+from optimum_ipu_ext.core import PlainIPUConfig
+from optimum_ipu_ext.documents import attribute_table, json_schema, json_schema_string
+from optimum_ipu_ext.plan import Construct, OptionCall, Ref, TempFile
+from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESET = str(ROOT / "configs" / "pipelined-2ipu.json")
+SCRIPT = str(Path(sys.executable).with_name("ipu-config"))
+SHARDING_UNUSED = "`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)"
+
+
+def run(capsys, *argv):
+    code = main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def accepted(make, kwargs) -> bool:
+    try:
+        make(**kwargs)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+# One validator: the core accepts and rejects what optimum-graphcore 0.7.1's own class does
+
+UPSTREAM_CASES = {
+    "defaults": {},
+    "pipeline": {"layers_per_ipu": [3, 5], "matmul_proportion": [0.15, 0.3], "replication_factor": 4},
+    "inference pipeline": {"layers_per_ipu": [-1, -1, -1, -1], "inference_layers_per_ipu": [6, 6],
+                           "inference_matmul_proportion": [0.1, 0.2]},
+    "ipus given alone": {"ipus_per_replica": 4, "matmul_proportion": [0.1, 0.1, 0.1, 0.1]},
+    "mismatched list falls back in inference": {"layers_per_ipu": [1, 2], "matmul_proportion": [0.1, 0.2],
+                                                "inference_layers_per_ipu": [3]},
+    "serialised embedding": {"layers_per_ipu": [1, 1], "serialized_embedding_splits_per_ipu": [1, 1]},
+    "integer proportion": {"matmul_proportion": 1},
+    "seed 0": {"seed": 0},
+    "negative seed": {"seed": -5},
+    "every output mode": {"output_mode": "default"},
+    "string for int": {"replication_factor": "4"},
+    "float for int": {"gradient_accumulation_steps": 2.0},
+    "zero replicas": {"replication_factor": 0},
+    "negative proportion": {"matmul_proportion": -0.1},
+    "negative proportion in a list": {"layers_per_ipu": [1, 1], "matmul_proportion": [0.1, -0.1]},
+    "unknown output mode": {"output_mode": "every"},
+    "list too long": {"layers_per_ipu": [1, 2], "matmul_proportion": [0.1, 0.1, 0.1]},
+    "layers and ipus disagree": {"layers_per_ipu": [1, 2], "ipus_per_replica": 3},
+    "splits not consecutive": {"serialized_embedding_splits_per_ipu": [1, 0, 1]},
+    "no split": {"serialized_projection_splits_per_ipu": [0, 0]},
+    "splits and factor": {"layers_per_ipu": [1, 1], "serialized_embedding_splits_per_ipu": [1, 1],
+                          "embedding_serialization_factor": 2},
+    "splits of the wrong length": {"layers_per_ipu": [1, 1], "serialized_projection_splits_per_ipu": [1]},
+    "layers below -1": {"layers_per_ipu": [-2]},
+    "string for bool": {"enable_half_partials": "yes"},
+    "list of strings": {"layers_per_ipu": ["1"]},
+    "null for a required int": {"device_iterations": None},
+    "dict for kwargs": {"parallelize_kwargs": {"use_cache": True}},
+    "zero factor": {"embedding_serialization_factor": 0},
+    "unknown key": {"replicaton_factor": 2},
+}
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_CASES))
+def test_core_accepts_and_rejects_what_upstream_does(upstream, name):
+    kwargs = UPSTREAM_CASES[name]
+    theirs = accepted(upstream.IPUConfig, kwargs)
+    assert accepted(PlainIPUConfig, kwargs) == theirs
+    assert accepted(IPUConfig, kwargs) == theirs
+    if theirs:
+        expected = {key: value for key, value in upstream.IPUConfig(**kwargs).to_dict().items() if key in BASE_SETTINGS}
+        assert PlainIPUConfig(**kwargs).settings_dict() == expected
+
+
+def test_upstream_cases_cover_acceptance_and_refusal(upstream):
+    verdicts = {accepted(upstream.IPUConfig, kwargs) for kwargs in UPSTREAM_CASES.values()}
+    assert verdicts == {True, False}
+
+
+def test_booleans_are_not_numbers_unlike_upstream(upstream):
+    """The one deliberate difference besides the limits: upstream's typeguard takes `true` for an int."""
+    assert accepted(upstream.IPUConfig, {"replication_factor": True})
+    assert not accepted(PlainIPUConfig, {"replication_factor": True})
+
+
+def test_transformers_keys_cover_the_installed_release():
+    assert set(transformers_defaults()) <= TRANSFORMERS_KEYS
+
+
+# Limits
+
+
+@pytest.mark.parametrize("name", ["replication_factor", "inference_replication_factor", "ipus_per_replica"])
+def test_ipu_counts_beyond_the_largest_system_are_refused(name):
+    with pytest.raises(InvalidSettingError) as raised:
+        PlainIPUConfig(**{name: 10 ** 29})
+    assert f"`{name}={10 ** 29}`" in str(raised.value) and "<= 65536" in str(raised.value)
+    PlainIPUConfig(**{name: 65536})
+
+
+def test_a_job_beyond_the_largest_system_is_refused():
+    PlainIPUConfig(replication_factor=16384, layers_per_ipu=[-1] * 4)
+    with pytest.raises(IncompatibleSettingsError, match=r"`replication_factor=16385`.*ipus_per_replica=4.*65540 IPUs.*65536"):
+        IPUConfig(replication_factor=16385, layers_per_ipu=[-1] * 4)
+
+
+def test_config_files_beyond_a_megabyte_are_refused_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "ipu_config.json"
+    path.write_text(json.dumps({"parallelize_kwargs": {"padding": "x" * (1 << 20)}}))
+    for load in (PlainIPUConfig.from_json_file, IPUConfig.from_pretrained):
+        with pytest.raises(ConfigFileError, match="more than the 1048576 an IPU config may have") as raised:
+            load(str(path))
+        assert str(path) in str(raised.value)
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 1 and out.count("\n") == 1 and "1048576" in out
+
+
+# Settings after construction
+
+
+@pytest.mark.parametrize("make", [IPUConfig, PlainIPUConfig])
+def test_a_misspelt_setting_cannot_be_assigned(make):
+    config = make()
+    with pytest.raises(UnknownSettingError, match="`replication_facter`.*Did you mean `replication_factor`"):
+        config.replication_facter = 8
+    assert "replication_facter" not in vars(config)
+    config.replication_factor = 8
+    config.return_dict = False  # transformers' own attributes stay assignable
+    config._scratch = 1  # and so do private ones
+
+
+def test_what_can_be_saved_loads(tmp_path):
+    config = IPUConfig()
+    config.replication_factor, config.recomputation_mode = 8, "standard"
+    config.save_pretrained(tmp_path)
+    assert IPUConfig.from_pretrained(tmp_path).to_dict() == config.to_dict()
+    assert PlainIPUConfig.from_json_file(tmp_path / "ipu_config.json").settings_dict() == config.settings_dict()
+
+
+@pytest.mark.parametrize("make", [IPUConfig, PlainIPUConfig])
+def test_update_from_string_takes_a_choice_before_the_null_keyword(make):
+    config = make()
+    config.update_from_string("recomputation_mode=none")
+    assert config.recomputation_mode == "none"
+    assert OptionCall("_Popart.set", ("autoRecomputation", Ref("popart.RecomputationType.NoRecompute", as_int=True))) \
+        in config.options_plan().calls
+    config.update_from_string("recomputation_mode=null")
+    assert config.recomputation_mode is None
+    assert all(call.args[:1] != ("autoRecomputation",) for call in config.options_plan().calls)
+    config.update_from_string("outline_threshold=none")
+    assert config.outline_threshold is None
+
+
+# Warnings describe the final config, once per process
+
+
+def test_the_preset_loads_without_a_warning(recwarn, sdk):
+    config = IPUConfig.from_pretrained(PRESET, replication_factor=16)
+    config.options_plan()
+    config.to_options()
+    PlainIPUConfig.from_json_file(PRESET).options_plan()
+    assert [str(warning.message) for warning in recwarn] == []
+
+
+def test_an_unused_setting_warns_once_about_the_final_config(sdk):
+    config = IPUConfig.from_pretrained(PRESET)
+    with pytest.warns(UserWarning) as caught:
+        for _ in range(3):
+            config.to_options()
+        config.to_options(for_inference=True)
+    assert [str(warning.message) for warning in caught] == [SHARDING_UNUSED]
+
+
+def test_setting_more_replicas_silences_the_warning(sdk):
+    config = IPUConfig.from_pretrained(PRESET)
+    config.update_from_string("replication_factor=16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config.to_options()
+
+
+# The options plan: data, JSON, one generic loop over the rows
+
+# setting -> (value, the call the training build makes for it)
+CALLS_OF_ROWS = {
+    "replication_factor": (4, OptionCall("replicationFactor", (4,))),
+    "gradient_accumulation_steps": (8, OptionCall("Training.gradientAccumulation", (8,))),
+    "device_iterations": (3, OptionCall("deviceIterations", (3,))),
+    "output_mode": ("sum", OptionCall("outputMode", (Ref("poptorch.OutputMode.Sum"),))),
+    "seed": (7, OptionCall("randomSeed", (7,))),
+    "auto_loss_scaling": (True, OptionCall("Training.setAutomaticLossScaling", (True,))),
+    "executable_cache_dir": ("exec", OptionCall("enableExecutableCaching", ("exec",))),
+    "enable_half_partials": (True, OptionCall("Precision.setPartialsType", (Ref("torch.float16"),))),
+    "auto_round_num_ipus": (False, OptionCall("autoRoundNumIPUs", (False,))),
+    "accumulation_and_replication_reduction_type": (
+        "sum", OptionCall("Training.accumulationAndReplicationReductionType", (Ref("poptorch.ReductionType.Sum"),))
+    ),
+    "stochastic_rounding": (False, OptionCall("Precision.enableStochasticRounding", (False,))),
+    "save_initializers_to_file": (True, OptionCall("_Popart.set", ("saveInitializersToFile", TempFile()))),
+    "recomputation_mode": (
+        "norm_only", OptionCall("_Popart.set", ("autoRecomputation", Ref("popart.RecomputationType.NormOnly", True)))
+    ),
+    "disable_grad_accumulation_tensor_streams": (
+        False, OptionCall("_Popart.set", ("disableGradAccumulationTensorStreams", False))
+    ),
+    "accumulate_outer_fragment_schedule": ("serial", OptionCall("_Popart.set", (
+        "accumulateOuterFragmentSettings.schedule", Ref("popart.AccumulateOuterFragmentSchedule.Serial", True)))),
+    "accumulate_outer_fragment_excluded_virtual_graphs": (
+        [], OptionCall("_Popart.set", ("accumulateOuterFragmentSettings.excludedVirtualGraphs", []))
+    ),
+    "outline_threshold": (2.5, OptionCall("_Popart.set", ("outlineThreshold", 2.5))),
+    "subgraph_copying_strategy": ("on_enter_and_exit", OptionCall("_Popart.set", (
+        "subgraphCopyingStrategy", Ref("popart.SubgraphCopyingStrategy.OnEnterAndExit", True)))),
+    "schedule_non_weight_update_gradient_consumers_early": (
+        False, OptionCall("_Popart.set", ("scheduleNonWeightUpdateGradientConsumersEarly", False))
+    ),
+    "popart_patterns": ({"TiedGather": False}, OptionCall("_Popart.setPatterns", ({"TiedGather": False},))),
+    "engine_options": ({"a": "b"}, OptionCall("_Popart.set", ("engineOptions", {"a": "b"}))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS_OF_ROWS))
+def test_each_simple_row_makes_its_call(name):
+    value, expected = CALLS_OF_ROWS[name]
+    assert expected in PlainIPUConfig(**{name: value}).options_plan(popdist=False).calls
+
+
+def test_every_simple_training_row_is_pinned():
+    simple = {name for name, setting in {**BASE_SETTINGS, **EXTENSION_SETTINGS}.items()
+              if setting.call and not setting.composite and "training" in setting.modes}
+    assert simple == set(CALLS_OF_ROWS)
+
+
+@pytest.mark.parametrize("name, off", [("seed", 0), ("executable_cache_dir", "disabled"), ("outline_threshold", None),
+                                       ("enable_half_partials", False), ("recomputation_mode", None)])
+def test_a_value_that_encodes_to_none_makes_no_call(name, off):
+    method = {**BASE_SETTINGS, **EXTENSION_SETTINGS}[name].call
+    key = {**BASE_SETTINGS, **EXTENSION_SETTINGS}[name].key
+    calls = PlainIPUConfig(**{name: off}).options_plan().calls
+    assert not [call for call in calls if call.method == method and (key is None or call.args[0] == key)]
+
+
+def test_inference_builds_make_upstreams_fixed_inference_calls():
+    calls = PlainIPUConfig(output_mode="sum", stochastic_rounding=True).options_plan(for_inference=True).calls
+    assert OptionCall("outputMode", (Ref("poptorch.OutputMode.All"),)) in calls
+    assert OptionCall("Precision.enableStochasticRounding", (False,)) in calls
+    assert OptionCall("_Popart.set", ("enableExplicitIR", True)) in \
+        PlainIPUConfig(explicit_ir_inference=True).options_plan(for_inference=True).calls
+
+
+def test_plans_follow_transformers_naming():
+    plan = PlainIPUConfig.from_json_file(PRESET).options_plan()
+    assert json.loads(plan.to_json_string()) == plan.to_dict()
+    assert plan.to_dict()["options"] == {"new": "poptorch.Options", "args": [], "kwargs": {}, "chain": []}
+    for value in (plan, plan.calls[0], plan.options, Ref("a.b"), TempFile(), Construct("a.B")):
+        assert hasattr(value, "to_dict") and not hasattr(value, "to_json")
+
+
+# The generated schema and tables
+
+
+def test_schema_is_shipped_and_printed_as_generated(capsys):
+    shipped = (ROOT / "optimum_ipu_ext" / "ipu_config.schema.json").read_text()
+    assert shipped == json_schema_string()
+    code, out, err = run(capsys, "schema")
+    assert (code, out, err) == (0, shipped, "")
+    jsonschema.Draft202012Validator.check_schema(json.loads(shipped))
+
+
+def test_readme_tables_are_the_generated_ones():
+    readme = (ROOT / "README.md").read_text()
+    assert attribute_table(BASE_SETTINGS) in readme and attribute_table(EXTENSION_SETTINGS) in readme
+
+
+def schema_accepts(config_dict) -> bool:
+    return jsonschema.Draft202012Validator(json_schema()).is_valid(config_dict)
+
+
+def test_schema_accepts_every_preset_and_saved_file(tmp_path):
+    for preset in (ROOT / "configs").glob("*.json"):
+        assert schema_accepts(json.loads(preset.read_text())), preset
+    IPUConfig(layers_per_ipu=[1, 2], recomputation_mode="pipeline").save_pretrained(tmp_path)
+    assert schema_accepts(json.loads((tmp_path / "ipu_config.json").read_text()))
+    assert schema_accepts({"random_seed": 3})  # a legacy key loads, with a warning
+
+
+# Files the class refuses for one setting alone: the schema refuses them too.
+BAD_SETTINGS = [
+    {"replication_factor": 0}, {"replication_factor": "4"}, {"replication_factor": True},
+    {"replication_factor": 65537}, {"matmul_proportion": -0.1}, {"matmul_proportion": [0.1, "x"]},
+    {"output_mode": "every"}, {"layers_per_ipu": [-2]}, {"layers_per_ipu": 3}, {"seed": 1.5},
+    {"recomputation_mode": "sometimes"}, {"recomputation_mode": 3}, {"auto_stage": "auto"},
+    {"stochastic_rounding": "yes"}, {"outline_threshold": True}, {"popart_patterns": {"TiedGather": 1}},
+    {"engine_options": {"a": 1}}, {"accumulate_outer_fragment_excluded_virtual_graphs": [-1]},
+    {"execution_strategy": "phased"}, {"replicaton_factor": 2}, {"popart_options": []},
+]
+# Files the class refuses for a rule between settings (or a check JSON Schema cannot express): listed in the
+# schema's description, accepted by the schema itself.
+BAD_RULES = [
+    {"layers_per_ipu": [1, 2], "matmul_proportion": [0.1, 0.1, 0.1]},
+    {"layers_per_ipu": [1, 2], "ipus_per_replica": 3},
+    {"layers_per_ipu": [1, 1], "serialized_embedding_splits_per_ipu": [1, 1], "embedding_serialization_factor": 2},
+    {"accumulate_outer_fragment_excluded_virtual_graphs": [1]},
+    {"popart_options": {"outlineThreshold": 5.0}},
+    {"replication_factor": 65536, "ipus_per_replica": 2},
+    {"serialized_embedding_splits_per_ipu": [1, 0, 1]},
+]
+
+
+@pytest.mark.parametrize("config_dict", BAD_SETTINGS, ids=[next(iter(bad)) for bad in BAD_SETTINGS])
+def test_schema_refuses_what_the_class_refuses_for_one_setting(config_dict):
+    assert not accepted(PlainIPUConfig.from_dict, {"config_dict": config_dict})
+    assert not schema_accepts(config_dict)
+
+
+@pytest.mark.parametrize("config_dict", BAD_RULES, ids=[", ".join(bad) for bad in BAD_RULES])
+def test_rules_the_schema_cannot_express_are_left_to_the_class(config_dict):
+    assert not accepted(PlainIPUConfig.from_dict, {"config_dict": config_dict})
+    assert schema_accepts(config_dict)
+
+
+def test_schema_describes_each_setting():
+    properties = json_schema()["properties"]
+    assert properties["recomputation_mode"]["anyOf"] == [
+        {"type": "string", "enum": ["none", "standard", "norm_only", "pipeline", "recompute_all"]}, {"type": "null"}
+    ]
+    assert properties["outline_threshold"]["default"] == 10.0
+    assert "`opts._Popart.set(\"outlineThreshold\", ...)`" in properties["outline_threshold"]["description"]
+    assert properties["layers_per_ipu"]["items"] == {"type": "integer", "minimum": -1}
+    assert "one entry per IPU of the pipeline" in json_schema()["description"]
+
+
+# ipu-config on the core
+
+
+def test_local_commands_import_no_transformers_torch_or_optimum(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"replication_factor": 2}))
+    code = f"""
+import sys
+from optimum_ipu_ext.cli import main
+for argv in (["show", {PRESET!r}], ["show", {PRESET!r}, "--json", "--popdist", "1:0"], ["validate", {PRESET!r}],
+             ["diff", {PRESET!r}, {str(other)!r}], ["new", "--list"],
+             ["new", "pipelined-2ipu", {str(tmp_path / "new")!r}, "--set", "replication_factor=2"], ["schema"]):
+    main(argv)
+print(sorted({{name.split(".")[0] for name in sys.modules}} & {{"transformers", "torch", "optimum", "huggingface_hub"}}))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_new_writes_the_file_ipu_config_writes(tmp_path, capsys):
+    code, _, _ = run(capsys, "new", "pipelined-2ipu", tmp_path / "cli", "--set", "replication_factor=16")
+    assert code == 0
+    IPUConfig.from_pretrained(PRESET, replication_factor=16).save_pretrained(tmp_path / "class")
+    assert (tmp_path / "cli" / "ipu_config.json").read_bytes() == (tmp_path / "class" / "ipu_config.json").read_bytes()
+
+
+def test_diff_exit_code_says_whether_settings_differ(capsys, tmp_path):
+    (tmp_path / "b.json").write_text(json.dumps({**json.loads(Path(PRESET).read_text()), "seed": 5}))
+    assert run(capsys, "diff", PRESET, PRESET, "--exit-code")[0] == 0
+    assert run(capsys, "diff", PRESET, tmp_path / "b.json", "--exit-code")[0] == 1
+    assert run(capsys, "diff", PRESET, tmp_path / "b.json")[0] == 0
+    result = subprocess.run([SCRIPT, "diff", PRESET, str(tmp_path / "b.json"), "--exit-code"], capture_output=True)
+    assert result.returncode == 1 and b"seed  1234 -> 5" in result.stdout
+
+
+def test_show_previews_one_poprun_instance(capsys):
+    code, out, err = run(capsys, "show", PRESET, "--set", "replication_factor=8", "--popdist", "4:1")
+    assert (code, err) == (0, "")
+    assert "  poprun instance             1 of 4\n" in out
+    assert "  replicas of this instance   2  (replicas 2 to 3 of the job)\n" in out
+    assert "opts = popdist.poptorch.Options(ipus_per_replica=2)\n" in out
+    assert "# instance 1 of `poprun --num-replicas 8 --num-instances 4`" in out
+    assert "opts.replicationFactor(" not in out
+    code, out, _ = run(capsys, "show", PRESET, "--set", "replication_factor=8", "--popdist", "4:1", "--json")
+    assert json.loads(out)["poprun_instance"] == {
+        "num_instances": 4, "instance_index": 1, "local_replicas": 2, "replica_index_offset": 2
+    }
+
+
+@pytest.mark.parametrize("popdist, words", [("3:0", ["num_instances", "3", "divide", "8"]),
+                                            ("4:4", ["instance_index", "4", "0 to 3"])])
+def test_show_refuses_an_instance_poprun_would_not_launch(capsys, popdist, words):
+    code, out, err = run(capsys, "show", PRESET, "--set", "replication_factor=8", "--popdist", popdist)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    for word in words:
+        assert word in err
+
+
+def test_show_popdist_takes_count_and_index(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["show", PRESET, "--popdist", "4"])
+    assert exited.value.code == 2
+    assert "expected NUM_INSTANCES:INDEX" in capsys.readouterr().err
+
+
+def test_validate_of_many_files_checks_each(tmp_path, capsys):
+    for index in range(20):
+        (tmp_path / f"{index:02}.json").write_text(json.dumps({"replication_factor": index}))
+    code, out, err = run(capsys, "validate", tmp_path)
+    assert code == 1 and out.splitlines() == [f"{tmp_path / '00.json'}: `replication_factor=0` is invalid: numbers must be >= 1."]
+    assert err == "1 of 20 IPU config(s) invalid\n"
