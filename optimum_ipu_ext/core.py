@@ -86,10 +86,11 @@ def check_base_rules(config: Any) -> None:
     """Checks that optimum-graphcore's settings agree with each other in both modes, as its own class does,
     and that the job fits the largest IPU system. Like upstream, defaults a serialization factor to 1 when
     neither it nor its splits are given."""
+    settings = vars(config)  # where settings are stored on either base: no attribute hooks on the way
     for prefix in ("", "inference_"):
-        _check_pipeline_lengths(config, prefix)
+        _check_pipeline_lengths(config, settings, prefix)
         replicas_name, ipus_name = f"{prefix}replication_factor", f"{prefix}ipus_per_replica"
-        replicas, ipus = getattr(config, replicas_name), getattr(config, ipus_name)
+        replicas, ipus = settings[replicas_name], settings[ipus_name]
         if replicas * ipus > MAX_IPUS_IN_A_JOB:
             raise IncompatibleSettingsError(
                 replicas_name, replicas,
@@ -98,23 +99,23 @@ def check_base_rules(config: Any) -> None:
             )
 
 
-def _check_pipeline_lengths(config: Any, prefix: str) -> None:
+def _check_pipeline_lengths(config: Any, settings: Dict[str, Any], prefix: str) -> None:
     ipus_name = f"{prefix}ipus_per_replica"
-    ipus = getattr(config, ipus_name)
+    ipus = settings[ipus_name]
 
     def require_pipeline_length(name: str) -> None:
-        value = getattr(config, name)
+        value = settings[name]
         if len(value) != ipus:
             raise IncompatibleSettingsError(name, value, f"it needs one entry per IPU, as `{ipus_name}={ipus}`")
 
-    if isinstance(getattr(config, f"{prefix}matmul_proportion"), list):
+    if isinstance(settings[f"{prefix}matmul_proportion"], list):
         require_pipeline_length(f"{prefix}matmul_proportion")
-    if -1 not in getattr(config, f"{prefix}layers_per_ipu"):
+    if -1 not in settings[f"{prefix}layers_per_ipu"]:
         require_pipeline_length(f"{prefix}layers_per_ipu")
     for layer in ("embedding", "projection"):
         factor_name = f"{prefix}{layer}_serialization_factor"
         splits_name = f"{prefix}serialized_{layer}_splits_per_ipu"
-        factor, splits = getattr(config, factor_name), getattr(config, splits_name)
+        factor, splits = settings[factor_name], settings[splits_name]
         if splits and factor:
             raise IncompatibleSettingsError(
                 factor_name, factor,
@@ -128,18 +129,19 @@ def _check_pipeline_lengths(config: Any, prefix: str) -> None:
 
 def check_extension_rules(config: Any) -> None:
     """Checks that the settings this package adds agree with optimum-graphcore's."""
-    ipus = config.ipus_per_replica
-    for graph in config.accumulate_outer_fragment_excluded_virtual_graphs or []:
+    settings = vars(config)
+    ipus, graphs = settings["ipus_per_replica"], settings["accumulate_outer_fragment_excluded_virtual_graphs"]
+    for graph in graphs or []:
         if graph >= ipus:
             raise IncompatibleSettingsError(
-                "accumulate_outer_fragment_excluded_virtual_graphs",
-                config.accumulate_outer_fragment_excluded_virtual_graphs,
+                "accumulate_outer_fragment_excluded_virtual_graphs", graphs,
                 f"virtual graphs are the IPUs of the pipeline, 0 to {ipus - 1} as `ipus_per_replica={ipus}`",
             )
-    for key in config.popart_options:
+    popart_options = settings["popart_options"]
+    for key in popart_options:
         if key in POPART_KEYS_WITH_A_SETTING:
             raise IncompatibleSettingsError(
-                "popart_options", {key: config.popart_options[key]}, f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
+                "popart_options", {key: popart_options[key]}, f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
             )
 
 

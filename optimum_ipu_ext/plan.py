@@ -33,7 +33,13 @@ class Ref:
         root, *members = self.path.split(".")
         value = sdk[root]
         for index, member in enumerate(members, start=1):
-            value = _member(value, member, ".".join([root, *members[:index]]))
+            try:
+                value = getattr(value, member)
+            except AttributeError:
+                # a package that has not imported its submodule yet (`popdist.poptorch`)
+                if not isinstance(value, types.ModuleType):
+                    raise
+                value = importlib.import_module(".".join([root, *members[:index]]))
         return int(value) if self.as_int else value
 
     def to_dict(self) -> Dict[str, Any]:
@@ -85,8 +91,9 @@ class TempFile:
         return "tempfile.NamedTemporaryFile().name"
 
     def resolve(self, sdk: Dict[str, Any]) -> str:
-        with tempfile.NamedTemporaryFile() as placeholder:
-            return placeholder.name
+        # A name is all PopART takes: optimum-graphcore's `NamedTemporaryFile().name` creates the file and deletes
+        # it at once, leaving the same unused name that `mktemp` draws without the round trip to the disk.
+        return tempfile.mktemp()
 
     def to_dict(self) -> Dict[str, Any]:
         return {"temp_file": True}
@@ -145,7 +152,7 @@ class OptionsPlan:
 
     def apply(self) -> Any:
         """Builds the `poptorch.Options` this plan describes. Needs the Poplar SDK; on a real run, an IPU."""
-        sdk = _import_sdk(sorted({name.split(".")[0] for name in _names(self)}))
+        sdk = _SDK()
         if not self.compile_only and sdk["poptorch"].ipuHardwareVersion() not in IPU_MK2_HARDWARE_VERSIONS:
             raise RuntimeError("This requires an IPU Mk2 system to run.")
         options = self.options.resolve(sdk)
@@ -153,7 +160,7 @@ class OptionsPlan:
             target = options
             for attribute in call.method.split("."):
                 target = getattr(target, attribute)
-            target(*(resolve(a, sdk) for a in call.args))
+            target(*[resolve(argument, sdk) for argument in call.args])
         return options
 
 
@@ -170,7 +177,15 @@ def render(value: Any) -> str:
 
 
 def resolve(value: Any, sdk: Dict[str, Any]) -> Any:
-    return _map_sdk_values(value, lambda sdk_value: sdk_value.resolve(sdk))
+    """`value` with every SDK value in it looked up in `sdk` (lists and dicts are copied)."""
+    kind = type(value)
+    if kind in _SDK_VALUES:
+        return value.resolve(sdk)
+    if kind is list:
+        return [resolve(item, sdk) for item in value]
+    if kind is dict:
+        return {key: resolve(item, sdk) for key, item in value.items()}
+    return value
 
 
 def to_dict(value: Any) -> Any:
@@ -178,9 +193,12 @@ def to_dict(value: Any) -> Any:
     return _map_sdk_values(value, lambda sdk_value: sdk_value.to_dict())
 
 
+_SDK_VALUES = (Ref, Construct, TempFile)
+
+
 def _map_sdk_values(value: Any, function) -> Any:
     """`value` with every `Ref`, `Construct` and `TempFile` in it replaced by `function` of it."""
-    if isinstance(value, (Ref, Construct, TempFile)):
+    if isinstance(value, _SDK_VALUES):
         return function(value)
     if isinstance(value, list):
         return [_map_sdk_values(v, function) for v in value]
@@ -225,26 +243,17 @@ def _module(name: str) -> str:
     return ".".join(parts)
 
 
-def _import_sdk(roots) -> Dict[str, Any]:
-    """The modules named `roots`; a missing SDK module is a `PoplarSDKNotFoundError`."""
-    sdk = {}
-    for root in roots:
+class _SDK(dict):
+    """The top-level modules a plan refers to (`poptorch`, `popart`, `torch`, ...), imported on first use; a missing
+    SDK module is a `PoplarSDKNotFoundError`."""
+
+    def __missing__(self, root: str) -> Any:
         try:
-            sdk[root] = importlib.import_module(root)
+            module = self[root] = importlib.import_module(root)
         except ImportError as error:
             missing = (error.name or root).split(".")[0]
             if missing in SDK_MODULES:
                 raise PoplarSDKNotFoundError(missing) from error
             raise
-    return sdk
+        return module
 
-
-def _member(owner: Any, name: str, path: str) -> Any:
-    """`owner.name`, whose dotted name is `path`; imported when `owner` is a package that has not imported
-    its submodule `name` yet (`popdist.poptorch`)."""
-    try:
-        return getattr(owner, name)
-    except AttributeError:
-        if not isinstance(owner, types.ModuleType):
-            raise
-        return importlib.import_module(path)
