@@ -54,10 +54,12 @@ def build_plan(
         values[replication_setting] = None  # PopDist's options set the instance's share of the replicas themselves
 
     calls: List[OptionCall] = []
+    popart_calls: List[OptionCall] = []  # PopART session options go last, as in optimum-graphcore's build
     for name, setting in SIMPLE_ROWS[mode]:
         argument = setting.argument(values[name] if name in values else settings[name])
         if argument is not None:
-            calls.append(OptionCall(setting.call, (setting.key, argument) if setting.key else (argument,)))
+            call = OptionCall(setting.call, (setting.key, argument) if setting.key else (argument,))
+            (popart_calls if setting.call.startswith("_Popart.") else calls).append(call)
     if for_inference:
         calls += [OptionCall(method, (argument,)) for method, argument in INFERENCE_CALLS.items()]
     sharded = settings["replicated_tensor_sharding"] and replicas > 1
@@ -74,6 +76,7 @@ def build_plan(
     ]
     if compile_only:
         calls.append(OptionCall("useOfflineIpuTarget"))
+    calls += popart_calls
     calls += [OptionCall("_Popart.set", (key, value)) for key, value in settings["popart_options"].items()]
     return OptionsPlan(options, tuple(calls), compile_only, notes)
 

@@ -8,7 +8,6 @@ Nothing here imports transformers, torch or optimum.
 
 import json
 import os
-import uuid
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
 
@@ -168,6 +167,8 @@ def read_config_file(path: Union[str, os.PathLike]) -> Dict[str, Any]:
 
 def write_text_atomically(path: Union[str, os.PathLike], text: str) -> None:
     """Writes `text` to `path` so that a failed write leaves any previous file intact."""
+    import uuid  # here, not at the top: reading and checking configs, what most commands do, needs no writing
+
     partial = f"{path}.{uuid.uuid4().hex}.partial"  # created as any file is, under the umask
     try:
         with open(partial, "x", encoding="utf-8") as writer:

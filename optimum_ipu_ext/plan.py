@@ -7,7 +7,6 @@ the package that touches the Poplar SDK.
 
 import importlib
 import json
-import tempfile
 import types
 from dataclasses import dataclass
 from typing import Any, Dict, Tuple
@@ -93,6 +92,9 @@ class TempFile:
     def resolve(self, sdk: Dict[str, Any]) -> str:
         # A name is all PopART takes: optimum-graphcore's `NamedTemporaryFile().name` creates the file and deletes
         # it at once, leaving the same unused name that `mktemp` draws without the round trip to the disk.
+        # (Imported here: planning, what the CLI does, never draws one.)
+        import tempfile
+
         return tempfile.mktemp()
 
     def to_dict(self) -> Dict[str, Any]:

@@ -423,3 +423,13 @@ def test_validate_of_many_files_checks_each(tmp_path, capsys):
     code, out, err = run(capsys, "validate", tmp_path)
     assert code == 1 and out.splitlines() == [f"{tmp_path / '00.json'}: `replication_factor=0` is invalid: numbers must be >= 1."]
     assert err == "1 of 20 IPU config(s) invalid\n"
+
+
+def test_the_core_imports_no_transformers_torch_optimum_or_hub():
+    code = (
+        "import sys; import optimum_ipu_ext.core, optimum_ipu_ext.documents, optimum_ipu_ext.cli.commands; "
+        "print(sorted({name.split('.')[0] for name in sys.modules} & "
+        "{'transformers', 'torch', 'optimum', 'huggingface_hub', 'poptorch', 'popart', 'popdist'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout == "[]\n"

@@ -1,0 +1,100 @@
+"""Start-to-exit time of `ipu-config validate` on local files, against loading the same files with
+optimum-graphcore 0.7.1's own `IPUConfig` and against `python -c pass` (the floor: the interpreter alone).
+
+`ipu-config validate` runs on the package's core, which imports neither transformers nor torch. The peer is a
+`python -c` that loads each file with optimum-graphcore's class (loaded by file path with the test doubles of
+poptorch/popart standing in for the Poplar SDK, as the other benchmarks load it). The files are the preset
+without the settings optimum-graphcore does not know, so both sides read the same files. All commands run in
+fresh interpreters of this Python, offline, output discarded, in alternation. Prints the medians, the goals
+and the ratios ours/peer and ours/floor.
+
+    python benchmarks/cli_validate.py [--runs 10]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+PRESET = ROOT / "configs" / "pipelined-2ipu.json"
+SCRIPT = Path(sys.executable).with_name("ipu-config")
+PEER = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from doubles import load_upstream_ipu_configuration; "
+    "cls = load_upstream_ipu_configuration().IPUConfig\n"
+    "for path in sys.argv[2:]: cls.from_pretrained(path)"
+)
+GOALS = {"ipu-config validate, 1 file": 0.15, "ipu-config validate, 100 files": 0.5}
+
+
+def shared_files(directory: str, count: int) -> List[str]:
+    """`count` copies of the preset without the settings this package adds, which optimum-graphcore rejects."""
+    from optimum_ipu_ext.settings import EXTENSION_SETTINGS
+
+    settings = {key: value for key, value in json.loads(PRESET.read_text()).items() if key not in EXTENSION_SETTINGS}
+    paths = []
+    for index in range(count):
+        folder = os.path.join(directory, f"config-{index:03}")
+        os.makedirs(folder)
+        paths.append(os.path.join(folder, "ipu_config.json"))
+        with open(paths[-1], "w", encoding="utf-8") as writer:
+            json.dump({**settings, "gradient_accumulation_steps": index + 1}, writer)
+    return paths
+
+
+def seconds(command: List[str]) -> float:
+    """Wall time of one run of `command`, which must succeed."""
+    environment = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    start = time.perf_counter()
+    result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} exited with {result.returncode}:\n{result.stderr.decode()}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10, help="runs of each command (after one warm-up run)")
+    args = parser.parse_args()
+    if not SCRIPT.exists():
+        raise SystemExit(f"{SCRIPT} not found: install the package in this environment (pip install -e .)")
+
+    paths = shared_files(tempfile.mkdtemp(), 100)
+    commands: Dict[str, List[str]] = {
+        "python -c pass (floor)": [sys.executable, "-c", "pass"],
+        "ipu-config validate, 1 file": [str(SCRIPT), "validate", paths[0]],
+        "ipu-config validate, 100 files": [str(SCRIPT), "validate", *paths],
+        "optimum-graphcore load, 1 file (peer)": [sys.executable, "-c", PEER, str(TESTS), paths[0]],
+        "optimum-graphcore load, 100 files (peer)": [sys.executable, "-c", PEER, str(TESTS), *paths],
+    }
+    times: Dict[str, List[float]] = {name: [] for name in commands}
+    for command in commands.values():
+        seconds(command)
+    for _ in range(args.runs):
+        for name, command in commands.items():
+            times[name].append(seconds(command))
+    medians = {name: statistics.median(values) for name, values in times.items()}
+
+    print(f"Whole process, median of {args.runs} runs, Python {sys.version.split()[0]}")
+    for name, median in medians.items():
+        goal = GOALS.get(name)
+        verdict = "" if goal is None else f"  goal <= {goal:.2f} s {'met' if median <= goal else 'NOT met'}"
+        print(f"  {name:42} {median:6.3f} s{verdict}")
+    floor = medians["python -c pass (floor)"]
+    for files in ("1 file", "100 files"):
+        ours = medians[f"ipu-config validate, {files}"]
+        peer = medians[f"optimum-graphcore load, {files} (peer)"]
+        print(f"  {'ratio validate / peer, ' + files:42} {ours / peer:6.2f}")
+        print(f"  {'ratio validate / floor, ' + files:42} {ours / floor:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
