@@ -30,14 +30,14 @@ $(MODERN):
 	$(PYTHON) -m venv .venv/modern
 	$(MODERN) -m pip install -q --upgrade pip
 	$(MODERN) -m pip install -q $(TORCH)
-	$(MODERN) -m pip install -q -e . pytest vermin typeguard jsonschema pre-commit "setuptools>=61"
+	$(MODERN) -m pip install -q -e . pytest vermin typeguard jsonschema pre-commit argcomplete "setuptools>=61"
 	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
 
 $(HOST):
 	$(PYTHON) -m venv .venv/host
 	$(HOST) -m pip install -q --upgrade pip
 	$(HOST) -m pip install -q $(TORCH)
-	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" pytest typeguard jsonschema pre-commit "setuptools>=61"
+	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" pytest typeguard jsonschema pre-commit argcomplete "setuptools>=61"
 	$(HOST) -m pip install -q --no-deps -e . optimum-graphcore==0.7.1
 
 clean:

@@ -2,6 +2,7 @@
 tables, and the `ipu-config` commands that run on it."""
 
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -364,7 +365,8 @@ for argv in (["show", {PRESET!r}], ["show", {PRESET!r}, "--json", "--popdist", "
              ["diff", {PRESET!r}, {str(other)!r}], ["new", "--list"],
              ["new", "pipelined-2ipu", {str(tmp_path / "new")!r}, "--set", "replication_factor=2"], ["schema"]):
     main(argv)
-print(sorted({{name.split(".")[0] for name in sys.modules}} & {{"transformers", "torch", "optimum", "huggingface_hub"}}))
+print(sorted({{name.split(".")[0] for name in sys.modules}} & {{"transformers", "torch", "optimum", "huggingface_hub",
+                                                                "argcomplete"}}))
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -433,3 +435,14 @@ def test_the_core_imports_no_transformers_torch_optimum_or_hub():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout == "[]\n"
+
+
+def test_shell_completion_answers_through_argcomplete(tmp_path):
+    answer = tmp_path / "completions"
+    for line, expected in (("ipu-config s", {"show", "schema"}), ("ipu-config diff a b --ex", {"--exit-code"}),
+                           ("ipu-config show x --po", {"--popdist"})):
+        env = dict(os.environ, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
+                   _ARGCOMPLETE_STDOUT_FILENAME=str(answer))
+        result = subprocess.run([SCRIPT], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert {word.strip() for word in answer.read_text().split("\013")} == expected

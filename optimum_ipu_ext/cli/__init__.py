@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK (this marker lets argcomplete's global completion complete `ipu-config`)
 """`ipu-config`: review, check, compare, create and share IPU configurations from a terminal or a CI job.
 
 Exit codes: 0 success, 1 invalid configuration or failed operation, 2 usage error. An error is one line on
@@ -5,6 +6,7 @@ stderr (`--debug` adds its traceback). Colour and progress indicators appear onl
 """
 
 import argparse
+import os
 import sys
 import traceback
 from typing import List, Optional, Sequence, Tuple
@@ -107,9 +109,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def complete(parser: argparse.ArgumentParser) -> None:
+    """Answers the shell's request for completions (argcomplete's protocol) and exits, if argcomplete is installed.
+
+    Called only when the shell asks (`_ARGCOMPLETE` is set), so that completion costs nothing on other runs.
+    """
+    try:
+        import argcomplete
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `ipu-config` console script. Returns the exit code (argparse exits with 2 on usage errors)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:
+        complete(parser)
+    args = parser.parse_args(argv)
     from . import commands  # imported once the arguments are valid, so that --help and usage errors answer at once
 
     run = getattr(commands, f"command_{args.command}")
