@@ -11,9 +11,8 @@ from typing import Any, Dict, List, Optional, Union
 
 from optimum.configuration_utils import BaseConfig
 
-from .core import check_base_rules, derive_base_settings
+from .core import check_base_rules, derive_base_settings, update_settings_from_string
 from .errors import IncompatibleSettingsError, InvalidSettingError, UnknownSettingError
-from .schema import parse_update_string
 from .settings import BASE_SETTINGS, TRANSFORMERS_KEYS
 
 
@@ -150,20 +149,7 @@ class IPUConfig(BaseConfig):
             return self.inference_replication_factor * self.inference_device_iterations
         return self.replication_factor * self.gradient_accumulation_steps * self.device_iterations
 
-    def update_from_string(self, update_str: str) -> None:
-        """Updates attributes from `"key=value,key=value"`; booleans are `true`/`false`, lists `[a b c]`.
-
-        Every value is checked before any is applied, and the whole update is undone if the settings
-        then disagree with each other.
-        """
-        updates = parse_update_string(update_str, self.SETTINGS)
-        previous = {name: getattr(self, name) for name in updates}
-        self.__dict__.update(updates)
-        try:
-            self._validate_ipu_config()
-        except Exception:
-            self.__dict__.update(previous)
-            raise
+    update_from_string = update_settings_from_string
 
 
 for _attr in MODE_MANAGED:

@@ -185,6 +185,24 @@ def dump(config_dict: Dict[str, Any]) -> str:
     return json.dumps(config_dict, indent=2, sort_keys=True) + "\n"
 
 
+def update_settings_from_string(config: Any, update_str: str) -> None:
+    """`update_from_string` of both base classes and of `SettingsMixin`: updates settings from
+    `"key=value,key=value"`; booleans are `true`/`false`, lists `[a b c]`, and a choice is taken as written
+    (`recomputation_mode=none` is the choice, `null` leaves PopART's default).
+
+    Every value is checked before any is applied, and the whole update is undone if the settings then disagree
+    with each other.
+    """
+    updates = parse_update_string(update_str, config.SETTINGS)
+    previous = {name: getattr(config, name) for name in updates}
+    config.__dict__.update(updates)
+    try:
+        config._validate_ipu_config()
+    except Exception:
+        config.__dict__.update(previous)
+        raise
+
+
 class SettingsMixin:
     """What `IPUConfig` and `PlainIPUConfig` share: checked assignment, the rules, the options plan.
 
@@ -266,21 +284,7 @@ class SettingsMixin:
             if getattr(self, name) != getattr(default, name)
         }
 
-    def update_from_string(self, update_str: str) -> None:
-        """Updates settings from `"key=value,key=value"`; booleans are `true`/`false`, lists `[a b c]`, and a
-        choice is taken as written (`recomputation_mode=none` is the choice, `null` leaves PopART's default).
-
-        Every value is checked before any is applied, and the whole update is undone if the settings
-        then disagree with each other.
-        """
-        updates = parse_update_string(update_str, SETTINGS)
-        previous = {name: getattr(self, name) for name in updates}
-        self.__dict__.update(updates)
-        try:
-            check_rules(self)
-        except Exception:
-            self.__dict__.update(previous)
-            raise
+    update_from_string = update_settings_from_string
 
     def to_ipu_config(self) -> "IPUConfig":
         """An `IPUConfig` of these settings (imports transformers): for training, or to share on the Hub."""

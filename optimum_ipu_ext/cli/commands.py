@@ -4,6 +4,7 @@ Local files and presets go through the core only; transformers and huggingface_h
 commands that reach the Hub, when they do.
 """
 
+import argparse
 import json
 import os
 from typing import List, Sequence
@@ -16,7 +17,7 @@ from .reports import problems, render_diff, render_summary, summary
 from .sources import CONFIG_NAME, CommandError, apply_updates, is_local, load, presets, push, write_config
 
 
-def command_show(args, out: Stream, err: Stream) -> int:
+def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     config = load(args.source, args.revision, args.set or ())
     launch = None
     if args.popdist is not None:
@@ -43,7 +44,7 @@ def expand(sources: Sequence[str]) -> List[str]:
     return expanded
 
 
-def command_validate(args, out: Stream, err: Stream) -> int:
+def command_validate(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     sources = expand(args.sources)
     invalid = 0
     for source in sources:
@@ -61,12 +62,12 @@ def command_validate(args, out: Stream, err: Stream) -> int:
     return 0
 
 
-def command_diff(args, out: Stream, err: Stream) -> int:
+def command_diff(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     differ = render_diff(args.a, args.b, load(args.a, args.revision_a), load(args.b, args.revision_b), out)
     return 1 if differ and args.exit_code else 0
 
 
-def command_new(args, out: Stream, err: Stream) -> int:
+def command_new(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     available = presets()
     if args.list:
         for name in available:
@@ -83,12 +84,12 @@ def command_new(args, out: Stream, err: Stream) -> int:
     return 0
 
 
-def command_schema(args, out: Stream, err: Stream) -> int:
+def command_schema(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     out.stream.write(json_schema_string())
     return 0
 
 
-def command_push(args, out: Stream, err: Stream) -> int:
+def command_push(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     config = load(args.source).to_ipu_config()
     url = push(config, args.repo_id, args.private, args.revision, args.create_pr, args.commit_message)
     branch = f" (branch {args.revision})" if args.revision else ""
@@ -96,7 +97,7 @@ def command_push(args, out: Stream, err: Stream) -> int:
     return 0
 
 
-def command_pull(args, out: Stream, err: Stream) -> int:
+def command_pull(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if is_local(args.repo_id):
         raise CommandError(f"{args.repo_id}: a local path; pull takes a Hub repository id")
     target = write_config(load(args.repo_id, args.revision), args.out_dir, args.force)

@@ -1,14 +1,14 @@
-"""Start-to-exit time of `ipu-config validate` on local files, against loading the same files with
+"""Start-to-exit time of `ipu-config show` and `validate` on local files, against loading the same files with
 optimum-graphcore 0.7.1's own `IPUConfig` and against `python -c pass` (the floor: the interpreter alone).
 
-`ipu-config validate` runs on the package's core, which imports neither transformers nor torch. The peer is a
-`python -c` that loads each file with optimum-graphcore's class (loaded by file path with the test doubles of
+`ipu-config` runs on the package's core for local files, which imports neither transformers nor torch. The peer
+is a `python -c` that loads each file with optimum-graphcore's class (loaded by file path with the test doubles of
 poptorch/popart standing in for the Poplar SDK, as the other benchmarks load it). The files are the preset
 without the settings optimum-graphcore does not know, so both sides read the same files. All commands run in
 fresh interpreters of this Python, offline, output discarded, in alternation. Prints the medians, the goals
 and the ratios ours/peer and ours/floor.
 
-    python benchmarks/cli_validate.py [--runs 10]
+    python benchmarks/cli.py [--runs 10]
 """
 
 import argparse
@@ -32,6 +32,7 @@ PEER = (
     "for path in sys.argv[2:]: cls.from_pretrained(path)"
 )
 GOALS = {"ipu-config validate, 1 file": 0.15, "ipu-config validate, 100 files": 0.5}
+OURS = ("ipu-config show", "ipu-config show --json", "ipu-config validate")
 
 
 def shared_files(directory: str, count: int) -> List[str]:
@@ -70,6 +71,8 @@ def main() -> None:
     paths = shared_files(tempfile.mkdtemp(), 100)
     commands: Dict[str, List[str]] = {
         "python -c pass (floor)": [sys.executable, "-c", "pass"],
+        "ipu-config show, 1 file": [str(SCRIPT), "show", paths[0]],
+        "ipu-config show --json, 1 file": [str(SCRIPT), "show", paths[0], "--json"],
         "ipu-config validate, 1 file": [str(SCRIPT), "validate", paths[0]],
         "ipu-config validate, 100 files": [str(SCRIPT), "validate", *paths],
         "optimum-graphcore load, 1 file (peer)": [sys.executable, "-c", PEER, str(TESTS), paths[0]],
@@ -87,13 +90,15 @@ def main() -> None:
     for name, median in medians.items():
         goal = GOALS.get(name)
         verdict = "" if goal is None else f"  goal <= {goal:.2f} s {'met' if median <= goal else 'NOT met'}"
-        print(f"  {name:42} {median:6.3f} s{verdict}")
+        print(f"  {name:48} {median:6.3f} s{verdict}")
     floor = medians["python -c pass (floor)"]
-    for files in ("1 file", "100 files"):
-        ours = medians[f"ipu-config validate, {files}"]
-        peer = medians[f"optimum-graphcore load, {files} (peer)"]
-        print(f"  {'ratio validate / peer, ' + files:42} {ours / peer:6.2f}")
-        print(f"  {'ratio validate / floor, ' + files:42} {ours / floor:6.2f}")
+    for name in (f"{command}, 1 file" for command in OURS):
+        peer = medians["optimum-graphcore load, 1 file (peer)"]
+        print(f"  {'ratio ' + name + ' / peer':48} {medians[name] / peer:6.2f}")
+        print(f"  {'ratio ' + name + ' / floor':48} {medians[name] / floor:6.2f}")
+    name = "ipu-config validate, 100 files"
+    print(f"  {'ratio ' + name + ' / peer':48} {medians[name] / medians['optimum-graphcore load, 100 files (peer)']:6.2f}")
+    print(f"  {'ratio ' + name + ' / floor':48} {medians[name] / floor:6.2f}")
 
 
 if __name__ == "__main__":
