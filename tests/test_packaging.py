@@ -1,4 +1,4 @@
-"""The built wheel ships every subpackage, the presets and the console script."""
+"""The built wheel ships every subpackage, the presets, the JSON Schema and the console script."""
 
 import shutil
 import subprocess
@@ -23,5 +23,6 @@ def test_wheel_ships_the_cli_the_presets_and_the_command(tmp_path):
         assert package.relative_to(ROOT).as_posix() in names
     for preset in (ROOT / "configs").glob("*.json"):
         assert f"optimum_ipu_ext/presets/{preset.name}" in names
+    assert "optimum_ipu_ext/ipu_config.schema.json" in names
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     assert "ipu-config = optimum_ipu_ext.cli:main" in archive.read(entry_points).decode()

@@ -16,6 +16,13 @@ from .output import Stream, one_line, progress
 PRESETS_PACKAGE = "optimum_ipu_ext.presets"
 
 
+def get_token() -> Optional[str]:
+    """The Hub token `hf auth login` stores, or `HF_TOKEN` (huggingface_hub is imported only for the Hub)."""
+    from huggingface_hub import get_token as stored_token
+
+    return stored_token()
+
+
 class CommandError(Exception):
     """A failure reported as one line, with exit code 1."""
 
@@ -46,8 +53,6 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
             raise CommandError(f"{source}: a local path; --revision applies to Hub repositories")
         config: SettingsMixin = PlainIPUConfig.from_json_file(local_file(source))
     else:
-        from huggingface_hub import get_token
-
         from ..configuration import IPUConfig
 
         with progress(Stream(sys.stderr), f"Loading {source}"):
@@ -101,8 +106,6 @@ def presets() -> Dict[str, str]:
 def push(config, repo_id: str, private: bool, revision: Optional[str], create_pr: bool,
          commit_message: Optional[str]) -> str:
     """Pushes `config` with `IPUConfig.push_to_hub`; returns the URL of the commit or pull request."""
-    from huggingface_hub import get_token
-
     token = get_token()
     if token is None:
         raise CommandError("pushing needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN")
