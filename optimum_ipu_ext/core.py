@@ -9,7 +9,7 @@ Nothing here imports transformers, torch or optimum.
 import json
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple, Union
 
 from .build import build_plan
 from .errors import ConfigFileError, IncompatibleSettingsError, UnknownSettingError

@@ -7,6 +7,7 @@ the package that touches the Poplar SDK.
 
 import importlib
 import json
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any, Dict, NamedTuple, Tuple
@@ -254,7 +255,7 @@ class _SDK(dict):
 
     def __missing__(self, root: str) -> Any:
         try:
-            module = self[root] = importlib.import_module(root)
+            module = self[root] = sys.modules.get(root) or importlib.import_module(root)
         except ImportError as error:
             missing = (error.name or root).split(".")[0]
             if missing in SDK_MODULES:
