@@ -1,13 +1,12 @@
 """`IPUConfig`: optimum-graphcore's IPU configuration, extended to describe a whole PopTorch build."""
 
-import json
 import os
 from typing import Any, Dict, Union
 
 from . import hub
 from .base import BaseIPUConfig
 from .bundled_base import transformers_defaults
-from .core import SettingsMixin, check_keys, read_config_file, write_text_atomically
+from .core import SettingsMixin, check_keys, dump, read_config_file, write_text_atomically
 from .errors import IPUConfigError
 from .settings import EXTENSION_SETTINGS, VERSION_KEYS
 
@@ -155,7 +154,7 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
                 for key, value in config_dict.items()
                 if key not in defaults or key in VERSION_KEYS or value != defaults[key]
             }
-        return json.dumps(config_dict, indent=2, sort_keys=True) + "\n"
+        return dump(config_dict)
 
     def to_json_file(self, json_file_path: Union[str, os.PathLike], use_diff: bool = True) -> None:
         """Writes the configuration as JSON, atomically: a failed write leaves any previous file intact."""

@@ -19,8 +19,8 @@ from .popdist import PopDistLaunch, resolve_launch
 from .schema import parse_update_string
 from .settings import (
     BASE_SETTINGS,
-    MAX_IPUS_IN_A_JOB,
     EXTENSION_SETTINGS,
+    MAX_IPUS_IN_A_JOB,
     POPART_KEYS_WITH_A_SETTING,
     SETTINGS,
     TRANSFORMERS_KEYS,
@@ -38,11 +38,12 @@ MAX_CONFIG_FILE_BYTES = 1 << 20
 _warned = set()
 
 
-def warn_once(message: str) -> None:
-    """Warns `message` (a `UserWarning`) once per process, however often the config is used."""
+def warn_once(message: str, stacklevel: int = 2) -> None:
+    """Warns `message` (a `UserWarning`) once per process, however often the config is used. `stacklevel` is
+    counted from the caller of `warn_once`, as `warnings.warn` counts it."""
     if message not in _warned:
         _warned.add(message)
-        warnings.warn(message, UserWarning, stacklevel=3)
+        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
 
 def check_keys(values: Dict[str, Any]) -> None:
@@ -253,7 +254,8 @@ class SettingsMixin:
         # inference has no optimizer state: only a training build can leave the sharding unused
         sharded = dict(plan.argument("TensorLocations.setOptimizerLocation").chain)["useReplicatedTensorSharding"][0]
         if self.replicated_tensor_sharding and not sharded and not for_inference:
-            warn_once("`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)")
+            # stacklevel 3: the line that called `to_options()`
+            warn_once("`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)", 3)
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None
@@ -328,6 +330,7 @@ class PlainIPUConfig(SettingsMixin):
 
     @classmethod
     def from_dict(cls, config_dict: Dict[str, Any], **overrides: Any) -> "PlainIPUConfig":
+        """The config of `config_dict`, with `overrides` replacing its values."""
         return cls(**{**config_dict, **overrides})
 
     @classmethod
@@ -341,6 +344,7 @@ class PlainIPUConfig(SettingsMixin):
             raise
 
     def to_dict(self) -> Dict[str, Any]:
+        """The settings as saved (see `settings_dict`)."""
         return self.settings_dict()
 
     def to_json_string(self) -> str:
