@@ -30,16 +30,7 @@ class Ref:
         return f"int({self.path})" if self.as_int else self.path
 
     def resolve(self, sdk: Dict[str, Any]) -> Any:
-        root, *members = self.path.split(".")
-        value = sdk[root]
-        for index, member in enumerate(members, start=1):
-            try:
-                value = getattr(value, member)
-            except AttributeError:
-                # a package that has not imported its submodule yet (`popdist.poptorch`)
-                if not isinstance(value, types.ModuleType):
-                    raise
-                value = importlib.import_module(".".join([root, *members[:index]]))
+        value = _lookup(self.path, sdk)
         return int(value) if self.as_int else value
 
     def to_dict(self) -> Dict[str, Any]:
@@ -67,11 +58,11 @@ class Construct:
         return text
 
     def resolve(self, sdk: Dict[str, Any]) -> Any:
-        made = Ref(self.path).resolve(sdk)(
-            *(resolve(a, sdk) for a in self.args), **{k: resolve(v, sdk) for k, v in self.kwargs}
+        made = _lookup(self.path, sdk)(
+            *[resolve(a, sdk) for a in self.args], **{k: resolve(v, sdk) for k, v in self.kwargs}
         )
         for method, args in self.chain:
-            made = getattr(made, method)(*(resolve(a, sdk) for a in args))
+            made = getattr(made, method)(*[resolve(a, sdk) for a in args])
         return made
 
     def to_dict(self) -> Dict[str, Any]:
@@ -162,11 +153,11 @@ class OptionsPlan:
         if not self.compile_only and sdk["poptorch"].ipuHardwareVersion() not in IPU_MK2_HARDWARE_VERSIONS:
             raise RuntimeError("This requires an IPU Mk2 system to run.")
         options = self.options.resolve(sdk)
-        for call in self.calls:
+        for method, args in self.calls:
             target = options
-            for attribute in call.method.split("."):
+            for attribute in method.split("."):
                 target = getattr(target, attribute)
-            target(*[resolve(argument, sdk) for argument in call.args])
+            target(*[argument if type(argument) in _SCALARS else resolve(argument, sdk) for argument in args])
         return options
 
 
@@ -182,10 +173,28 @@ def render(value: Any) -> str:
     return repr(value)
 
 
+def _lookup(path: str, sdk: Dict[str, Any]) -> Any:
+    """The SDK object named by the dotted `path`, from its top-level module in `sdk`."""
+    root, *members = path.split(".")
+    value = sdk[root]
+    for index, member in enumerate(members, start=1):
+        try:
+            value = getattr(value, member)
+        except AttributeError:
+            # a package that has not imported its submodule yet (`popdist.poptorch`)
+            if not isinstance(value, types.ModuleType):
+                raise
+            value = importlib.import_module(".".join([root, *members[:index]]))
+    return value
+
+
+_SCALARS = frozenset({bool, int, float, str, type(None)})
+
+
 def resolve(value: Any, sdk: Dict[str, Any]) -> Any:
     """`value` with every SDK value in it looked up in `sdk` (lists and dicts are copied)."""
     kind = type(value)
-    if kind in _SDK_VALUES:
+    if kind in _SDK_TYPES:
         return value.resolve(sdk)
     if kind is list:
         return [resolve(item, sdk) for item in value]
@@ -200,6 +209,7 @@ def to_dict(value: Any) -> Any:
 
 
 _SDK_VALUES = (Ref, Construct, TempFile)
+_SDK_TYPES = frozenset(_SDK_VALUES)
 
 
 def _map_sdk_values(value: Any, function) -> Any:
