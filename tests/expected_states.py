@@ -106,3 +106,53 @@ def differences(actual: Dict[str, Any], expected: Dict[str, Any]) -> Dict[str, T
 def differences_in(actual: Dict[str, Any], expected: Dict[str, Any]) -> Dict[str, Tuple[Any, Any]]:
     """``differences`` restricted to the keys of ``expected``: checks part of a state."""
     return differences({key: actual[key] for key in expected if key in actual}, expected)
+
+
+# The preset's options plan as `print(config.options_plan())` shows it, written out (training, then inference).
+PRESET_TRAINING_PLAN = """\
+import popart
+import poptorch
+
+opts = poptorch.Options()
+opts.autoRoundNumIPUs(True)
+opts.replicationFactor(1)
+opts.deviceIterations(1)
+opts.Training.gradientAccumulation(128)
+opts.Training.accumulationAndReplicationReductionType(poptorch.ReductionType.Mean)
+opts.outputMode(poptorch.OutputMode.All)
+opts.randomSeed(1234)
+opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
+opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement))
+opts.setAvailableMemoryProportion({"IPU0": 0.1, "IPU1": 0.1})
+opts.enableExecutableCaching("exec")
+opts.Precision.enableStochasticRounding(True)
+opts._Popart.set("autoRecomputation", int(popart.RecomputationType.Pipeline))
+opts._Popart.set("disableGradAccumulationTensorStreams", True)
+opts._Popart.set("accumulateOuterFragmentSettings.schedule", int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
+opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
+opts._Popart.set("outlineThreshold", 10.0)
+opts._Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
+opts._Popart.setPatterns({"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True})"""
+
+PRESET_INFERENCE_PLAN = """\
+import popart
+import poptorch
+
+opts = poptorch.Options()
+opts.autoRoundNumIPUs(True)
+opts.replicationFactor(1)
+opts.deviceIterations(1)
+opts.outputMode(poptorch.OutputMode.All)
+opts.randomSeed(1234)
+opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
+opts.setExecutionStrategy(poptorch.ShardedExecution(poptorch.AutoStage.AutoIncrement))
+opts.setAvailableMemoryProportion({"IPU0": 0.1, "IPU1": 0.1})
+opts.enableExecutableCaching("exec")
+opts.Precision.enableStochasticRounding(False)
+opts._Popart.set("autoRecomputation", int(popart.RecomputationType.Pipeline))
+opts._Popart.set("disableGradAccumulationTensorStreams", True)
+opts._Popart.set("accumulateOuterFragmentSettings.schedule", int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
+opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
+opts._Popart.set("outlineThreshold", 10.0)
+opts._Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
+opts._Popart.setPatterns({"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True})"""
