@@ -156,3 +156,48 @@ opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
 opts._Popart.set("outlineThreshold", 10.0)
 opts._Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
 opts._Popart.setPatterns({"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True})"""
+
+
+def preset_training_plan_data(replicas: int, sharded: bool) -> Dict[str, Any]:
+    """The preset's training plan as JSON data, with `replicas` replicas (`sharded`: the optimizer state is)."""
+
+    def member(path, as_int=False):
+        return {"sdk": path, "int": True} if as_int else {"sdk": path}
+
+    return {
+        "options": {"new": "poptorch.Options", "args": [], "kwargs": {}, "chain": []},
+        "calls": [
+            {"method": "autoRoundNumIPUs", "args": [True]},
+            {"method": "replicationFactor", "args": [replicas]},
+            {"method": "deviceIterations", "args": [1]},
+            {"method": "Training.gradientAccumulation", "args": [128]},
+            {"method": "Training.accumulationAndReplicationReductionType", "args": [member("poptorch.ReductionType.Mean")]},
+            {"method": "outputMode", "args": [member("poptorch.OutputMode.All")]},
+            {"method": "randomSeed", "args": [1234]},
+            {"method": "TensorLocations.setOptimizerLocation", "args": [{
+                "new": "poptorch.TensorLocationSettings", "args": [], "kwargs": {},
+                "chain": [["useOnChipStorage", [True]], ["useReplicatedTensorSharding", [sharded]]],
+            }]},
+            {"method": "setExecutionStrategy", "args": [{
+                "new": "poptorch.PipelinedExecution", "args": [member("poptorch.AutoStage.AutoIncrement")], "kwargs": {},
+                "chain": [],
+            }]},
+            {"method": "setAvailableMemoryProportion", "args": [{"IPU0": 0.1, "IPU1": 0.1}]},
+            {"method": "enableExecutableCaching", "args": ["exec"]},
+            {"method": "Precision.enableStochasticRounding", "args": [True]},
+            {"method": "_Popart.set", "args": ["autoRecomputation", member("popart.RecomputationType.Pipeline", True)]},
+            {"method": "_Popart.set", "args": ["disableGradAccumulationTensorStreams", True]},
+            {"method": "_Popart.set", "args": [
+                "accumulateOuterFragmentSettings.schedule",
+                member("popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized", True),
+            ]},
+            {"method": "_Popart.set", "args": ["accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"]]},
+            {"method": "_Popart.set", "args": ["outlineThreshold", 10.0]},
+            {"method": "_Popart.set", "args": ["scheduleNonWeightUpdateGradientConsumersEarly", True]},
+            {"method": "_Popart.setPatterns", "args": [
+                {"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True}
+            ]},
+        ],
+        "compile_only": False,
+        "notes": [],
+    }

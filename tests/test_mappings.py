@@ -6,7 +6,7 @@ import json
 import pytest
 
 import optimum_ipu_ext
-from expected_states import PRESET_INFERENCE_PLAN, PRESET_TRAINING_PLAN
+from expected_states import PRESET_INFERENCE_PLAN, PRESET_TRAINING_PLAN, preset_training_plan_data
 from optimum_ipu_ext import IPUConfig
 from test_to_options import PRESET, comparable
 
@@ -234,48 +234,8 @@ def test_preset_plan_as_python():
 
 
 def test_preset_plan_as_json():
-    data = json.loads(json.dumps(plan_data(IPUConfig.from_pretrained(PRESET, replication_factor=2).options_plan())))
-
-    def member(path, as_int=False):
-        return {"sdk": path, "int": True} if as_int else {"sdk": path}
-
-    assert data == {
-        "options": {"new": "poptorch.Options", "args": [], "kwargs": {}, "chain": []},
-        "calls": [
-            {"method": "autoRoundNumIPUs", "args": [True]},
-            {"method": "replicationFactor", "args": [2]},
-            {"method": "deviceIterations", "args": [1]},
-            {"method": "Training.gradientAccumulation", "args": [128]},
-            {"method": "Training.accumulationAndReplicationReductionType", "args": [member("poptorch.ReductionType.Mean")]},
-            {"method": "outputMode", "args": [member("poptorch.OutputMode.All")]},
-            {"method": "randomSeed", "args": [1234]},
-            {"method": "TensorLocations.setOptimizerLocation", "args": [{
-                "new": "poptorch.TensorLocationSettings", "args": [], "kwargs": {},
-                "chain": [["useOnChipStorage", [True]], ["useReplicatedTensorSharding", [True]]],
-            }]},
-            {"method": "setExecutionStrategy", "args": [{
-                "new": "poptorch.PipelinedExecution", "args": [member("poptorch.AutoStage.AutoIncrement")], "kwargs": {},
-                "chain": [],
-            }]},
-            {"method": "setAvailableMemoryProportion", "args": [{"IPU0": 0.1, "IPU1": 0.1}]},
-            {"method": "enableExecutableCaching", "args": ["exec"]},
-            {"method": "Precision.enableStochasticRounding", "args": [True]},
-            {"method": "_Popart.set", "args": ["autoRecomputation", member("popart.RecomputationType.Pipeline", True)]},
-            {"method": "_Popart.set", "args": ["disableGradAccumulationTensorStreams", True]},
-            {"method": "_Popart.set", "args": [
-                "accumulateOuterFragmentSettings.schedule",
-                member("popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized", True),
-            ]},
-            {"method": "_Popart.set", "args": ["accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"]]},
-            {"method": "_Popart.set", "args": ["outlineThreshold", 10.0]},
-            {"method": "_Popart.set", "args": ["scheduleNonWeightUpdateGradientConsumersEarly", True]},
-            {"method": "_Popart.setPatterns", "args": [
-                {"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True}
-            ]},
-        ],
-        "compile_only": False,
-        "notes": [],
-    }
+    plan = IPUConfig.from_pretrained(PRESET, replication_factor=2).options_plan()
+    assert json.loads(json.dumps(plan_data(plan))) == preset_training_plan_data(replicas=2, sharded=True)
 
 
 def test_default_plan_as_python_offline():
