@@ -51,6 +51,10 @@ class IPUConfig(BaseIPUConfig):
         for name, setting in EXTENSION_SETTINGS.items():
             setattr(self, name, kwargs.pop(name) if name in kwargs else setting.default_value())
         super().__init__(**kwargs)
+        # The bases keep the default list of their signature itself, and upstream's inference list is the training
+        # one: each config gets its own, so editing one changes neither the other nor every later config.
+        self.layers_per_ipu = list(self.layers_per_ipu)
+        self.inference_layers_per_ipu = list(self.inference_layers_per_ipu)
 
     def __setattr__(self, name: str, value: Any):
         setting = EXTENSION_SETTINGS.get(name)

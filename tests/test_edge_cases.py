@@ -142,6 +142,33 @@ def test_to_options_refuses_other_ipus_as_upstream_does(upstream, version):
     assert (built["connection_type"], built["ipu_version"]) == (2, 2)
 
 
+# --- defaults are never shared ---------------------------------------------------------------------------
+
+
+def test_editing_a_configs_lists_and_dicts_leaves_every_new_config_alone():
+    edited = IPUConfig()
+    edited.layers_per_ipu.append(4)
+    edited.inference_layers_per_ipu.append(5)
+    edited.popart_patterns["TiedGather"] = False
+    edited.engine_options["debug.instrument"] = "true"
+    edited.popart_options["decomposeGradSum"] = True
+    edited.accumulate_outer_fragment_excluded_virtual_graphs.append(0)
+    edited.parallelize_kwargs["a"] = 1
+    fresh = IPUConfig()
+    assert (fresh.layers_per_ipu, fresh.inference_layers_per_ipu) == ([-1], [-1])
+    assert fresh.popart_patterns == {"TiedGather": True, "TiedGatherAccumulate": True,
+                                     "UpdateInplacePrioritiesForIpu": True}
+    assert fresh.engine_options == {"opt.useAutoloader": "true", "target.syncReplicasIndependently": "true"}
+    assert (fresh.popart_options, fresh.accumulate_outer_fragment_excluded_virtual_graphs) == ({}, [0])
+    assert fresh.parallelize_kwargs == {}
+
+
+def test_a_list_given_is_the_configs_own():
+    layers = [2, 2]
+    config = IPUConfig(layers_per_ipu=layers)
+    assert config.inference_layers_per_ipu == [2, 2] and config.inference_layers_per_ipu is not config.layers_per_ipu
+
+
 # --- PopDist --------------------------------------------------------------------------------------------
 
 
