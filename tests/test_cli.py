@@ -1,6 +1,7 @@
 """`ipu-config`: driven through its entry point, in-process (`main` with captured streams) and as the installed
 console script (a subprocess), against files and the local Hub server."""
 
+import io
 import json
 import os
 import pty
@@ -16,6 +17,7 @@ from expected_states import PRESET_TRAINING_PLAN, preset_training_plan_data
 from hub_fixtures import hub_env
 from optimum_ipu_ext import IPUConfig
 from optimum_ipu_ext.cli import main
+from optimum_ipu_ext.cli.output import Stream
 from optimum_ipu_ext.cli.reports import reserved_ipus
 from optimum_ipu_ext.cli.sources import presets
 from test_to_options import PRESET, UPSTREAM_CONFIGS
@@ -187,6 +189,39 @@ def test_output_is_plain_off_a_terminal_and_styled_on_one(tmp_path):
 
     code, received = run_on_terminal("show", PRESET, env={"NO_COLOR": "1"})
     assert code == 0 and "\033[" not in received
+
+
+def test_ctrl_c_exits_130_without_a_traceback(capsys, monkeypatch):
+    from optimum_ipu_ext.cli import commands
+
+    def interrupted(args, out, err):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(commands, "command_show", interrupted)
+    assert run(capsys, "show", PRESET) == (130, "", "")
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize(
+    "environment, styled",
+    [({"TERM": "xterm"}, True), ({"TERM": "dumb"}, False), ({"TERM": "xterm", "NO_COLOR": ""}, False)],
+    ids=["xterm", "dumb", "no-color"],
+)
+def test_styles_only_on_terminals_that_show_them(monkeypatch, environment, styled):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert Stream(Terminal()).style("Pipeline", "bold") == ("\033[1mPipeline\033[0m" if styled else "Pipeline")
+    assert Stream(io.StringIO()).style("Pipeline", "bold") == "Pipeline"
+
+
+def test_a_dumb_terminal_gets_plain_text():
+    code, received = run_on_terminal("show", PRESET, env={"TERM": "dumb"})
+    assert code == 0 and "\033[" not in received and "Pipeline" in received
 
 
 # show
@@ -394,6 +429,13 @@ def test_validate_in_ci_as_a_script(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_validate_of_a_directory_without_configs_fails(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("not a config")
+    code, out, err = run(capsys, "validate", tmp_path)
+    assert (code, out) == (1, f"{tmp_path}: a directory without ipu_config.json\n")
+    assert err == "1 of 1 IPU config(s) invalid\n"
+
+
 # diff
 
 
@@ -568,6 +610,14 @@ def test_push_with_a_read_token_is_one_line(capsys, hub):
     code, _, err = run(capsys, "push", PRESET, "org/cfg")
     assert code == 1
     assert_one_error(err, "'org/cfg'", "403", "read-only token")
+
+
+@pytest.mark.parametrize("source", [PRESET, str(CONFIGS), "./cfg", "a/b/c", "cfg.json"])
+def test_pull_refuses_a_local_path(capsys, tmp_path, source):
+    code, out, err = run(capsys, "pull", source, tmp_path / "out")
+    assert (code, out) == (1, "")
+    assert err == f"ipu-config: error: {source}: a local path; pull takes a Hub repository id\n"
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("revision, replication_factor", [(None, 8), ("v1", 1)])
