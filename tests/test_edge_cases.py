@@ -180,3 +180,75 @@ def test_a_total_that_disagrees_with_poprun_is_a_user_warning(poprun):
             config.to_options()
     assert [warning.category for warning in caught] == [UserWarning]
     assert str(caught[0].message).startswith("`replication_factor=2` is the total number of replicas of the job")
+
+
+# --- the base class's contract (the bundled base here, optimum-graphcore's on an IPU host) ----------------------
+
+INFERENCE_PIPELINES = [
+    # (settings, (ipus_per_replica, inference_ipus_per_replica, inference_matmul_proportion))
+    ({}, (1, 1, 0.2)),
+    ({"layers_per_ipu": [2, 2]}, (2, 2, 0.2)),
+    ({"layers_per_ipu": [2, 2], "inference_layers_per_ipu": [-1]}, (2, 1, 0.2)),
+    ({"layers_per_ipu": [-1], "ipus_per_replica": 4}, (4, 4, 0.2)),
+    ({"layers_per_ipu": [-1], "ipus_per_replica": 4, "inference_layers_per_ipu": [3, 3]}, (4, 2, 0.2)),
+    ({"layers_per_ipu": [-1], "ipus_per_replica": 4, "inference_ipus_per_replica": 2}, (4, 2, 0.2)),
+    ({"layers_per_ipu": [-1], "ipus_per_replica": 2, "matmul_proportion": [0.1, 0.2]}, (2, 2, [0.1, 0.2])),
+]
+
+
+@pytest.mark.parametrize("settings, expected", INFERENCE_PIPELINES, ids=[str(s) for s, _ in INFERENCE_PIPELINES])
+def test_inference_pipeline_falls_back_as_upstreams_does(upstream, settings, expected):
+    for config in (IPUConfig(**settings), upstream.IPUConfig(**settings)):
+        assert (config.ipus_per_replica, config.inference_ipus_per_replica, config.inference_matmul_proportion) == expected
+
+
+@pytest.mark.parametrize("mode, attribute, used", [
+    ("train", "layers_per_ipu", "layers_per_ipu"),
+    ("eval", "layers_per_ipu", "inference_layers_per_ipu"),
+    ("eval", "matmul_proportion", "inference_matmul_proportion"),
+    ("eval", "parallelize_kwargs", "inference_parallelize_kwargs"),
+    ("eval", "seed", "seed"),
+    ("train", "replication_factor", "replication_factor"),
+    ("eval", "replication_factor", "inference_replication_factor"),
+    ("eval", "device_iterations", "inference_device_iterations"),
+    ("eval", "no_such_setting", "no_such_setting"),
+])
+def test_managed_attribute_names_follow_the_mode(upstream, mode, attribute, used):
+    for config in (IPUConfig(), upstream.IPUConfig()):
+        assert getattr(config, mode)()._get_managed_attr_mode_name(attribute) == used
+
+
+def test_managed_attributes_are_on_the_class():
+    for attribute in ("_layers_per_ipu", "_ipus_per_replica", "_matmul_proportion", "_parallelize_kwargs"):
+        assert hasattr(IPUConfig, attribute)
+
+
+@pytest.mark.parametrize(
+    "settings, warned",
+    [
+        ({"replicated_tensor_sharding": True}, True),
+        ({"replicated_tensor_sharding": True, "replication_factor": 2}, False),
+        ({"replicated_tensor_sharding": False}, False),
+    ],
+)
+def test_sharding_without_replicas_is_a_logged_warning(caplog, settings, warned):
+    with caplog.at_level("WARNING"):
+        IPUConfig(**settings)
+    messages = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    expected = ["`replicated_tensor_sharding` is not used when `replication_factor=1`"] if warned else []
+    assert messages[:1] == expected and set(messages) == set(expected)
+
+
+def test_bundled_base_batch_size_factor_is_upstreams(upstream):
+    from optimum_ipu_ext.bundled_base import IPUConfig as BundledIPUConfig
+
+    settings = {"replication_factor": 4, "gradient_accumulation_steps": 8, "device_iterations": 2,
+                "inference_replication_factor": 3, "inference_device_iterations": 5}
+    for config in (BundledIPUConfig(**settings), upstream.IPUConfig(**settings)):
+        assert (config.batch_size_factor(), config.batch_size_factor(for_inference=True)) == (64, 15)
+    assert BundledIPUConfig(**settings).batch_size_factor(True) == 15
+
+
+def test_saved_config_holds_no_mode():
+    config = IPUConfig().eval()
+    assert "_mode" not in config.to_dict() and config.mode == "inference"
