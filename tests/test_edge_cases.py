@@ -7,7 +7,7 @@ import pytest
 
 import doubles
 from conftest import TEST_BASE
-from optimum_ipu_ext import InvalidSettingError, IPUConfig
+from optimum_ipu_ext import InvalidSettingError, IPUConfig, UnknownSettingError
 from test_popdist import poprun_environment
 from test_to_options import comparable
 
@@ -252,3 +252,12 @@ def test_bundled_base_batch_size_factor_is_upstreams(upstream):
 def test_saved_config_holds_no_mode():
     config = IPUConfig().eval()
     assert "_mode" not in config.to_dict() and config.mode == "inference"
+
+
+def test_bundled_base_names_an_unknown_key():
+    from optimum_ipu_ext.bundled_base import IPUConfig as BundledIPUConfig
+
+    with pytest.raises(UnknownSettingError) as raised:
+        BundledIPUConfig(replicaton_factor=2)
+    assert str(raised.value) == "Unknown IPU config key `replicaton_factor`. Did you mean `replication_factor`?"
+    assert raised.value.field == "replicaton_factor"

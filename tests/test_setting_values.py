@@ -262,3 +262,16 @@ def test_a_pipeline_with_spread_layers_needs_no_entry_per_ipu(upstream):
     assert IPUConfig(**kwargs).ipus_per_replica == upstream.IPUConfig(**kwargs).ipus_per_replica == 4
     with pytest.raises(ValueError, match="layers_per_ipu"):
         IPUConfig(layers_per_ipu=[2, 3], ipus_per_replica=4)
+
+
+def test_only_brackets_and_braces_nest_in_update_from_string():
+    config = IPUConfig()
+    config.update_from_string('executable_cache_dir=/tmp/X,seed=3,engine_options={"X": "1", "Y": "2"},outline_threshold=1')
+    assert (config.executable_cache_dir, config.seed) == ("/tmp/X", 3)
+    assert (config.engine_options, config.outline_threshold) == ({"X": "1", "Y": "2"}, 1.0)
+
+
+def test_a_setting_of_any_class_names_it():
+    setting = Setting("probe", bytes, b"", "")
+    with pytest.raises(SettingTypeError, match=r"^`probe='s'` has type `str`, expected bytes\.$"):
+        setting.check("s")
