@@ -216,3 +216,13 @@ def test_random_configs_without_extension_settings_build_like_upstream(sdk, upst
         theirs = comparable(upstream.IPUConfig(**kwargs).to_options(for_inference=for_inference))
         ours = comparable(IPUConfig(**kwargs).to_options(for_inference=for_inference))
         assert differences(ours, theirs) == {}, (kwargs, for_inference)
+
+
+def test_each_build_is_new_options_that_a_model_may_freeze(sdk):
+    config = IPUConfig()
+    used = config.to_options()
+    used._freeze()  # as poptorch.trainingModel does with the options of a model (_poplar_executor.py)
+    fresh = config.to_options()
+    assert fresh.replicationFactor(2).replication_factor == 2
+    with pytest.raises(AttributeError, match="Can't modify frozen Options"):
+        used.replicationFactor(2)
