@@ -7,7 +7,7 @@ TORCH := torch==2.13.0
 MODERN := .venv/modern/bin/python
 HOST := .venv/host/bin/python
 
-.PHONY: demo test test-modern test-host py38-syntax bench clean
+.PHONY: demo test test-modern test-host py38-syntax bench mutation clean
 
 demo: $(MODERN)
 	$(MODERN) examples/quickstart.py
@@ -15,10 +15,10 @@ demo: $(MODERN)
 test: py38-syntax test-modern test-host
 
 test-modern: $(MODERN)
-	OPTIMUM_IPU_EXT_TEST_BASE=bundled $(MODERN) -m pytest -q
+	OPTIMUM_IPU_EXT_TEST_BASE=bundled $(MODERN) -m pytest -q -rs
 
 test-host: $(HOST)
-	OPTIMUM_IPU_EXT_TEST_BASE=upstream $(HOST) -m pytest -q
+	OPTIMUM_IPU_EXT_TEST_BASE=upstream $(HOST) -m pytest -q -rs
 
 py38-syntax: $(MODERN)
 	.venv/modern/bin/vermin --no-tips --violations --target=3.8- optimum_ipu_ext examples benchmarks
@@ -26,18 +26,26 @@ py38-syntax: $(MODERN)
 bench: $(MODERN)
 	for benchmark in benchmarks/*.py; do $(MODERN) $$benchmark || exit 1; done
 
+# Mutation testing (not part of `test`: about 5 minutes on one core). The modules mutated and the tests run are
+# set in pyproject.toml ([tool.mutmut]); equivalent mutants are listed in tests/mutation/equivalent.txt.
+mutation: $(MODERN)
+	$(MODERN) -m pip install -q mutmut==3.8.1
+	rm -rf mutants && mkdir -p out
+	OPTIMUM_IPU_EXT_TEST_BASE=bundled $(MODERN) -m mutmut run --max-children 1 > out/mutation.log 2>&1
+	$(MODERN) tests/mutation/report.py
+
 $(MODERN):
 	$(PYTHON) -m venv .venv/modern
 	$(MODERN) -m pip install -q --upgrade pip
 	$(MODERN) -m pip install -q $(TORCH)
-	$(MODERN) -m pip install -q -e . pytest vermin typeguard jsonschema pre-commit argcomplete "setuptools>=61"
+	$(MODERN) -m pip install -q -e . pytest hypothesis vermin typeguard jsonschema pre-commit argcomplete "setuptools>=61"
 	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
 
 $(HOST):
 	$(PYTHON) -m venv .venv/host
 	$(HOST) -m pip install -q --upgrade pip
 	$(HOST) -m pip install -q $(TORCH)
-	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" pytest typeguard jsonschema pre-commit argcomplete "setuptools>=61"
+	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" pytest hypothesis typeguard jsonschema pre-commit argcomplete "setuptools>=61"
 	$(HOST) -m pip install -q --no-deps -e . optimum-graphcore==0.7.1
 
 clean:

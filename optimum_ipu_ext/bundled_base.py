@@ -127,8 +127,8 @@ class IPUConfig(BaseConfig):
         return self
 
     def _get_managed_attr_mode_name(self, attr: str) -> str:
-        """The attribute a mode-managed attribute currently reads: `attr` or `inference_attr`."""
-        if attr in MODE_MANAGED and self.mode == "inference":
+        """The attribute `attr` stands for in the current mode: in inference, its `inference_` twin if it has one."""
+        if self.mode == "inference" and hasattr(self, attr) and hasattr(self, f"inference_{attr}"):
             return f"inference_{attr}"
         return attr
 

@@ -39,6 +39,10 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
         for name, setting in EXTENSION_SETTINGS.items():
             setattr(self, name, kwargs.pop(name) if name in kwargs else setting.default_value())
         super().__init__(**kwargs)
+        # The bases keep the default list of their signature itself, and upstream's inference list is the training
+        # one: each config gets its own, so editing one changes neither the other nor every later config.
+        self.layers_per_ipu = list(self.layers_per_ipu)
+        self.inference_layers_per_ipu = list(self.inference_layers_per_ipu)
 
     def to_options(self, for_inference: bool = False, compile_only: bool = False):
         """Builds the `poptorch.Options` of this configuration (needs the Poplar SDK).

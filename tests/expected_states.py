@@ -106,3 +106,98 @@ def differences(actual: Dict[str, Any], expected: Dict[str, Any]) -> Dict[str, T
 def differences_in(actual: Dict[str, Any], expected: Dict[str, Any]) -> Dict[str, Tuple[Any, Any]]:
     """``differences`` restricted to the keys of ``expected``: checks part of a state."""
     return differences({key: actual[key] for key in expected if key in actual}, expected)
+
+
+# The preset's options plan as `print(config.options_plan())` shows it, written out (training, then inference).
+PRESET_TRAINING_PLAN = """\
+import popart
+import poptorch
+
+opts = poptorch.Options()
+opts.replicationFactor(1)
+opts.Training.gradientAccumulation(128)
+opts.deviceIterations(1)
+opts.outputMode(poptorch.OutputMode.All)
+opts.randomSeed(1234)
+opts.enableExecutableCaching("exec")
+opts.autoRoundNumIPUs(True)
+opts.Training.accumulationAndReplicationReductionType(poptorch.ReductionType.Mean)
+opts.Precision.enableStochasticRounding(True)
+opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
+opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement))
+opts.setAvailableMemoryProportion({"IPU0": 0.1, "IPU1": 0.1})
+opts._Popart.set("autoRecomputation", int(popart.RecomputationType.Pipeline))
+opts._Popart.set("disableGradAccumulationTensorStreams", True)
+opts._Popart.set("accumulateOuterFragmentSettings.schedule", int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
+opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
+opts._Popart.set("outlineThreshold", 10.0)
+opts._Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
+opts._Popart.setPatterns({"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True})"""
+
+PRESET_INFERENCE_PLAN = """\
+import popart
+import poptorch
+
+opts = poptorch.Options()
+opts.replicationFactor(1)
+opts.deviceIterations(1)
+opts.randomSeed(1234)
+opts.enableExecutableCaching("exec")
+opts.autoRoundNumIPUs(True)
+opts.outputMode(poptorch.OutputMode.All)
+opts.Precision.enableStochasticRounding(False)
+opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
+opts.setExecutionStrategy(poptorch.ShardedExecution(poptorch.AutoStage.AutoIncrement))
+opts.setAvailableMemoryProportion({"IPU0": 0.1, "IPU1": 0.1})
+opts._Popart.set("autoRecomputation", int(popart.RecomputationType.Pipeline))
+opts._Popart.set("disableGradAccumulationTensorStreams", True)
+opts._Popart.set("accumulateOuterFragmentSettings.schedule", int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
+opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
+opts._Popart.set("outlineThreshold", 10.0)
+opts._Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
+opts._Popart.setPatterns({"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True})"""
+
+
+def preset_training_plan_data(replicas: int, sharded: bool) -> Dict[str, Any]:
+    """The preset's training plan as JSON data, with `replicas` replicas (`sharded`: the optimizer state is)."""
+
+    def member(path, as_int=False):
+        return {"sdk": path, "int": True} if as_int else {"sdk": path}
+
+    return {
+        "options": {"new": "poptorch.Options", "args": [], "kwargs": {}, "chain": []},
+        "calls": [
+            {"method": "replicationFactor", "args": [replicas]},
+            {"method": "Training.gradientAccumulation", "args": [128]},
+            {"method": "deviceIterations", "args": [1]},
+            {"method": "outputMode", "args": [member("poptorch.OutputMode.All")]},
+            {"method": "randomSeed", "args": [1234]},
+            {"method": "enableExecutableCaching", "args": ["exec"]},
+            {"method": "autoRoundNumIPUs", "args": [True]},
+            {"method": "Training.accumulationAndReplicationReductionType", "args": [member("poptorch.ReductionType.Mean")]},
+            {"method": "Precision.enableStochasticRounding", "args": [True]},
+            {"method": "TensorLocations.setOptimizerLocation", "args": [{
+                "new": "poptorch.TensorLocationSettings", "args": [], "kwargs": {},
+                "chain": [["useOnChipStorage", [True]], ["useReplicatedTensorSharding", [sharded]]],
+            }]},
+            {"method": "setExecutionStrategy", "args": [{
+                "new": "poptorch.PipelinedExecution", "args": [member("poptorch.AutoStage.AutoIncrement")], "kwargs": {},
+                "chain": [],
+            }]},
+            {"method": "setAvailableMemoryProportion", "args": [{"IPU0": 0.1, "IPU1": 0.1}]},
+            {"method": "_Popart.set", "args": ["autoRecomputation", member("popart.RecomputationType.Pipeline", True)]},
+            {"method": "_Popart.set", "args": ["disableGradAccumulationTensorStreams", True]},
+            {"method": "_Popart.set", "args": [
+                "accumulateOuterFragmentSettings.schedule",
+                member("popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized", True),
+            ]},
+            {"method": "_Popart.set", "args": ["accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"]]},
+            {"method": "_Popart.set", "args": ["outlineThreshold", 10.0]},
+            {"method": "_Popart.set", "args": ["scheduleNonWeightUpdateGradientConsumersEarly", True]},
+            {"method": "_Popart.setPatterns", "args": [
+                {"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True}
+            ]},
+        ],
+        "compile_only": False,
+        "notes": [],
+    }

@@ -14,6 +14,11 @@ load a configuration, so tests exercise the client itself rather than a mock of 
   read without a valid token), `RevisionNotFound`, `EntryNotFound`; 401 for an unknown token, 403 for a read-only
   token that writes.
 
+Gated repositories (`gate`): anyone reads their info, but downloading a file needs a token the gate lets through,
+as on the Hub: without a token the answer is 401, with another token 403, both with `X-Error-Code: GatedRepo`.
+`bare_404_next` answers with a 404 that carries no `X-Error-Code` and no `X-Error-Message` (an HTML page, as a proxy
+or a partial mirror answers).
+
 Files are always committed inline ("regular" upload mode, no LFS). Repositories are model repos named
 `namespace/name`. Tests can seed and inspect repos directly, read a request log and per-file download counts, and
 inject faults (an HTTP status, a connection cut mid-body, or a stopped server) and disarm them.
@@ -83,6 +88,7 @@ class HubServer:
         self._log = []
         self._downloads = collections.Counter()
         self._faults = []
+        self._gates = {}  # repo_id -> tokens let through
         self._commit_counter = 0
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = True
@@ -170,7 +176,17 @@ class HubServer:
             del self._log[:]
             self._downloads.clear()
 
+    def gate(self, repo_id, granted_tokens=()):
+        """Gate `repo_id`: its files are served only to requests with one of `granted_tokens`."""
+        with self._lock:
+            self._gates[repo_id] = set(granted_tokens)
+
     # Fault injection
+    def bare_404_next(self, path_prefix, times=1, method=None):
+        """Answer the next `times` requests whose unquoted path starts with `path_prefix` with a bare 404 page."""
+        with self._lock:
+            self._faults.append({"prefix": path_prefix, "method": method, "times": times, "bare_404": True})
+
     def fail_next(self, path_prefix, status=500, times=1, method=None):
         """Answer the next `times` requests whose unquoted path starts with `path_prefix` with `status`."""
         with self._lock:
@@ -234,6 +250,9 @@ class _Handler(BaseHTTPRequestHandler):
         with hub._lock:
             fault = hub._take_fault(self.command, self.unquoted_path)
         self.cut_after = fault.get("cut") if fault else None
+        if fault and fault.get("bare_404"):
+            self._send(404, b"<html><body>404 Not Found</body></html>", {"Content-Type": "text/html"})
+            return
         try:
             if fault and "status" in fault:
                 raise HubError(fault["status"], "Injected failure")
@@ -297,6 +316,21 @@ class _Handler(BaseHTTPRequestHandler):
             raise HubError(status, "Repository not found", "RepoNotFound")
         return repo
 
+    def _pass_gate(self, hub, repo_id):
+        """Refuse a gated repository's files to a request without a token the gate lets through."""
+        if repo_id not in hub._gates:
+            return
+        role = self._role()
+        token = self.headers.get("Authorization", "")[len("Bearer "):]
+        if role is None:
+            message = "Access to model %s is restricted. You must have access to it and be authenticated to access " \
+                      "it. Please log in." % repo_id
+            raise HubError(401, message, "GatedRepo")
+        if token not in hub._gates[repo_id]:
+            message = "Access to model %s is restricted and you are not in the authorized list. Visit %s/%s to ask " \
+                      "for access." % (repo_id, hub.url, repo_id)
+            raise HubError(403, message, "GatedRepo")
+
     def _writable_repo(self, hub, repo_id):
         repo = self._readable_repo(hub, repo_id)
         self._require_write()
@@ -325,8 +359,9 @@ class _Handler(BaseHTTPRequestHandler):
             sha = repo.resolve(rest[1] if rest else "main")
             files = repo.commits[sha].files
             siblings = [{"rfilename": p, "size": len(c), "blobId": git_blob_sha(c)} for p, c in sorted(files.items())]
+            gated = "manual" if repo_id in hub._gates else False
             info = {"id": repo_id, "modelId": repo_id, "author": repo_id.split("/")[0], "sha": sha,
-                    "private": repo.private, "disabled": False, "gated": False, "tags": [], "siblings": siblings}
+                    "private": repo.private, "disabled": False, "gated": gated, "tags": [], "siblings": siblings}
             return 200, info, {}
         if method == "POST" and len(rest) == 2:
             repo = self._writable_repo(hub, repo_id)
@@ -382,6 +417,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _resolve(self, hub, repo_id, revision, path):
         repo = self._readable_repo(hub, repo_id)
+        self._pass_gate(hub, repo_id)
         sha = repo.resolve(revision)
         content = repo.commits[sha].files.get(path)
         if content is None:

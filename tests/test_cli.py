@@ -1,6 +1,7 @@
 """`ipu-config`: driven through its entry point, in-process (`main` with captured streams) and as the installed
 console script (a subprocess), against files and the local Hub server."""
 
+import io
 import json
 import os
 import pty
@@ -12,9 +13,11 @@ from pathlib import Path
 import pytest
 import transformers
 
+from expected_states import PRESET_TRAINING_PLAN, preset_training_plan_data
 from hub_fixtures import hub_env
 from optimum_ipu_ext import IPUConfig
 from optimum_ipu_ext.cli import main
+from optimum_ipu_ext.cli.output import Stream
 from optimum_ipu_ext.cli.reports import reserved_ipus
 from optimum_ipu_ext.cli.sources import presets
 from test_to_options import PRESET, UPSTREAM_CONFIGS
@@ -187,13 +190,46 @@ def test_output_is_plain_off_a_terminal_and_styled_on_one(tmp_path):
     assert code == 0 and "\033[" not in received
 
 
+def test_ctrl_c_exits_130_without_a_traceback(capsys, monkeypatch):
+    from optimum_ipu_ext.cli import commands
+
+    def interrupted(args, out, err):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(commands, "command_show", interrupted)
+    assert run(capsys, "show", PRESET) == (130, "", "")
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize(
+    "environment, styled",
+    [({"TERM": "xterm"}, True), ({"TERM": "dumb"}, False), ({"TERM": "xterm", "NO_COLOR": ""}, False)],
+    ids=["xterm", "dumb", "no-color"],
+)
+def test_styles_only_on_terminals_that_show_them(monkeypatch, environment, styled):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert Stream(Terminal()).style("Pipeline", "bold") == ("\033[1mPipeline\033[0m" if styled else "Pipeline")
+    assert Stream(io.StringIO()).style("Pipeline", "bold") == "Pipeline"
+
+
+def test_a_dumb_terminal_gets_plain_text():
+    code, received = run_on_terminal("show", PRESET, env={"TERM": "dumb"})
+    assert code == 0 and "\033[" not in received and "Pipeline" in received
+
+
 # show
 
 
 def test_show_prints_the_summary_then_the_options_as_python(capsys):
     code, out, err = run(capsys, "show", PRESET)
     assert code == 0
-    assert out == SHOW_PRESET.format(source=PRESET, plan=IPUConfig.from_pretrained(PRESET).options_plan())
+    assert out == SHOW_PRESET.format(source=PRESET, plan=PRESET_TRAINING_PLAN)
     assert err == ""  # the preset asks for sharding ready for more replicas: nothing to warn about
 
 
@@ -218,7 +254,7 @@ def test_show_json_is_the_same_summary(capsys):
     assert data["optimizer_state"] == {
         "offchip": False, "replicated_tensor_sharding": False, "note": "requested, unused with 1 replica"
     }
-    assert data["options_plan"] == IPUConfig.from_pretrained(PRESET).options_plan().to_dict()
+    assert data["options_plan"] == preset_training_plan_data(replicas=1, sharded=False)
     _, text, _ = run(capsys, "show", PRESET)
     for item in data["differs_from_defaults"]:
         assert f"  {item['setting']} " in text and json.dumps(item["value"]) in text
@@ -235,8 +271,26 @@ def test_show_inference(capsys):
     assert data["batch_size_factor"] == {
         "value": 4, "factors": {"inference_replication_factor": 1, "inference_device_iterations": 4}
     }
-    config = IPUConfig.from_pretrained(PRESET, inference_device_iterations=4)
-    assert data["options_plan"] == config.options_plan(for_inference=True).to_dict()
+    calls = [(call["method"], call["args"]) for call in data["options_plan"]["calls"]]
+    assert calls[:10] == [
+        ("replicationFactor", [1]),
+        ("deviceIterations", [4]),
+        ("randomSeed", [1234]),
+        ("enableExecutableCaching", ["exec"]),
+        ("autoRoundNumIPUs", [True]),
+        ("outputMode", [{"sdk": "poptorch.OutputMode.All"}]),
+        ("Precision.enableStochasticRounding", [False]),
+        ("TensorLocations.setOptimizerLocation", [{
+            "new": "poptorch.TensorLocationSettings", "args": [], "kwargs": {},
+            "chain": [["useOnChipStorage", [True]], ["useReplicatedTensorSharding", [False]]],
+        }]),
+        ("setExecutionStrategy", [{
+            "new": "poptorch.ShardedExecution", "args": [{"sdk": "poptorch.AutoStage.AutoIncrement"}], "kwargs": {},
+            "chain": [],
+        }]),
+        ("setAvailableMemoryProportion", [{"IPU0": 0.1, "IPU1": 0.1}]),
+    ]
+    assert not [method for method, _ in calls if method.startswith("Training.")]
 
 
 def test_settings_that_differ_are_those_not_at_optimum_graphcores_defaults(capsys, tmp_path):
@@ -281,9 +335,12 @@ def test_set_is_read_as_update_from_string_reads_it(capsys):
     updates = ["matmul_proportion=[0.15 0.3]", "recomputation_mode=null,seed=7", "stochastic_rounding=no"]
     code, out, _ = run(capsys, "show", PRESET, "--json", *[arg for update in updates for arg in ("--set", update)])
     assert code == 0
-    expected = IPUConfig.from_pretrained(PRESET)
-    expected.update_from_string(",".join(updates))
-    assert json.loads(out)["options_plan"] == expected.options_plan().to_dict()
+    calls = {call["method"]: call["args"] for call in json.loads(out)["options_plan"]["calls"]}
+    assert calls["setAvailableMemoryProportion"] == [{"IPU0": 0.15, "IPU1": 0.3}]
+    assert calls["randomSeed"] == [7]
+    assert calls["Precision.enableStochasticRounding"] == [False]
+    popart_keys = [call["args"][0] for call in json.loads(out)["options_plan"]["calls"] if call["method"] == "_Popart.set"]
+    assert "autoRecomputation" not in popart_keys and "outlineThreshold" in popart_keys
     assert json.loads(out)["pipeline"]["memory_proportion_per_ipu"] == {"IPU0": 0.15, "IPU1": 0.3}
 
 
@@ -321,7 +378,7 @@ def test_validate_passes_valid_configs_silently_on_stdout(capsys, tmp_path):
     IPUConfig(**UPSTREAM_CONFIGS["pipeline"]).save_pretrained(tmp_path / "pipeline")
     code, out, err = run(capsys, "validate", PRESET, tmp_path / "pipeline")
     assert (code, out) == (0, "")
-    assert err == "2 IPU config(s) valid\n"
+    assert err == "2 IPU config(s) valid\n"  # the preset's sharding, unused with one replica, is no problem
 
 
 def test_validate_reports_one_line_per_problem(capsys, tmp_path):
@@ -367,6 +424,13 @@ def test_validate_in_ci_as_a_script(tmp_path):
     assert result.returncode == 1
     assert result.stdout.startswith(f"{tmp_path / 'configs' / 'bad.json'}: ") and "output_mode" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_validate_of_a_directory_without_configs_fails(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("not a config")
+    code, out, err = run(capsys, "validate", tmp_path)
+    assert (code, out) == (1, f"{tmp_path}: a directory without ipu_config.json\n")
+    assert err == "1 of 1 IPU config(s) invalid\n"
 
 
 # diff
@@ -545,6 +609,14 @@ def test_push_with_a_read_token_is_one_line(capsys, hub):
     assert_one_error(err, "'org/cfg'", "403", "read-only token")
 
 
+@pytest.mark.parametrize("source", [PRESET, str(CONFIGS), "./cfg", "a/b/c", "cfg.json"])
+def test_pull_refuses_a_local_path(capsys, tmp_path, source):
+    code, out, err = run(capsys, "pull", source, tmp_path / "out")
+    assert (code, out) == (1, "")
+    assert err == f"ipu-config: error: {source}: a local path; pull takes a Hub repository id\n"
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("revision, replication_factor", [(None, 8), ("v1", 1)])
 def test_pull_writes_the_config(capsys, hub, tmp_path, revision, replication_factor):
     argv = ["pull", "org/cfg", tmp_path / "out"] + (["--revision", revision] if revision else [])
@@ -557,7 +629,7 @@ def test_pull_writes_the_config(capsys, hub, tmp_path, revision, replication_fac
 
 def test_show_and_diff_read_the_hub(capsys, hub):
     code, out, _ = run(capsys, "show", "org/cfg", "--revision", "v1")
-    assert code == 0 and out == SHOW_PRESET.format(source="org/cfg", plan=IPUConfig.from_pretrained(PRESET).options_plan())
+    assert code == 0 and out == SHOW_PRESET.format(source="org/cfg", plan=PRESET_TRAINING_PLAN)
     code, out, _ = run(capsys, "diff", "org/cfg", "org/cfg", "--revision-a", "v1")
     assert code == 0 and re.search(r"\n  replication_factor +1 -> 8\n", out)
 

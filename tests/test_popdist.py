@@ -231,7 +231,10 @@ def test_the_detected_plan_is_the_previewed_one_and_prints_as_python_that_builds
         assert plan == config.options_plan(popdist=PopDistLaunch(num_replicas=64, num_instances=4, instance_index=2))
         namespace = {}
         exec(compile(str(plan), "<plan>", "exec"), namespace)
-        assert differences(comparable(namespace["opts"]), comparable(plan.apply())) == {}
+        printed = comparable(namespace["opts"])
+        assert differences(printed, comparable(plan.apply())) == {}
+        expected = dict(instance_state(JOB_REPLICAS, 16, 4, 2, 250), saveInitializersToFile="<temporary file>")
+        assert differences(printed, expected) == {}
         assert config.options_plan(popdist=False).options.path == "poptorch.Options"
 
 

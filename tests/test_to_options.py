@@ -136,7 +136,19 @@ def test_printed_plan_is_python_that_builds_the_same_options(sdk, for_inference)
     plan = config.options_plan(for_inference=for_inference)
     namespace = {}
     exec(compile(str(plan), "<plan>", "exec"), namespace)
-    assert differences(comparable(namespace["opts"]), comparable(plan.apply())) == {}
+    printed = comparable(namespace["opts"])
+    assert differences(printed, comparable(plan.apply())) == {}
+    expected = dict(seed_state(4, False), saveInitializersToFile=TEMP_FILE)
+    if for_inference:  # sharded, no stochastic rounding, the training options untouched, inference's 1 replica
+        expected.update(
+            _execution_strategy={"type": "ShardedExecution", "auto_stage": 1, "blocks": {}},
+            execution_mode=1,
+            enableStochasticRounding=False,
+            gradient_accumulation=1,
+            replication_factor=1,
+            location_optimizer={"onChip": 1, "useReplicatedTensorSharding": 0},
+        )
+    assert differences(printed, expected) == {}
 
 
 def test_plan_needs_no_sdk_and_is_json(monkeypatch):
@@ -204,3 +216,13 @@ def test_random_configs_without_extension_settings_build_like_upstream(sdk, upst
         theirs = comparable(upstream.IPUConfig(**kwargs).to_options(for_inference=for_inference))
         ours = comparable(IPUConfig(**kwargs).to_options(for_inference=for_inference))
         assert differences(ours, theirs) == {}, (kwargs, for_inference)
+
+
+def test_each_build_is_new_options_that_a_model_may_freeze(sdk):
+    config = IPUConfig()
+    used = config.to_options()
+    used._freeze()  # as poptorch.trainingModel does with the options of a model (_poplar_executor.py)
+    fresh = config.to_options()
+    assert fresh.replicationFactor(2).replication_factor == 2
+    with pytest.raises(AttributeError, match="Can't modify frozen Options"):
+        used.replicationFactor(2)

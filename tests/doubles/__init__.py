@@ -134,6 +134,9 @@ def _strategy_state(strategy: Any) -> Dict[str, Any]:
 def state(opts: Any) -> Dict[str, Any]:
     """``opts.toDict()`` as plain, deep-copied data, plus the execution strategy.
 
+    ``toDict()`` is first parsed as poptorch's backend parses it when a model is compiled
+    (``poptorch_core._parse_session_options``): a value the real backend refuses fails here too.
+
     Normalisation, the same every time:
     - enum members become their value (``ReductionType.Mean`` -> ``1``);
     - lists and tuples become lists, sets become sorted lists;
@@ -142,7 +145,9 @@ def state(opts: Any) -> Dict[str, Any]:
       ``"_execution_strategy"`` adds what ``Options`` keeps of the strategy:
       ``{"type": class name, "auto_stage": AutoStage value or None, "blocks": {block id: stage id}}``.
     """
-    result = _comparable(opts.toDict())
+    options = opts.toDict()
+    poptorch_core._parse_session_options(options)
+    result = _comparable(options)
     result["_execution_strategy"] = _strategy_state(opts._execution_strategy)
     return result
 

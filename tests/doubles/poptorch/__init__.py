@@ -21,6 +21,7 @@ from .enums import (
     SyncPattern,
     VariableRetrievalMode,
 )
+from .poptorch_core import Error
 from .options import (
     ConfigFileError,
     Options,

@@ -5,16 +5,22 @@ constructor are the only public options; ``set`` rejects unknown keys and values
 whose type differs from the current one (``AssertionError``); ``createOrSet`` may
 add keys; public attributes read and write options; private attributes must all
 exist before the option values do; ``toDict`` merges the values into one dict.
+Once ``_freeze()`` has run (poptorch's ``PoplarExecutor`` freezes the options a model
+is built with, ``_poplar_executor.py``), every change raises
+``AttributeError("Can't modify frozen Options")``; a deep copy (``clone()``) is not frozen.
 """
+import copy
 
 
 class OptionsDict:
     """Options with a fixed set of keys, type-checked against their current values."""
 
     def __init__(self, **default_values):
+        self._is_frozen = False
         self._values = default_values
 
     def set(self, **kwargs):
+        self.checkIsFrozen()
         for option, value in kwargs.items():
             if option not in self._values:
                 raise AssertionError(
@@ -30,6 +36,7 @@ class OptionsDict:
             self._values[option] = value
 
     def createOrSet(self, **kwargs):
+        self.checkIsFrozen()
         for option, value in kwargs.items():
             if option in self._values:
                 self.set(**{option: value})
@@ -41,6 +48,29 @@ class OptionsDict:
 
     def deleteIfExists(self, option):
         self._values.pop(option, None)
+
+    def checkIsFrozen(self, option=None):
+        if option != "_is_frozen" and self.__dict__.get("_is_frozen"):
+            raise AttributeError("Can't modify frozen Options")
+
+    def _changeFreezeState(self, new_state):
+        self._is_frozen = new_state
+        for value in list(self.__dict__.values()):
+            if hasattr(value, "_is_frozen"):
+                value._is_frozen = new_state
+
+    def _freeze(self):
+        self._changeFreezeState(True)
+
+    def _unfreeze(self):
+        self._changeFreezeState(False)
+
+    def __deepcopy__(self, memory):
+        copied = type(self).__new__(type(self))
+        memory[id(self)] = copied
+        for key, value in self.__dict__.items():
+            object.__setattr__(copied, key, False if key == "_is_frozen" else copy.deepcopy(value, memory))
+        return copied
 
     def update(self, other):
         shared = set(self._values).intersection(other)
@@ -58,6 +88,7 @@ class OptionsDict:
         return getattr(self, option)
 
     def __setattr__(self, name, value):
+        self.checkIsFrozen(name)
         if not name.startswith("_"):
             self.set(**{name: value})
             return
@@ -79,3 +110,6 @@ class OptionsDict:
 
 class ProgressBar:
     """Stands in for the compilation progress callback that ``Options.toDict`` hands to the compiler."""
+
+    def __call__(self, progress: int, total: int) -> None:
+        """Called by the compiler as compilation progresses; the double draws nothing."""

@@ -38,12 +38,27 @@ class _JitOptions(OptionsDict):
 
 
 class _PopartOptions:
-    """``Options._Popart``: raw ``popart.SessionOptions`` keys and values, unchecked until compilation."""
+    """``Options._Popart``: raw ``popart.SessionOptions`` keys and values, unchecked until compilation; frozen with
+    the ``Options`` that hold them."""
 
     def __init__(self) -> None:
+        self._is_frozen = False
         self.options = {"instrumentWithHardwareCycleCounter": False, "rearrangeAnchorsOnHost": False}
 
+    def __deepcopy__(self, memory):
+        copied = _PopartOptions()
+        memory[id(self)] = copied
+        copied.options = copy.deepcopy(self.options, memory)
+        return copied
+
+    def checkIsFrozen(self, option=None):
+        if option != "_is_frozen" and self._is_frozen:
+            raise AttributeError("Can't modify frozen Options")
+
     def set(self, key: str, value: Union[int, float, str, List[str], Set[str]]) -> "_PopartOptions":
+        """Stores any value, as the real one does; the backend refuses the types it cannot take at compile time
+        (``poptorch_core._parse_session_options``)."""
+        self.checkIsFrozen()
         self.options[key] = value
         return self
 

@@ -1,0 +1,408 @@
+"""Every mapping from a setting to the SDK, pinned as written-out data: each choice to its SDK member and value,
+each PopART key, each error class, each bound, and the preset's whole plan (as Python and as JSON)."""
+
+import json
+
+import pytest
+
+import optimum_ipu_ext
+from expected_states import PRESET_INFERENCE_PLAN, PRESET_TRAINING_PLAN, preset_training_plan_data
+from optimum_ipu_ext import IPUConfig
+from test_to_options import PRESET, comparable
+
+
+def plan_lines(config, for_inference=False):
+    return str(config.options_plan(for_inference=for_inference)).splitlines()
+
+
+# --- choices: each value -> its SDK member (as the plan prints it) and the value the options hold ----------
+
+POPART_CHOICES = {
+    # setting: {choice: (printed member, value in the PopART option)}, the PopART key is in POPART_KEYS
+    "recomputation_mode": {
+        "none": ("popart.RecomputationType.NoRecompute", 0),
+        "standard": ("popart.RecomputationType.Standard", 1),
+        "norm_only": ("popart.RecomputationType.NormOnly", 2),
+        "pipeline": ("popart.RecomputationType.Pipeline", 3),
+        "recompute_all": ("popart.RecomputationType.RecomputeAll", 4),
+    },
+    "accumulate_outer_fragment_schedule": {
+        "scheduler": ("popart.AccumulateOuterFragmentSchedule.Scheduler", 0),
+        "serial": ("popart.AccumulateOuterFragmentSchedule.Serial", 1),
+        "overlap_cycle_optimized": ("popart.AccumulateOuterFragmentSchedule.OverlapCycleOptimized", 2),
+        "overlap_memory_optimized": ("popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized", 3),
+    },
+    "subgraph_copying_strategy": {
+        "on_enter_and_exit": ("popart.SubgraphCopyingStrategy.OnEnterAndExit", 0),
+        "just_in_time": ("popart.SubgraphCopyingStrategy.JustInTime", 1),
+    },
+}
+
+POPART_CHOICE_KEYS = {
+    "recomputation_mode": "autoRecomputation",
+    "accumulate_outer_fragment_schedule": "accumulateOuterFragmentSettings.schedule",
+    "subgraph_copying_strategy": "subgraphCopyingStrategy",
+}
+
+
+@pytest.mark.parametrize(
+    "setting, choice",
+    [(setting, choice) for setting, choices in POPART_CHOICES.items() for choice in choices],
+)
+def test_popart_choice_sets_its_member_as_an_int(sdk, setting, choice):
+    member, value = POPART_CHOICES[setting][choice]
+    key = POPART_CHOICE_KEYS[setting]
+    config = IPUConfig(**{setting: choice})
+    assert f'opts._Popart.set("{key}", int({member}))' in plan_lines(config)
+    built = comparable(config.to_options())
+    assert type(built[key]) is int and built[key] == value
+
+
+POPTORCH_CHOICES = {
+    # setting: {choice: (printed member, member name, value)}
+    "accumulation_and_replication_reduction_type": {
+        "sum": ("poptorch.ReductionType.Sum", "Sum", 0),
+        "mean": ("poptorch.ReductionType.Mean", "Mean", 1),
+    },
+    "output_mode": {
+        "final": ("poptorch.OutputMode.Final", "Final", 0),
+        "all": ("poptorch.OutputMode.All", "All", 2),
+        "sum": ("poptorch.OutputMode.Sum", "Sum", 3),
+        "default": ("poptorch.OutputMode.Default", "Default", 4),
+    },
+    "auto_stage": {
+        "same_as_ipu": ("poptorch.AutoStage.SameAsIpu", "SameAsIpu", 0),
+        "auto_increment": ("poptorch.AutoStage.AutoIncrement", "AutoIncrement", 1),
+    },
+}
+
+
+def _poptorch_choice_state(opts, setting):
+    """The member the options hold for a poptorch choice setting, where poptorch keeps it."""
+    if setting == "accumulation_and_replication_reduction_type":
+        return opts.Training.accumulation_and_replication_reduction_type
+    if setting == "output_mode":
+        return opts.output_mode  # poptorch stores the member's value
+    return opts._execution_strategy._stages_manager._auto_stage
+
+
+@pytest.mark.parametrize(
+    "setting, choice",
+    [(setting, choice) for setting, choices in POPTORCH_CHOICES.items() for choice in choices],
+)
+def test_poptorch_choice_passes_its_member(sdk, setting, choice):
+    import poptorch
+
+    printed, name, value = POPTORCH_CHOICES[setting][choice]
+    config = IPUConfig(**{setting: choice})
+    lines = plan_lines(config)
+    assert any(printed in line for line in lines), lines
+    held = _poptorch_choice_state(config.to_options(), setting)
+    if setting == "output_mode":
+        assert held == value and type(held) is int
+    else:
+        assert held is getattr(getattr(poptorch, printed.split(".")[1]), name) and int(held) == value
+
+
+@pytest.mark.parametrize(
+    "setting, choice, strategy, mode",
+    [
+        ("execution_strategy", "pipelined", "PipelinedExecution", 0),
+        ("execution_strategy", "sharded", "ShardedExecution", 1),
+        ("inference_execution_strategy", "pipelined", "PipelinedExecution", 0),
+        ("inference_execution_strategy", "sharded", "ShardedExecution", 1),
+    ],
+)
+def test_execution_strategy_choice(sdk, setting, choice, strategy, mode):
+    for_inference = setting.startswith("inference_")
+    config = IPUConfig(**{setting: choice})
+    line = f"opts.setExecutionStrategy(poptorch.{strategy}(poptorch.AutoStage.AutoIncrement))"
+    assert line in plan_lines(config, for_inference)
+    built = comparable(config.to_options(for_inference=for_inference))
+    assert built["_execution_strategy"]["type"] == strategy and built["execution_mode"] == mode
+
+
+def test_every_choice_setting_is_pinned():
+    pinned = set(POPART_CHOICES) | set(POPTORCH_CHOICES) | {"execution_strategy", "inference_execution_strategy"}
+    with_choices = {name for name, setting in IPUConfig.SETTINGS.items() if setting.choices}
+    assert with_choices == pinned
+    for name, choices in {**POPART_CHOICES, **POPTORCH_CHOICES}.items():
+        assert set(IPUConfig.SETTINGS[name].choices) == set(choices), name
+
+
+# --- PopART keys: each setting -> the session option it writes, and the value there -------------------
+
+POPART_KEYS = [
+    # (settings, key, value stored in the options)
+    ({"recomputation_mode": "norm_only"}, "autoRecomputation", 2),
+    ({"disable_grad_accumulation_tensor_streams": False}, "disableGradAccumulationTensorStreams", False),
+    ({"accumulate_outer_fragment_schedule": "serial"}, "accumulateOuterFragmentSettings.schedule", 1),
+    ({"layers_per_ipu": [-1, -1], "accumulate_outer_fragment_excluded_virtual_graphs": [1, 0]},
+     "accumulateOuterFragmentSettings.excludedVirtualGraphs", ["1", "0"]),
+    ({"outline_threshold": 2.5}, "outlineThreshold", 2.5),
+    ({"subgraph_copying_strategy": "on_enter_and_exit"}, "subgraphCopyingStrategy", 0),
+    ({"schedule_non_weight_update_gradient_consumers_early": False},
+     "scheduleNonWeightUpdateGradientConsumersEarly", False),
+    ({"engine_options": {"debug.instrument": "true"}}, "engineOptions", {"debug.instrument": "true"}),
+    ({"popart_patterns": {"TiedGather": False}}, "patterns", {"TiedGather": False}),
+    ({"stochastic_rounding": False}, "enableStochasticRounding", False),
+    ({"executable_cache_dir": "./cache"}, "cachePath", "./cache"),
+    ({"executable_cache_dir": "./cache"}, "enableEngineCaching", True),
+    ({"enable_half_partials": True}, "partialsTypeMatMuls", "half"),
+    ({"auto_loss_scaling": True}, "automaticLossScalingSettings.enabled", True),
+    ({"popart_options": {"decomposeGradSum": True}}, "decomposeGradSum", True),
+]
+
+
+@pytest.mark.parametrize("settings, key, value", POPART_KEYS, ids=[key for _, key, _ in POPART_KEYS])
+def test_setting_writes_its_popart_key(sdk, settings, key, value):
+    built = comparable(IPUConfig(**settings).to_options())
+    assert built[key] == value and type(built[key]) is type(value)
+
+
+@pytest.mark.parametrize(
+    "setting, key",
+    [
+        ("recomputation_mode", "autoRecomputation"),
+        ("disable_grad_accumulation_tensor_streams", "disableGradAccumulationTensorStreams"),
+        ("accumulate_outer_fragment_schedule", "accumulateOuterFragmentSettings.schedule"),
+        ("accumulate_outer_fragment_excluded_virtual_graphs", "accumulateOuterFragmentSettings.excludedVirtualGraphs"),
+        ("outline_threshold", "outlineThreshold"),
+        ("subgraph_copying_strategy", "subgraphCopyingStrategy"),
+        ("schedule_non_weight_update_gradient_consumers_early", "scheduleNonWeightUpdateGradientConsumersEarly"),
+        ("engine_options", "engineOptions"),
+        ("popart_patterns", "patterns"),
+    ],
+)
+def test_null_leaves_popart_its_default(sdk, setting, key):
+    assert key not in comparable(IPUConfig(**{setting: None}).to_options())
+
+
+def test_explicit_ir_is_set_for_inference_only(sdk):
+    config = IPUConfig(explicit_ir_inference=True)
+    assert comparable(config.to_options(for_inference=True))["enableExplicitIR"] is True
+    assert "enableExplicitIR" not in comparable(config.to_options())
+    assert 'opts._Popart.set("enableExplicitIR", True)' in plan_lines(config, for_inference=True)
+
+
+def test_initializers_go_to_a_fresh_temporary_file(sdk):
+    first = IPUConfig().to_options().toDict()["saveInitializersToFile"]
+    second = IPUConfig().to_options().toDict()["saveInitializersToFile"]
+    assert isinstance(first, str) and first != second
+    assert 'opts._Popart.set("saveInitializersToFile", tempfile.NamedTemporaryFile().name)' in plan_lines(IPUConfig())
+    assert "saveInitializersToFile" not in IPUConfig(save_initializers_to_file=False).to_options().toDict()
+
+
+POPART_KEYS_OF_SETTINGS = {
+    # a PopART key that a setting drives: `popart_options` may not set it
+    "autoRecomputation": "recomputation_mode",
+    "disableGradAccumulationTensorStreams": "disable_grad_accumulation_tensor_streams",
+    "accumulateOuterFragmentSettings.schedule": "accumulate_outer_fragment_schedule",
+    "accumulateOuterFragmentSettings.excludedVirtualGraphs": "accumulate_outer_fragment_excluded_virtual_graphs",
+    "outlineThreshold": "outline_threshold",
+    "subgraphCopyingStrategy": "subgraph_copying_strategy",
+    "scheduleNonWeightUpdateGradientConsumersEarly": "schedule_non_weight_update_gradient_consumers_early",
+    "engineOptions": "engine_options",
+    "saveInitializersToFile": "save_initializers_to_file",
+    "cachePath": "executable_cache_dir",
+    "enableEngineCaching": "executable_cache_dir",
+    "enableStochasticRounding": "stochastic_rounding",
+    "enableExplicitIR": "explicit_ir_inference",
+    "partialsTypeMatMuls": "enable_half_partials",
+}
+
+
+@pytest.mark.parametrize("key", sorted(POPART_KEYS_OF_SETTINGS))
+def test_popart_options_refuse_a_key_that_a_setting_drives(key):
+    with pytest.raises(optimum_ipu_ext.IncompatibleSettingsError) as raised:
+        IPUConfig(popart_options={key: "x"})
+    assert f"set `{POPART_KEYS_OF_SETTINGS[key]}` instead" in str(raised.value)
+    assert raised.value.field == "popart_options"
+
+
+# --- the preset's whole plan, written out ----------------------------------------------------------
+
+def test_preset_plan_as_python():
+    config = IPUConfig.from_pretrained(PRESET)
+    assert str(config.options_plan()) == PRESET_TRAINING_PLAN
+    assert str(config.options_plan(for_inference=True)) == PRESET_INFERENCE_PLAN
+
+
+def test_preset_plan_as_json():
+    plan = IPUConfig.from_pretrained(PRESET, replication_factor=2).options_plan()
+    assert json.loads(json.dumps(plan.to_dict())) == preset_training_plan_data(replicas=2, sharded=True)
+
+
+def test_default_plan_as_python_offline():
+    assert str(IPUConfig().options_plan(compile_only=True)) == """\
+import popart
+import poptorch
+import tempfile
+import torch
+
+opts = poptorch.Options()
+opts.replicationFactor(1)
+opts.Training.gradientAccumulation(1)
+opts.Precision.setPartialsType(torch.float16)
+opts.deviceIterations(1)
+opts.outputMode(poptorch.OutputMode.Final)
+opts.autoRoundNumIPUs(True)
+opts.Training.accumulationAndReplicationReductionType(poptorch.ReductionType.Mean)
+opts.Precision.enableStochasticRounding(True)
+opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
+opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement))
+opts.setAvailableMemoryProportion({"IPU0": 0.2})
+opts.useOfflineIpuTarget()
+opts._Popart.set("saveInitializersToFile", tempfile.NamedTemporaryFile().name)
+opts._Popart.set("disableGradAccumulationTensorStreams", True)
+opts._Popart.set("accumulateOuterFragmentSettings.schedule", int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
+opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
+opts._Popart.set("outlineThreshold", 10.0)
+opts._Popart.set("subgraphCopyingStrategy", int(popart.SubgraphCopyingStrategy.JustInTime))
+opts._Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
+opts._Popart.setPatterns({"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True})
+opts._Popart.set("engineOptions", {"opt.useAutoloader": "true", "target.syncReplicasIndependently": "true"})"""
+
+
+# --- errors: each class and the built-in classes it is, as upstream raises them --------------------
+
+ERROR_BASES = {
+    "IPUConfigError": ("Exception",),
+    "InvalidSettingError": ("IPUConfigError", "ValueError"),
+    "SettingTypeError": ("IPUConfigError", "TypeError", "ValueError"),
+    "IncompatibleSettingsError": ("InvalidSettingError",),
+    "UnknownSettingError": ("IPUConfigError", "ValueError"),
+    "ConfigFileError": ("IPUConfigError", "OSError"),
+    "HubError": ("IPUConfigError", "OSError"),
+    "HubRepositoryNotFoundError": ("HubError",),
+    "HubRevisionNotFoundError": ("HubError",),
+    "HubFileNotFoundError": ("HubError",),
+    "HubAccessDeniedError": ("HubError",),
+    "HubUnavailableError": ("HubError",),
+    "HubConfigFileError": ("HubError", "ConfigFileError"),
+    "PoplarSDKNotFoundError": ("IPUConfigError", "ImportError"),
+}
+BUILTIN_ERRORS = (ValueError, TypeError, OSError, ImportError, KeyError, AttributeError, RuntimeError)
+
+
+@pytest.mark.parametrize("name", sorted(ERROR_BASES))
+def test_error_class_hierarchy(name):
+    error_class = getattr(optimum_ipu_ext, name)
+    assert tuple(base.__name__ for base in error_class.__bases__) == ERROR_BASES[name]
+
+
+def test_every_exported_error_is_pinned():
+    exported = {name for name in optimum_ipu_ext.__all__ if name.endswith("Error")}
+    assert exported == set(ERROR_BASES)
+
+
+@pytest.mark.parametrize(
+    "name, builtins",
+    [
+        ("InvalidSettingError", {ValueError}),
+        ("SettingTypeError", {TypeError, ValueError}),
+        ("IncompatibleSettingsError", {ValueError}),
+        ("UnknownSettingError", {ValueError}),
+        ("ConfigFileError", {OSError}),
+        ("HubConfigFileError", {OSError}),
+        ("HubUnavailableError", {OSError}),
+        ("PoplarSDKNotFoundError", {ImportError}),
+    ],
+)
+def test_errors_are_the_builtins_upstream_raises(name, builtins):
+    error_class = getattr(optimum_ipu_ext, name)
+    assert {builtin for builtin in BUILTIN_ERRORS if issubclass(error_class, builtin)} == builtins
+
+
+def test_error_messages_name_field_value_and_what_is_allowed():
+    with pytest.raises(optimum_ipu_ext.InvalidSettingError) as invalid:
+        IPUConfig(recomputation_mode="sometimes")
+    assert (invalid.value.field, invalid.value.value) == ("recomputation_mode", "sometimes")
+    assert str(invalid.value) == (
+        "`recomputation_mode='sometimes'` is invalid: allowed values are 'none', 'standard', 'norm_only', "
+        "'pipeline', 'recompute_all'."
+    )
+    with pytest.raises(optimum_ipu_ext.SettingTypeError) as wrong_type:
+        IPUConfig(outline_threshold="10")
+    assert str(wrong_type.value) == "`outline_threshold='10'` has type `str`, expected number, or null."
+    assert (wrong_type.value.field, wrong_type.value.value, wrong_type.value.allowed) == (
+        "outline_threshold", "10", "number, or null"
+    )
+    with pytest.raises(optimum_ipu_ext.InvalidSettingError) as negative:
+        IPUConfig(accumulate_outer_fragment_excluded_virtual_graphs=[-1])
+    assert str(negative.value) == (
+        "`accumulate_outer_fragment_excluded_virtual_graphs=[-1]` is invalid: numbers must be >= 0."
+    )
+
+
+def test_sdk_missing_error_names_the_module():
+    error = optimum_ipu_ext.PoplarSDKNotFoundError("popart")
+    assert error.name == "popart" and str(error).startswith("`to_options()` needs `popart`, which ships only")
+
+
+# --- bounds: each number's minimum (no setting has a maximum) ---------------------------------------
+
+BOUNDS = {
+    # setting: (smallest allowed value, a value below it)
+    "replication_factor": (1, 0),
+    "inference_replication_factor": (1, 0),
+    "gradient_accumulation_steps": (1, 0),
+    "layers_per_ipu": ([-1], [-2]),
+    "inference_layers_per_ipu": ([-1], [-2]),
+    "ipus_per_replica": (1, 0),
+    "inference_ipus_per_replica": (1, 0),
+    "matmul_proportion": (0, -0.01),
+    "inference_matmul_proportion": ([0.0], [-0.01]),
+    "embedding_serialization_factor": (1, 0),
+    "inference_embedding_serialization_factor": (1, 0),
+    "serialized_embedding_splits_per_ipu": ([0, 1], [-1, 1]),
+    "inference_serialized_embedding_splits_per_ipu": ([0, 1], [-1, 1]),
+    "projection_serialization_factor": (1, 0),
+    "inference_projection_serialization_factor": (1, 0),
+    "serialized_projection_splits_per_ipu": ([0, 1], [-1, 1]),
+    "inference_serialized_projection_splits_per_ipu": ([0, 1], [-1, 1]),
+    "device_iterations": (1, 0),
+    "inference_device_iterations": (1, 0),
+    "accumulate_outer_fragment_excluded_virtual_graphs": ([0], [-1]),
+}
+# One job addresses at most 65536 IPUs: replicas and IPUs per replica are each bounded by it.
+MAXIMUMS = {"replication_factor": 65536, "inference_replication_factor": 65536, "ipus_per_replica": 65536,
+            "inference_ipus_per_replica": 65536}
+MINIMUMS = {"layers_per_ipu": -1, "inference_layers_per_ipu": -1, "matmul_proportion": 0,
+            "inference_matmul_proportion": 0, "serialized_embedding_splits_per_ipu": 0,
+            "inference_serialized_embedding_splits_per_ipu": 0, "serialized_projection_splits_per_ipu": 0,
+            "inference_serialized_projection_splits_per_ipu": 0, "accumulate_outer_fragment_excluded_virtual_graphs": 0}
+
+
+def test_bounds_are_the_pinned_ones():
+    bounded = {
+        name: (setting.minimum, setting.maximum)
+        for name, setting in IPUConfig.SETTINGS.items()
+        if setting.minimum is not None or setting.maximum is not None
+    }
+    assert bounded == {name: (MINIMUMS.get(name, 1), MAXIMUMS.get(name)) for name in BOUNDS}
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDS))
+def test_bound_allows_its_minimum_and_refuses_below(name):
+    setting = IPUConfig.SETTINGS[name]
+    allowed, below = BOUNDS[name]
+    assert setting.check(allowed) == allowed
+    with pytest.raises(optimum_ipu_ext.InvalidSettingError) as raised:
+        setting.check(below)
+    assert str(raised.value) == f"`{name}={below!r}` is invalid: numbers must be >= {MINIMUMS.get(name, 1)}."
+
+
+@pytest.mark.parametrize("name", sorted(MAXIMUMS))
+def test_bound_allows_its_maximum_and_refuses_above(name):
+    setting = IPUConfig.SETTINGS[name]
+    assert setting.check(65536) == 65536
+    with pytest.raises(optimum_ipu_ext.InvalidSettingError) as raised:
+        setting.check(65537)
+    assert str(raised.value) == f"`{name}=65537` is invalid: numbers must be <= 65536."
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_numbers_must_be_finite(value):
+    with pytest.raises(optimum_ipu_ext.InvalidSettingError, match="numbers must be finite"):
+        IPUConfig.SETTINGS["matmul_proportion"].check(value)

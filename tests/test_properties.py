@@ -1,0 +1,123 @@
+"""Properties over generated configurations (hypothesis): a config survives its JSON form unchanged, and a config that
+uses none of the settings this package adds builds the options optimum-graphcore's own class builds."""
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import doubles
+from expected_states import differences
+from optimum_ipu_ext import IPUConfig
+from optimum_ipu_ext.settings import POPART_KEYS_WITH_A_SETTING
+from test_to_options import comparable
+
+# Deterministic and bounded, so that CI runs the same examples every time in a few seconds.
+PROFILE = settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+PROPORTION = st.floats(min_value=0, max_value=1, allow_nan=False).map(lambda number: round(number, 3))
+NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._", min_size=1, max_size=12)
+JSON_SCALAR = st.one_of(st.booleans(), st.integers(-10, 10**6), PROPORTION, NAME)
+
+
+@st.composite
+def upstream_settings(draw) -> dict:
+    """Settings of optimum-graphcore's IPUConfig, in every combination its build handles."""
+    ipus = draw(st.integers(1, 4))
+    layers = draw(st.one_of(st.lists(st.integers(-1, 6), min_size=ipus, max_size=ipus).filter(lambda l: -1 not in l),
+                            st.just([-1] * ipus)))
+    generated = {
+        "layers_per_ipu": layers,
+        "ipus_per_replica": draw(st.sampled_from([ipus, None])) if -1 not in layers or ipus == 1 else ipus,
+        "matmul_proportion": draw(st.one_of(PROPORTION, st.lists(PROPORTION, min_size=ipus, max_size=ipus))),
+        "replication_factor": draw(st.integers(1, 8)),
+        "inference_replication_factor": draw(st.integers(1, 8)),
+        "gradient_accumulation_steps": draw(st.integers(1, 64)),
+        "device_iterations": draw(st.integers(1, 16)),
+        "inference_device_iterations": draw(st.integers(1, 16)),
+        "output_mode": draw(st.sampled_from(["all", "sum", "final"])),  # "default": toDict() refuses to show it
+        "seed": draw(st.one_of(st.none(), st.integers(0, 2**31))),
+        "executable_cache_dir": draw(st.sampled_from(["", "disabled", "./exec"])),
+        "optimizer_state_offchip": draw(st.booleans()),
+        "replicated_tensor_sharding": draw(st.booleans()),
+        "enable_half_partials": draw(st.booleans()),
+        "auto_loss_scaling": draw(st.booleans()),
+        "explicit_ir_inference": draw(st.booleans()),
+    }
+    if generated["ipus_per_replica"] is None:
+        del generated["ipus_per_replica"]
+    if draw(st.booleans()):
+        inference_ipus = draw(st.integers(1, 4))
+        generated["inference_layers_per_ipu"] = draw(st.lists(st.integers(1, 6), min_size=inference_ipus,
+                                                              max_size=inference_ipus))
+        # a falsy inference value (0.0) means "as in training" to both bases, as to optimum-graphcore
+        proportion = PROPORTION.filter(bool)
+        generated["inference_matmul_proportion"] = draw(
+            st.one_of(proportion, st.lists(PROPORTION, min_size=inference_ipus, max_size=inference_ipus))
+        )
+    return generated
+
+
+def choice_or_null(name):
+    setting = IPUConfig.SETTINGS[name]
+    choices = st.sampled_from(sorted(setting.choices))
+    return st.one_of(st.none(), choices) if setting.default is None or "Optional" in str(setting.annotation) else choices
+
+
+@st.composite
+def full_settings(draw) -> dict:
+    """Upstream's settings and this package's, any of them left out."""
+    generated = draw(upstream_settings())
+    ipus = generated.get("ipus_per_replica") or len(generated["layers_per_ipu"])
+    extension = {
+        "auto_round_num_ipus": st.booleans(),
+        "stochastic_rounding": st.booleans(),
+        "save_initializers_to_file": st.booleans(),
+        "execution_strategy": st.sampled_from(["pipelined", "sharded"]),
+        "inference_execution_strategy": st.sampled_from(["pipelined", "sharded"]),
+        "auto_stage": st.sampled_from(["same_as_ipu", "auto_increment"]),
+        "accumulation_and_replication_reduction_type": st.sampled_from(["sum", "mean"]),
+        "recomputation_mode": choice_or_null("recomputation_mode"),
+        "accumulate_outer_fragment_schedule": choice_or_null("accumulate_outer_fragment_schedule"),
+        "subgraph_copying_strategy": choice_or_null("subgraph_copying_strategy"),
+        "disable_grad_accumulation_tensor_streams": st.one_of(st.none(), st.booleans()),
+        "schedule_non_weight_update_gradient_consumers_early": st.one_of(st.none(), st.booleans()),
+        "accumulate_outer_fragment_excluded_virtual_graphs": st.one_of(
+            st.none(), st.lists(st.integers(0, ipus - 1), max_size=ipus, unique=True)
+        ),
+        "outline_threshold": st.one_of(st.none(), st.floats(-100, 100, allow_nan=False)),
+        "popart_patterns": st.one_of(st.none(), st.dictionaries(NAME, st.booleans(), max_size=3)),
+        "engine_options": st.one_of(st.none(), st.dictionaries(NAME, NAME, max_size=3)),
+        "popart_options": st.dictionaries(
+            NAME.filter(lambda key: key not in POPART_KEYS_WITH_A_SETTING),
+            st.one_of(JSON_SCALAR, st.lists(NAME, max_size=3)),
+            max_size=3,
+        ),
+    }
+    for name in draw(st.sets(st.sampled_from(sorted(extension)))):
+        generated[name] = draw(extension[name])
+    return generated
+
+
+@PROFILE
+@given(full_settings())
+def test_from_dict_to_json_from_dict_is_the_identity(config_dict):
+    config = IPUConfig.from_dict(config_dict)
+    text = config.to_json_string()
+    again = IPUConfig.from_dict(json.loads(text))
+    assert again.to_json_string() == text
+    assert again.to_dict() == config.to_dict()
+    for name, value in config_dict.items():
+        assert getattr(again, name) == value, name
+    assert again.non_default_settings() == config.non_default_settings()
+
+
+@PROFILE
+@given(upstream_settings())
+def test_a_config_without_new_settings_builds_what_upstream_builds(config_dict):
+    upstream = doubles.load_upstream_ipu_configuration()
+    with doubles.installed(hardware_version=2):
+        for for_inference in (False, True):
+            theirs = comparable(upstream.IPUConfig(**config_dict).to_options(for_inference=for_inference))
+            ours = comparable(IPUConfig(**config_dict).to_options(for_inference=for_inference))
+            assert differences(ours, theirs) == {}, for_inference

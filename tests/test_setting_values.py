@@ -1,0 +1,271 @@
+"""How setting values are checked and read from text: each setting's type as the errors name it, which values each
+kind of type takes, `update_from_string`'s spellings and its errors, word for word."""
+
+from typing import Any, Dict, List, Optional, Union
+
+import pytest
+
+from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, SettingTypeError, UnknownSettingError
+from optimum_ipu_ext.schema import Setting
+
+TYPES = {
+    "replication_factor": "int",
+    "inference_replication_factor": "int",
+    "gradient_accumulation_steps": "int",
+    "layers_per_ipu": "list of int",
+    "inference_layers_per_ipu": "list of int, or null",
+    "ipus_per_replica": "int, or null",
+    "inference_ipus_per_replica": "int, or null",
+    "optimizer_state_offchip": "bool",
+    "replicated_tensor_sharding": "bool",
+    "matmul_proportion": "number or list of number",
+    "inference_matmul_proportion": "number or list of number, or null",
+    "enable_half_partials": "bool",
+    "embedding_serialization_factor": "int, or null",
+    "inference_embedding_serialization_factor": "int, or null",
+    "serialized_embedding_splits_per_ipu": "list of int, or null",
+    "inference_serialized_embedding_splits_per_ipu": "list of int, or null",
+    "projection_serialization_factor": "int, or null",
+    "inference_projection_serialization_factor": "int, or null",
+    "serialized_projection_splits_per_ipu": "list of int, or null",
+    "inference_serialized_projection_splits_per_ipu": "list of int, or null",
+    "recompute_checkpoint_every_layer": "bool",
+    "device_iterations": "int",
+    "inference_device_iterations": "int",
+    "output_mode": "string",
+    "seed": "int, or null",
+    "auto_loss_scaling": "bool",
+    "executable_cache_dir": "string",
+    "explicit_ir_inference": "bool",
+    "parallelize_kwargs": "object of string to any, or null",
+    "inference_parallelize_kwargs": "object of string to any, or null",
+    "execute_encoder_on_cpu_for_generation": "bool",
+    "auto_round_num_ipus": "bool",
+    "accumulation_and_replication_reduction_type": "string",
+    "execution_strategy": "string",
+    "inference_execution_strategy": "string",
+    "auto_stage": "string",
+    "stochastic_rounding": "bool",
+    "save_initializers_to_file": "bool",
+    "recomputation_mode": "string, or null",
+    "disable_grad_accumulation_tensor_streams": "bool, or null",
+    "accumulate_outer_fragment_schedule": "string, or null",
+    "accumulate_outer_fragment_excluded_virtual_graphs": "list of int, or null",
+    "outline_threshold": "number, or null",
+    "subgraph_copying_strategy": "string, or null",
+    "schedule_non_weight_update_gradient_consumers_early": "bool, or null",
+    "popart_patterns": "object of string to bool, or null",
+    "engine_options": "object of string to string, or null",
+    "popart_options": "object of string to any",
+}
+
+
+def test_every_setting_has_a_pinned_type():
+    assert list(IPUConfig.SETTINGS) == list(TYPES)
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_a_value_of_the_wrong_type_names_the_settings_type(name):
+    value = 1j  # a type no setting takes
+    with pytest.raises(SettingTypeError) as raised:
+        IPUConfig.SETTINGS[name].check(value)
+    assert str(raised.value) == f"`{name}=1j` has type `complex`, expected {TYPES[name]}."
+    assert (raised.value.field, raised.value.value, raised.value.allowed) == (name, value, TYPES[name])
+
+
+def test_check_names_the_field_it_is_given():
+    with pytest.raises(SettingTypeError, match=r"^`popart_options\['x'\]='1'` has type `str`, expected int, or null\.$"):
+        IPUConfig.SETTINGS["seed"].check("1", field="popart_options['x']")
+
+
+# Which values each kind of annotation takes, checked on settings made here (booleans are not numbers).
+VALUES = {
+    "true": True, "one": 1, "half": 0.5, "text": "s", "null": None, "ints": [1, 2], "floats": [0.5],
+    "mixed": [1, "s"], "empty-list": [], "flags": {"a": True}, "counts": {"a": 1}, "int-keys": {1: True},
+    "tuple": (1,),
+}
+ACCEPTS = [
+    (int, {"one"}),
+    (float, {"one", "half"}),
+    (bool, {"true"}),
+    (str, {"text"}),
+    (Any, set(VALUES)),
+    (Optional[int], {"one", "null"}),
+    (List[int], {"ints", "empty-list"}),
+    (Optional[List[int]], {"ints", "empty-list", "null"}),
+    (Union[float, List[float]], {"one", "half", "ints", "floats", "empty-list"}),
+    (Dict[str, bool], {"flags"}),
+    (Optional[Dict[str, Any]], {"flags", "counts", "null"}),
+]
+
+
+@pytest.mark.parametrize("annotation, accepted", ACCEPTS, ids=[str(annotation) for annotation, _ in ACCEPTS])
+def test_a_setting_takes_exactly_the_values_of_its_type(annotation, accepted):
+    setting = Setting("probe", annotation, None, "A setting made by the test.")
+    taken = set()
+    for name, value in VALUES.items():
+        try:
+            setting.check(value)
+        except SettingTypeError:
+            continue
+        taken.add(name)
+    assert taken == accepted
+
+
+def test_choices_and_constraints_apply_to_values_not_to_null():
+    setting = Setting("probe", Optional[str], None, "", choices=("a", "b"), constraint=lambda value: "never")
+    assert setting.check(None) is None
+    with pytest.raises(InvalidSettingError, match=r"^`probe='c'` is invalid: allowed values are 'a', 'b'\.$"):
+        setting.check("c")
+    with pytest.raises(InvalidSettingError) as raised:
+        setting.check("a")
+    assert (str(raised.value), raised.value.value) == ("`probe='a'` is invalid: never.", "a")
+
+
+def test_bounds_apply_to_every_number_of_a_list():
+    setting = Setting("probe", List[float], [], "", minimum=0, maximum=1)
+    assert setting.check([0, 0.5, 1]) == [0, 0.5, 1]
+    for value, words in (([0.5, 1.5], "numbers must be <= 1"), ([-0.5], "numbers must be >= 0")):
+        with pytest.raises(InvalidSettingError) as raised:
+            setting.check(value)
+        assert str(raised.value) == f"`probe={value!r}` is invalid: {words}."
+        assert (raised.value.field, raised.value.value) == ("probe", value)
+    with pytest.raises(InvalidSettingError, match=r"^`probe=\[nan\]` is invalid: numbers must be finite\.$"):
+        setting.check([float("nan")])
+
+
+def test_a_default_is_copied_for_each_config():
+    setting = Setting("probe", Dict[str, bool], {"a": True}, "")
+    first = setting.default_value()
+    first["b"] = False
+    assert setting.default_value() == {"a": True} and setting.default == {"a": True}
+
+
+# --- update_from_string: each kind of value, and its errors ---------------------------------------------------
+
+READ = [
+    ("replication_factor=4", "replication_factor", 4),
+    ("matmul_proportion=0.25", "matmul_proportion", 0.25),
+    ("matmul_proportion=[0.25 0.5]", "matmul_proportion", [0.25, 0.5]),
+    ("matmul_proportion=[0.25,0.5]", "matmul_proportion", [0.25, 0.5]),
+    ("layers_per_ipu=[3 -1]", "layers_per_ipu", [3, -1]),
+    ("seed=null", "seed", None),
+    ("seed=None", "seed", None),
+    ("seed= 7 ", "seed", 7),
+    ("recomputation_mode=NULL", "recomputation_mode", None),
+    ("recomputation_mode=norm_only", "recomputation_mode", "norm_only"),
+    ("executable_cache_dir=./a=b", "executable_cache_dir", "./a=b"),
+    ("outline_threshold=3", "outline_threshold", 3.0),
+    ("accumulate_outer_fragment_excluded_virtual_graphs=[0]", "accumulate_outer_fragment_excluded_virtual_graphs", [0]),
+    ('engine_options={"a": "1", "b": "x=y"}', "engine_options", {"a": "1", "b": "x=y"}),
+    ('popart_options={"k": [1, 2]}', "popart_options", {"k": [1, 2]}),
+    ('parallelize_kwargs={"a": {"b": [1, 2]}}', "parallelize_kwargs", {"a": {"b": [1, 2]}}),
+]
+
+
+@pytest.mark.parametrize("text, name, value", READ, ids=[text for text, _, _ in READ])
+def test_update_from_string_reads_each_kind_of_value(text, name, value):
+    config = IPUConfig(layers_per_ipu=[-1, -1])
+    config.update_from_string(text)
+    assert getattr(config, name) == value and type(getattr(config, name)) is type(value)
+
+
+def test_commas_inside_brackets_and_braces_do_not_split():
+    config = IPUConfig(layers_per_ipu=[-1, -1])
+    config.update_from_string('matmul_proportion=[0.1,0.2],engine_options={"a": "1", "b": "2"},seed=3,')
+    assert (config.matmul_proportion, config.engine_options, config.seed) == ([0.1, 0.2], {"a": "1", "b": "2"}, 3)
+
+
+UNREADABLE = [
+    ("replication_factor=4.5", "`replication_factor='4.5'` is invalid: expected an integer."),
+    ("outline_threshold=fast", "`outline_threshold='fast'` is invalid: expected a number."),
+    ("stochastic_rounding=maybe", "`stochastic_rounding='maybe'` is invalid: expected true or false."),
+    ("layers_per_ipu=3", "`layers_per_ipu='3'` is invalid: expected list of int, written as [a b c]."),
+    ("layers_per_ipu=[1 x]", "`layers_per_ipu='[1 x]'` is invalid: expected list of int, written as [a b c]."),
+    ('engine_options=["a"]', "`engine_options='[\"a\"]'` is invalid: expected object of string to string."),
+    ("engine_options={a}", "`engine_options='{a}'` is invalid: expected object of string to string."),
+    ("seed", "`seed='seed'` is invalid: expected key=value."),
+]
+
+
+@pytest.mark.parametrize("text, message", UNREADABLE, ids=[text for text, _ in UNREADABLE])
+def test_update_from_string_names_what_it_cannot_read(text, message):
+    config = IPUConfig(layers_per_ipu=[-1, -1])
+    before = config.to_dict()
+    with pytest.raises(InvalidSettingError) as raised:
+        config.update_from_string(f"seed=5,{text}")
+    assert str(raised.value) == message
+    assert raised.value.field == text.partition("=")[0]
+    assert config.to_dict() == before
+
+
+def test_update_from_string_names_an_unknown_key():
+    with pytest.raises(UnknownSettingError) as raised:
+        IPUConfig().update_from_string("seed=1,replication_factr=2")
+    assert str(raised.value) == "Unknown IPU config key `replication_factr`. Did you mean `replication_factor`?"
+    assert (raised.value.field, raised.value.suggestion) == ("replication_factr", "replication_factor")
+
+
+def test_update_from_string_of_an_inference_list_keeps_the_lists_apart():
+    config = IPUConfig(layers_per_ipu=[-1, -1])
+    config.update_from_string("inference_layers_per_ipu=[2 2]")
+    assert (config.layers_per_ipu, config.inference_layers_per_ipu) == ([-1, -1], [2, 2])
+
+
+# --- popart_options must be JSON -----------------------------------------------------------------------------
+
+JSON_ONLY = "values must be JSON: booleans, finite numbers, strings, lists and objects of those"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), {1, 2}, b"x"], ids=["nan", "inf", "set", "bytes"])
+def test_popart_options_must_be_json(value):
+    with pytest.raises(InvalidSettingError) as raised:
+        IPUConfig(popart_options={"k": value})
+    assert str(raised.value) == f"`popart_options={{'k': {value!r}}}` is invalid: {JSON_ONLY}."
+
+
+# --- validation between settings (the core's rules, on both bases) -----------------------------------------------
+
+
+PIPELINE_LENGTH_ERROR = (  # the core validates on both bases
+    "`matmul_proportion=[0.1, 0.1, 0.1]` is invalid: it needs one entry per IPU, as `ipus_per_replica=2`."
+)
+
+
+def test_a_per_ipu_list_of_the_wrong_length_names_both_settings():
+    with pytest.raises(ValueError) as raised:
+        IPUConfig(layers_per_ipu=[1, 2], matmul_proportion=[0.1, 0.1, 0.1])
+    assert str(raised.value) == PIPELINE_LENGTH_ERROR
+    assert isinstance(raised.value, IncompatibleSettingsError)
+    assert (raised.value.field, raised.value.value) == ("matmul_proportion", [0.1, 0.1, 0.1])
+
+
+@pytest.mark.parametrize("layer", ["embedding", "projection"])
+def test_a_serialization_factor_and_splits_exclude_each_other(layer):
+    factor, splits = f"{layer}_serialization_factor", f"serialized_{layer}_splits_per_ipu"
+    with pytest.raises(ValueError) as raised:
+        IPUConfig(layers_per_ipu=[1, 1], **{factor: 2, splits: [1, 1]})
+    assert str(raised.value) == (
+        f"`{factor}=2` is invalid: give `{factor}` (serialise on one IPU) or `{splits}` (split across IPUs), not both."
+    )
+    assert (raised.value.field, raised.value.value) == (factor, 2)
+
+
+def test_a_pipeline_with_spread_layers_needs_no_entry_per_ipu(upstream):
+    kwargs = {"layers_per_ipu": [-1, 3], "ipus_per_replica": 4}
+    assert IPUConfig(**kwargs).ipus_per_replica == upstream.IPUConfig(**kwargs).ipus_per_replica == 4
+    with pytest.raises(ValueError, match="layers_per_ipu"):
+        IPUConfig(layers_per_ipu=[2, 3], ipus_per_replica=4)
+
+
+def test_only_brackets_and_braces_nest_in_update_from_string():
+    config = IPUConfig()
+    config.update_from_string('executable_cache_dir=/tmp/X,seed=3,engine_options={"X": "1", "Y": "2"},outline_threshold=1')
+    assert (config.executable_cache_dir, config.seed) == ("/tmp/X", 3)
+    assert (config.engine_options, config.outline_threshold) == ({"X": "1", "Y": "2"}, 1.0)
+
+
+def test_a_setting_of_any_class_names_it():
+    setting = Setting("probe", bytes, b"", "")
+    with pytest.raises(SettingTypeError, match=r"^`probe='s'` has type `str`, expected bytes\.$"):
+        setting.check("s")
