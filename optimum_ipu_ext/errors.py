@@ -101,9 +101,9 @@ class HubVisibilityError(HubError):
 
     def __init__(self, repo_id: str, action: str, endpoint: str):
         problem = (
-            "it is public, and `private=True` asks for a private repository; nothing was uploaded. Make it private "
-            f"first (on {endpoint}/{repo_id}/settings, or with `HfApi().update_repo_settings('{repo_id}', "
-            "private=True)`), or push without `private`"
+            "it is public, and a private repository was asked for (`private=True`, `--private`); nothing was uploaded. "
+            f"Make it private first (on {endpoint}/{repo_id}/settings, or with "
+            f"`HfApi().update_repo_settings('{repo_id}', private=True)`), or push without `private`"
         )
         super().__init__(repo_id, problem, action)
 

@@ -390,8 +390,8 @@ def test_private_push_to_a_public_repo_is_refused_before_any_upload(hub, seeded)
     with pytest.raises(HubVisibilityError) as raised:
         IPUConfig(replication_factor=8).push_to_hub(seeded, token=hub.write_token, private=True)
     message = str(raised.value)
-    assert message.startswith("Cannot push the IPU config to Hub repository 'org/cfg': it is public, and "
-                              "`private=True` asks for a private repository; nothing was uploaded.")
+    assert message.startswith("Cannot push the IPU config to Hub repository 'org/cfg': it is public, and a private "
+                              "repository was asked for (`private=True`, `--private`); nothing was uploaded.")
     assert f"{hub.url}/org/cfg/settings" in message and "update_repo_settings('org/cfg', private=True)" in message
     assert [(r.method, r.path) for r in hub.log] == [("GET", "/api/models/org/cfg")]
     assert hub.files(seeded) == before and not hub.is_private(seeded)
@@ -637,6 +637,41 @@ def test_server_error_warm_cache_loads_and_cold_cache_fails_clearly(hub, seeded,
     hub.fail_next("/org/cfg/", status=500, times=20)
     assert IPUConfig.from_pretrained(seeded).replication_factor == 4
     assert {r.status for r in hub.log if r.method == "HEAD"} >= {500}
+
+
+@pytest.mark.parametrize("cache_state", ["cold", "warm"])
+def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, seeded, monkeypatch, caplog,
+                                                                          cache_state):
+    """With the client's real back-off (1 s before its first retry), the answer comes after its first attempt and
+    one question of ours: not after its six attempts."""
+    import huggingface_hub.file_download
+    import huggingface_hub.utils._http
+
+    import optimum_ipu_ext.hub as package_hub
+
+    if cache_state == "warm":
+        IPUConfig.from_pretrained(seeded)
+    monkeypatch.setattr(package_hub, "PATIENCE", 0.3)
+    monkeypatch.setattr(huggingface_hub.utils._http, "time", time)
+    monkeypatch.setattr(huggingface_hub.file_download, "time", time)
+    hub.clear_log()
+    hub.fail_next("/org/cfg/", status=500, times=1000)
+    hub.fail_next("/api/models/org/cfg", status=500, times=1000)
+    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub"):
+        if cache_state == "cold":
+            with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': the Hub at .* answered 500 "
+                                                          "Internal Server Error.*holds no copy"):
+                IPUConfig.from_pretrained(seeded)
+        else:
+            assert IPUConfig.from_pretrained(seeded).replication_factor == 4
+    answered = hub.log
+    assert 1 <= len(answered) <= 3 and {r.status for r in answered} == {500}, answered
+    ours = [r.getMessage() for r in caplog.records if r.name == "optimum_ipu_ext.hub"]
+    if cache_state == "warm" and HUB_0X:  # huggingface_hub 2.x falls back to the cache at once by itself
+        assert len(ours) == 1 and ours[0].startswith("Loading the cached copy of 'ipu_config.json' of Hub "
+                                                     "repository 'org/cfg' at revision 'main': the Hub at ")
+    else:
+        assert ours == []
 
 
 def test_connection_cut_mid_body(hub, seeded, cache):
