@@ -5,7 +5,9 @@ error) against a local Hub (tests/hub_server.py, on 127.0.0.1) that either answe
 500 Internal Server Error or is stopped (connections refused), with a cold cache (nothing cached: the answer is an
 error) and a warm one (the file cached by an earlier load: the answer is the cached copy). Both classes run on the
 same server, with the client's real retries and back-off.
-Goal: cold <= 10 s, warm <= 3 s, and never slower than the peer.
+Goal: cold <= 10 s, warm <= 3 s, and never slower than the peer (to within RESOLUTION: repeated loads of a few
+tens of milliseconds spread that much on a shared machine). Answers under a second are the best of five loads, as
+the machine's noise only adds time. The first row, a warm load with the Hub up, is the reference.
 
     python benchmarks/hub_outage.py [--python PYTHON ...]
 
@@ -26,6 +28,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from hub_server import HubServer  # noqa: E402
 
 GOALS = {"cold": 10.0, "warm": 3.0}
+REPEATS = 5
+RESOLUTION = 0.05
 LOAD = """
 import sys, time
 if sys.argv[1] == "ours":
@@ -38,7 +42,7 @@ try:
     answer = "loaded"
 except Exception as error:
     answer = type(error).__name__
-print(f"{time.perf_counter() - start:.2f} {answer}")
+print(f"{time.perf_counter() - start:.4f} {answer}")
 """
 SIDES = {"ours": "org/ipu", "peer": "org/peer"}
 
@@ -65,6 +69,15 @@ def load(python, side, server, hf_home):
 
 
 def measure(python, side, outage, cache, work):
+    """(seconds, answer): the best of `REPEATS` loads (noise only adds time); answers slower than a second are
+    timed once."""
+    first = measure_once(python, side, outage, cache, work)
+    if first[0] > 1:
+        return first
+    return min([first[0]] + [measure_once(python, side, outage, cache, work)[0] for _ in range(REPEATS - 1)]), first[1]
+
+
+def measure_once(python, side, outage, cache, work):
     hf_home = tempfile.mkdtemp(dir=work)
     server = seeded_server()
     try:
@@ -72,7 +85,7 @@ def measure(python, side, outage, cache, work):
             assert load(python, side, server, hf_home)[1] == "loaded"
         if outage == "500":
             server.fail_next("/", status=500, times=10 ** 6)
-        else:
+        elif outage == "down":
             server.stop()
         return load(python, side, server, hf_home)
     finally:
@@ -97,12 +110,12 @@ def main():
             capture_output=True, text=True, check=True).stdout.split()
         print(f"\ntransformers {versions[0]}, huggingface_hub {versions[1]} ({python})")
         print(f"{'Hub':5} {'cache':5} {'IPUConfig':>30} {'PretrainedConfig':>20} {'ratio':>6}  goal")
-        for outage in ("500", "down"):
-            for cache in ("cold", "warm"):
-                (ours, our_answer), (peer, peer_answer) = (measure(python, side, outage, cache, work) for side in SIDES)
-                verdict = "met" if ours <= GOALS[cache] and ours <= peer else "NOT met"
-                print(f"{outage:5} {cache:5} {ours:6.2f} s {our_answer:>21} {peer:6.2f} s {peer_answer:>11} "
-                      f"{ours / peer:6.2f}  <= {GOALS[cache]:g} s and <= peer: {verdict}")
+        for outage, cache in [("up", "warm")] + [(outage, cache) for outage in ("500", "down") for cache in GOALS]:
+            (ours, our_answer), (peer, peer_answer) = (measure(python, side, outage, cache, work) for side in SIDES)
+            verdict = "met" if ours <= GOALS[cache] and ours <= peer + RESOLUTION else "NOT met"
+            goal = f"<= {GOALS[cache]:g} s and <= peer: {verdict}" if outage != "up" else "(reference)"
+            print(f"{outage:5} {cache:5} {ours:6.2f} s {our_answer:>21} {peer:6.2f} s {peer_answer:>11} "
+                  f"{ours / peer:6.2f}  {goal}")
 
 
 if __name__ == "__main__":
