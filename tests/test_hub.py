@@ -397,6 +397,14 @@ def test_private_push_to_a_public_repo_is_refused_before_any_upload(hub, seeded)
     assert hub.files(seeded) == before and not hub.is_private(seeded)
 
 
+def test_the_way_out_the_visibility_error_gives_works(hub, seeded):
+    with pytest.raises(HubVisibilityError):
+        IPUConfig(replication_factor=8).push_to_hub(seeded, token=hub.write_token, private=True)
+    huggingface_hub.HfApi(token=hub.write_token).update_repo_settings(seeded, private=True)
+    IPUConfig(replication_factor=8).push_to_hub(seeded, token=hub.write_token, private=True)
+    assert hub.is_private(seeded) and pushed_config(hub, seeded)["replication_factor"] == 8
+
+
 def test_private_push_to_a_private_repo_or_a_new_one(hub):
     hub.create_repo("org/secret", private=True)
     IPUConfig(replication_factor=2).push_to_hub("org/secret", token=hub.write_token, private=True)
