@@ -151,6 +151,7 @@ class HubSource:
         self.revision = kwargs.get("revision") or "main"
         self.cache_dir = str(kwargs.get("cache_dir") or _default_cache())
         self.local_files_only = bool(kwargs.get("local_files_only"))
+        self.force_download = bool(kwargs.get("force_download"))
         self.token = _token(kwargs)
         self.token_given = _token_given(kwargs)
 
@@ -202,7 +203,8 @@ def load_promptly(source: Optional[HubSource], load: Callable[..., T]) -> T:
 
     The client retries a failing Hub for about 23 s. When `load()` has not returned after `PATIENCE` seconds, the
     Hub is asked once whether it is answering. If it is not, the cached copy is loaded with
-    `load(local_files_only=True)`, or, with no cached copy, the Hub's failure is raised; the client's attempt is
+    `load(local_files_only=True)`, or, with no cached copy (or `force_download`), the Hub's failure is raised; the
+    client's attempt is
     left to finish in the background. A Hub that answers is waited for as long as the client waits.
     """
     if source is None or source.local_files_only or constants.HF_HUB_OFFLINE or is_offline_mode():
@@ -221,7 +223,7 @@ def load_promptly(source: Optional[HubSource], load: Callable[..., T]) -> T:
     threading.Thread(target=attempt, name=f"optimum-ipu-ext: load {source}", daemon=True).start()
     if not finished.wait(PATIENCE):
         failure = source.outage()
-        if failure is not None and source.cached_copy() is None:
+        if failure is not None and (source.force_download or source.cached_copy() is None):
             raise failure
         if failure is not None:
             found = _classify([failure], source.token_given, writing=False)
@@ -296,7 +298,9 @@ def _load_error(error: Exception, source: HubSource) -> Optional[Exception]:
     if found is None:
         return None
     error_class, problem = found
-    if error_class is HubUnavailableError:
+    if error_class is HubUnavailableError and source.force_download and source.cached_copy() is not None:
+        problem += ", and `force_download=True` refuses the cached copy"
+    elif error_class is HubUnavailableError:
         problem += f", and the cache ({source.cache_dir}) holds no copy of the file"
     return error_class(source.repo_id, problem, source.action, source.revision)
 

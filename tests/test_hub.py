@@ -647,7 +647,7 @@ def test_server_error_warm_cache_loads_and_cold_cache_fails_clearly(hub, seeded,
     assert {r.status for r in hub.log if r.method == "HEAD"} >= {500}
 
 
-@pytest.mark.parametrize("cache_state", ["cold", "warm"])
+@pytest.mark.parametrize("cache_state", ["cold", "warm", "warm, force_download"])
 def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, seeded, monkeypatch, caplog,
                                                                           cache_state):
     """With the client's real back-off (1 s before its first retry), the answer comes after its first attempt and
@@ -657,8 +657,9 @@ def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, s
 
     import optimum_ipu_ext.hub as package_hub
 
-    if cache_state == "warm":
+    if cache_state.startswith("warm"):
         IPUConfig.from_pretrained(seeded)
+    kwargs = {"force_download": True} if "force_download" in cache_state else {}
     monkeypatch.setattr(package_hub, "PATIENCE", 0.3)
     monkeypatch.setattr(huggingface_hub.utils._http, "time", time)
     monkeypatch.setattr(huggingface_hub.file_download, "time", time)
@@ -666,10 +667,11 @@ def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, s
     hub.fail_next("/org/cfg/", status=500, times=1000)
     hub.fail_next("/api/models/org/cfg", status=500, times=1000)
     with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub"):
-        if cache_state == "cold":
+        if cache_state != "warm":
+            reason = "`force_download=True` refuses the cached copy" if kwargs else "the cache .* holds no copy"
             with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': the Hub at .* answered 500 "
-                                                          "Internal Server Error.*holds no copy"):
-                IPUConfig.from_pretrained(seeded)
+                                                          f"Internal Server Error.*, and {reason}"):
+                IPUConfig.from_pretrained(seeded, **kwargs)
         else:
             assert IPUConfig.from_pretrained(seeded).replication_factor == 4
     answered = hub.log
