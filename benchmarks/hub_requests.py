@@ -127,8 +127,9 @@ def main():
             verdict += " (extra: " + ", ".join(f"{method} {path}" for method, path in extra) + ")"
         print(f"{name:26} {len(ours):10} {len(peer):17}  {verdict}")
     if not any(path == "/api/validate-yaml" for _, requests in results["peer"] for _, path, _ in requests):
-        print("\nOn this stack PretrainedConfig.push_to_hub writes no model card; IPUConfig commits one (README.md),")
-        print("which the client validates first (POST /api/validate-yaml).")
+        print("\nOn this stack PretrainedConfig.push_to_hub neither reads nor writes a model card. IPUConfig reads the")
+        print("repository first (GET /api/models/{repo}: its visibility and head commit) and its README.md (HEAD and")
+        print("GET), and commits the card with the config, which the client validates (POST /api/validate-yaml).")
     if args.show_requests:
         for side, operations in results.items():
             for name, requests in operations:

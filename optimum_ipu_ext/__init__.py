@@ -11,6 +11,7 @@ from .errors import (
     HubRepositoryNotFoundError,
     HubRevisionNotFoundError,
     HubUnavailableError,
+    HubVisibilityError,
     IncompatibleSettingsError,
     InvalidSettingError,
     IPUConfigError,
@@ -43,6 +44,7 @@ __all__ = [
     "HubFileNotFoundError",
     "HubAccessDeniedError",
     "HubUnavailableError",
+    "HubVisibilityError",
     "HubConfigFileError",
 ]
 

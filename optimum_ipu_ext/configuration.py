@@ -1,7 +1,9 @@
 """`IPUConfig`: optimum-graphcore's IPU configuration, extended to describe a whole PopTorch build."""
 
 import os
-from typing import Any, Dict, Union
+from typing import Any, Dict, Optional, Sequence, Union
+
+from huggingface_hub import CommitInfo
 
 from . import hub
 from .base import BaseIPUConfig
@@ -94,16 +96,23 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
         `cache_dir`, `force_download`, `local_files_only`, `token`, ...) and settings overriding the loaded
         values. `token` works with every supported transformers release (`use_auth_token` too).
 
+        When the Hub is down or answers with server errors, the answer comes within seconds: the cached copy if
+        there is one (with a logged warning), else a `HubUnavailableError`.
+
         Raises:
             HubError: the Hub repository, revision or file does not exist, cannot be read with the token
                 given, or the Hub cannot be used and the cache has no copy. The message names the repository,
                 the revision and what happened.
-            ConfigFileError: the file is not a JSON object.
+            ConfigFileError: the file is not a JSON object, or a local path (`x.json`, `./x`, `dir/`) does not
+                exist or is a folder without `ipu_config.json`; nothing is asked of the Hub then.
             UnknownSettingError: the file has a key no release ever had.
         """
         source = hub.HubSource.of(pretrained_model_name_or_path, cls.CONFIG_NAME, kwargs)
+        arguments = hub.load_arguments(kwargs)
         with hub.load_errors(source):
-            config_dict, overrides = cls.get_config_dict(pretrained_model_name_or_path, **hub.load_arguments(kwargs))
+            config_dict, overrides = hub.load_promptly(
+                source, lambda **extra: cls.get_config_dict(pretrained_model_name_or_path, **arguments, **extra)
+            )
         try:
             return cls.from_dict(config_dict, **overrides)
         except IPUConfigError as error:
@@ -127,25 +136,38 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
         super().save_pretrained(save_directory)
         return self.push_to_hub(repo_id, **kwargs)
 
-    def push_to_hub(self, repo_id: str, **kwargs):
-        """Uploads `ipu_config.json` and a model card (`README.md`) to the Hub repository `repo_id`, in one commit.
+    def push_to_hub(
+        self,
+        repo_id: str,
+        *,
+        commit_message: Optional[str] = None,
+        commit_description: Optional[str] = None,
+        private: Optional[bool] = None,
+        token: Union[str, bool, None] = None,
+        revision: Optional[str] = None,
+        create_pr: bool = False,
+        tags: Sequence[str] = (),
+        use_auth_token: Union[str, bool, None] = None,
+    ) -> CommitInfo:
+        """Commits `ipu_config.json` and the model card (`README.md`) to the Hub repository `repo_id`, together.
 
-        Goes through transformers' `PushToHubMixin`, which creates the repository if needed. Keyword arguments
-        are those of `PushToHubMixin.push_to_hub`: `token` (on every supported transformers release),
-        `private`, `commit_message`, `create_pr`, and where transformers supports it `revision` (a branch).
+        The repository is created if needed (private with `private=True`). Its model card is kept: the config's
+        section of it is added, or replaced in place, and the metadata gains only what it lacks (`library_name`,
+        the IPU tags and `tags`). The arguments are those of transformers' `push_to_hub`, on every supported
+        release: `revision` is a branch (created if needed), `token` may also be given as `use_auth_token`.
+
+        Returns:
+            The client's `CommitInfo` (`commit_url`, `oid`, and `pr_url` with `create_pr=True`). When the repository
+            already holds this config and card, nothing is committed: a warning says so, and `oid` is its head.
 
         Raises:
+            HubVisibilityError: `private=True` and the repository exists and is public; nothing was uploaded.
             HubError: the push failed; the message names the repository and what happened.
-            InvalidSettingError: an argument this transformers release cannot honour (it would drop it).
         """
         self._validate_ipu_config()
-        with hub.push_errors(repo_id, kwargs):
-            return super().push_to_hub(repo_id, **hub.push_arguments(kwargs))
-
-    def _upload_modified_files(self, working_dir: Union[str, os.PathLike], repo_id: str, *args, **kwargs):
-        """Adds the model card to the folder `PushToHubMixin.push_to_hub` uploads, then uploads it."""
-        hub.write_model_card(self, str(working_dir), repo_id)
-        return super()._upload_modified_files(working_dir, repo_id, *args, **kwargs)
+        arguments = dict(commit_message=commit_message, commit_description=commit_description, private=private,
+                         token=token, revision=revision, create_pr=create_pr, tags=tags, use_auth_token=use_auth_token)
+        return hub.push_config(self, repo_id, arguments).commit
 
     def to_json_string(self, use_diff: bool = True) -> str:
         """The configuration as JSON. With `use_diff`, transformers' own attributes are left out where they

@@ -46,6 +46,12 @@ def warn_once(message: str, stacklevel: int = 2) -> None:
         warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
 
+def looks_like_path(source: str) -> bool:
+    """Whether `source` can only be a local path, never a Hub repository id (`x.json`, `./x`, `dir/`, `a/b/c`)."""
+    return source.endswith((".json", "/", os.sep)) or source.startswith((".", "/", "~")) or source.count("/") > 1 \
+        or "\\" in source
+
+
 def check_keys(values: Dict[str, Any]) -> None:
     """Rejects keys no release ever had; drops, with a warning, keys that earlier releases had."""
     for key in list(values):

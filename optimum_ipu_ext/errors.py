@@ -95,6 +95,19 @@ class HubUnavailableError(HubError):
     mode), and the cache holds no copy to fall back on."""
 
 
+class HubVisibilityError(HubError):
+    """A push asked for a private repository (`private=True`, `--private`) and the repository exists and is public.
+    Nothing is uploaded: a push never changes who can see a repository."""
+
+    def __init__(self, repo_id: str, action: str, endpoint: str):
+        problem = (
+            "it is public, and a private repository was asked for (`private=True`, `--private`); nothing was uploaded. "
+            f"Make it private first (on {endpoint}/{repo_id}/settings, or with "
+            f"`HfApi().update_repo_settings('{repo_id}', private=True)`), or push without `private`"
+        )
+        super().__init__(repo_id, problem, action)
+
+
 class HubConfigFileError(HubError, ConfigFileError):
     """The IPU config file on the Hub is not a JSON object. Also a `ConfigFileError`, as a local file would be."""
 

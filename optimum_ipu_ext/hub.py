@@ -1,20 +1,36 @@
 """The Hub side of `IPUConfig`: one token keyword on every stack, errors that say what happened to which
-repository, and the model card pushed with the config.
+repository, loads that answer promptly when the Hub is down, and pushes that keep the repository's model card.
 
-Loading goes through optimum's `BaseConfig` and pushing through transformers' `PushToHubMixin`; this module
-adapts their arguments to the installed versions and translates their errors into the package's own.
+Loading goes through optimum's `BaseConfig` (transformers' `cached_file`); pushing goes through `HfApi`, which
+reads the repository first (its visibility, its head commit, its `README.md`) and then commits the config and the
+card together on top of that head. This module adapts arguments to the installed versions and translates the
+client's errors into the package's own.
 """
 
 import contextlib
 import http
 import inspect
 import json
+import logging
 import os
 import posixpath
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Type
+import threading
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Type, TypeVar
 
 import transformers
-from huggingface_hub import ModelCard, ModelCardData, constants, get_token, try_to_load_from_cache
+from huggingface_hub import (
+    CommitInfo,
+    CommitOperationAdd,
+    HfApi,
+    ModelCard,
+    ModelCardData,
+    constants,
+    get_token,
+    hf_hub_download,
+    hf_hub_url,
+    try_to_load_from_cache,
+)
+from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
 from huggingface_hub.errors import (
     EntryNotFoundError,
     GatedRepoError,
@@ -25,7 +41,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from transformers.utils.hub import PushToHubMixin, cached_file, is_offline_mode
+from transformers.utils.hub import cached_file, is_offline_mode
 
 from .errors import (
     ConfigFileError,
@@ -36,8 +52,10 @@ from .errors import (
     HubRepositoryNotFoundError,
     HubRevisionNotFoundError,
     HubUnavailableError,
+    HubVisibilityError,
     InvalidSettingError,
 )
+from .core import looks_like_path
 from .settings import EXTENSION_SETTINGS
 
 try:  # huggingface_hub 1.x and later speak httpx
@@ -53,14 +71,15 @@ except ImportError:  # huggingface_hub 0.x speaks requests
 
 CARD_NAME = "README.md"
 CARD_TAGS = ("ipu", "graphcore", "ipu-config", "optimum-graphcore", "optimum-ipu-ext")
+SECTION_START = "<!-- optimum-ipu-ext: start of the IPU config section, rewritten on every push -->"
+SECTION_END = "<!-- optimum-ipu-ext: end of the IPU config section -->"
 LOGIN_HINT = "pass `token=` or log in with `hf auth login`"
+# How long a load waits for the client before asking the Hub once whether it is answering: the client retries a
+# failing Hub for about 23 s (0.x: also with a cached copy) before it gives up or falls back to the cache.
+PATIENCE = 2.0
 
-PUSH_PARAMETERS = inspect.signature(PushToHubMixin.push_to_hub).parameters
-NEWER_PUSH_ARGUMENTS = {
-    "revision": "push to the default branch, or open a pull request with `create_pr=True`",
-    "commit_description": "put the description in `commit_message`",
-    "tags": "the model card already carries the IPU tags",
-}
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _token_keyword(function) -> str:
@@ -70,7 +89,6 @@ def _token_keyword(function) -> str:
 
 
 LOAD_TOKEN_KEYWORD = _token_keyword(cached_file)
-PUSH_TOKEN_KEYWORD = _token_keyword(PushToHubMixin.push_to_hub)
 
 
 def with_token_keyword(kwargs: Dict[str, Any], keyword: str) -> Dict[str, Any]:
@@ -90,26 +108,26 @@ def load_arguments(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return with_token_keyword(kwargs, LOAD_TOKEN_KEYWORD)
 
 
-def push_arguments(kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """`push_to_hub` keyword arguments, as the installed `PushToHubMixin` takes them.
+def check_local_source(source: Any, config_name: str, subfolder: str = "") -> None:
+    """Raises `ConfigFileError` for a local source that holds no config: a missing path (that cannot be a Hub
+    repository id), or a folder without `config_name`. Sends nothing to the Hub."""
+    path = str(source)
+    if os.path.isdir(path):
+        if not os.path.isfile(os.path.join(path, subfolder, config_name)):
+            where = f"its subfolder '{subfolder}'" if subfolder else "it"
+            raise ConfigFileError(path, f"a folder, but {where} holds no {config_name}")
+    elif not os.path.exists(path) and looks_like_path(path):
+        raise ConfigFileError(path, "no such file or folder")
 
-    Arguments this transformers release would silently drop are errors; files are always written to a
-    temporary folder, never to a folder of the working directory named like the repository.
-    """
-    kwargs = with_token_keyword(kwargs, PUSH_TOKEN_KEYWORD)
-    for name, instead in NEWER_PUSH_ARGUMENTS.items():
-        if kwargs.get(name) is not None and name not in PUSH_PARAMETERS:
-            raise InvalidSettingError(
-                name, kwargs[name], f"transformers {transformers.__version__} cannot push with `{name}`: {instead}"
-            )
-    if "use_temp_dir" in PUSH_PARAMETERS:
-        kwargs.setdefault("use_temp_dir", True)
-    return kwargs
+
+def _token(kwargs: Dict[str, Any]) -> Any:
+    """The token argument, given as `token` or `use_auth_token`: a token, `False` for none, `None` for the stored one."""
+    return next((kwargs[name] for name in ("token", "use_auth_token") if kwargs.get(name) is not None), None)
 
 
 def _token_given(kwargs: Dict[str, Any]) -> bool:
     """Whether a request would carry a token: one given as an argument, or the stored / `HF_TOKEN` one."""
-    token = next((kwargs[name] for name in ("token", "use_auth_token") if kwargs.get(name) is not None), None)
+    token = _token(kwargs)
     return token is not False and bool(token or get_token())
 
 
@@ -128,15 +146,22 @@ class HubSource:
         self.revision = kwargs.get("revision") or "main"
         self.cache_dir = str(kwargs.get("cache_dir") or _default_cache())
         self.local_files_only = bool(kwargs.get("local_files_only"))
+        self.force_download = bool(kwargs.get("force_download"))
+        self.token = _token(kwargs)
         self.token_given = _token_given(kwargs)
 
     @classmethod
     def of(cls, path: Any, config_name: str, kwargs: Dict[str, Any]) -> Optional["HubSource"]:
-        """The Hub source `from_pretrained(path, **kwargs)` reads, or `None` when `path` is a local file or folder."""
+        """The Hub source `from_pretrained(path, **kwargs)` reads, or `None` when `path` is a local file or folder.
+
+        Raises `ConfigFileError`, without a request, for a local path that holds no config.
+        """
         path = str(path)
-        if os.path.exists(path) or os.path.isfile(os.path.join(kwargs.get("subfolder") or "", path)):
+        subfolder = kwargs.get("subfolder") or ""
+        if os.path.isfile(os.path.join(subfolder, path)):  # transformers also looks for `path` in `subfolder`
             return None
-        return cls(path, config_name, kwargs)
+        check_local_source(path, config_name, subfolder)
+        return None if os.path.exists(path) else cls(path, config_name, kwargs)
 
     @property
     def action(self) -> str:
@@ -149,6 +174,60 @@ class HubSource:
         """Whether the cache records that the file does not exist at this revision (the client writes that)."""
         cached = try_to_load_from_cache(self.repo_id, self.filename, cache_dir=self.cache_dir, revision=self.revision)
         return cached is not None and not isinstance(cached, str)
+
+    def cached_copy(self) -> Optional[str]:
+        """The path of the cached copy of the file at this revision, if the cache holds one."""
+        cached = try_to_load_from_cache(self.repo_id, self.filename, cache_dir=self.cache_dir, revision=self.revision)
+        return cached if isinstance(cached, str) else None
+
+    def outage(self) -> Optional[Exception]:
+        """Asks the Hub once, without retrying, for the file: the error if the Hub is down or failing, else `None`."""
+        url = hf_hub_url(self.repo_id, self.filename, revision=self.revision)
+        try:
+            response = http_backoff("HEAD", url, max_retries=0, headers=build_hf_headers(token=self.token),
+                                    timeout=constants.HF_HUB_ETAG_TIMEOUT)
+            hf_raise_for_status(response)
+        except Exception as error:
+            if isinstance(error, TRANSPORT_ERRORS) or (_status_code(error) or 0) >= 500:
+                return error
+        return None
+
+
+def load_promptly(source: Optional[HubSource], load: Callable[..., T]) -> T:
+    """`load()`, answering within about `PATIENCE` seconds when the Hub is down or answers with server errors.
+
+    The client retries a failing Hub for about 23 s. When `load()` has not returned after `PATIENCE` seconds, the
+    Hub is asked once whether it is answering. If it is not, the cached copy is loaded with
+    `load(local_files_only=True)`, or, with no cached copy (or `force_download`), the Hub's failure is raised; the
+    client's attempt is
+    left to finish in the background. A Hub that answers is waited for as long as the client waits.
+    """
+    if source is None or source.local_files_only or constants.HF_HUB_OFFLINE or is_offline_mode():
+        return load()
+    outcome: Dict[str, Any] = {}
+    finished = threading.Event()
+
+    def attempt() -> None:
+        try:
+            outcome["value"] = load()
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+        finally:
+            finished.set()
+
+    threading.Thread(target=attempt, name=f"optimum-ipu-ext: load {source}", daemon=True).start()
+    if not finished.wait(PATIENCE):
+        failure = source.outage()
+        if failure is not None and (source.force_download or source.cached_copy() is None):
+            raise failure
+        if failure is not None:
+            found = _classify([failure], source.token_given, writing=False)
+            logger.warning(f"Loading the cached copy of {source}: {found[1] if found else failure}.")
+            return load(local_files_only=True)
+        finished.wait()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 @contextlib.contextmanager
@@ -214,9 +293,9 @@ def _load_error(error: Exception, source: HubSource) -> Optional[Exception]:
     if found is None:
         return None
     error_class, problem = found
-    if error_class is HubRepositoryNotFoundError and source.repo_id.endswith(".json"):
-        problem += "; nor is there a local file of that name"
-    if error_class is HubUnavailableError:
+    if error_class is HubUnavailableError and source.force_download and source.cached_copy() is not None:
+        problem += ", and `force_download=True` refuses the cached copy"
+    elif error_class is HubUnavailableError:
         problem += f", and the cache ({source.cache_dir}) holds no copy of the file"
     return error_class(source.repo_id, problem, source.action, source.revision)
 
@@ -279,17 +358,146 @@ def _phrase(status_code: int) -> str:
         return ""
 
 
-def model_card(config: Any, repo_id: str, tags: Tuple[str, ...] = ()) -> ModelCard:
-    """The model card of an IPU config pushed to `repo_id`: what it sets up, and metadata to find it by.
+# Pushing
 
-    `library_name` is the library whose `IPUConfig` loads the file: optimum-graphcore when it uses none of
-    the settings this package adds, else optimum-ipu-ext.
+class PushOutcome(NamedTuple):
+    """What a push did: the client's `CommitInfo`, and whether it changed anything (a commit or a pull request)."""
+
+    commit: CommitInfo
+    changed: bool
+
+
+def push_config(config: Any, repo_id: str, kwargs: Dict[str, Any]) -> PushOutcome:
+    """Commits `config` and its model card to `repo_id`; `kwargs` are `IPUConfig.push_to_hub`'s.
+
+    The repository is read first: a `private=True` push to a public repository stops there, before anything is
+    created or uploaded. The config and the card are committed together, on top of the commit whose card was read
+    (`parent_commit`), so that a card edited in between is never overwritten.
+    """
+    kwargs = with_token_keyword(kwargs, "token")
+    with push_errors(repo_id, kwargs):
+        return _push(config, repo_id, **kwargs)
+
+
+def _push(
+    config: Any,
+    repo_id: str,
+    token: Any = None,
+    private: Optional[bool] = None,
+    revision: Optional[str] = None,
+    create_pr: bool = False,
+    commit_message: Optional[str] = None,
+    commit_description: Optional[str] = None,
+    tags: Sequence[str] = (),
+) -> PushOutcome:
+    api = HfApi(token=token)
+    if "/" not in repo_id:  # in the user's namespace, as `create_repo` would put it
+        repo_id = f"{api.whoami()['name']}/{repo_id}"
+    info = _repo_info(api, repo_id, revision)
+    if private and info is not None and not info.private:
+        raise HubVisibilityError(repo_id, "push the IPU config to", constants.ENDPOINT)
+    if info is None:
+        api.create_repo(repo_id, private=private, exist_ok=True)
+    if revision and not create_pr:
+        api.create_branch(repo_id, branch=revision, exist_ok=True)
+    head = info.sha if info is not None else None
+    try:
+        card = card_text(config, repo_id, _read_card(repo_id, info, token), tags)
+    except ValueError as error:
+        raise HubError(repo_id, str(error), "push the IPU config to") from error
+    operations = [
+        CommitOperationAdd(config.CONFIG_NAME, config.to_json_string().encode("utf-8")),
+        CommitOperationAdd(CARD_NAME, card.encode("utf-8")),
+    ]
+    commit = api.create_commit(
+        repo_id,
+        operations,
+        commit_message=commit_message or "Upload IPU config",
+        commit_description=commit_description,
+        revision=revision,
+        create_pr=create_pr,
+        parent_commit=head,
+    )
+    changed = bool(commit.pr_url) or commit.oid != head
+    if not changed:
+        logger.warning(f"No change: {repo_id} already holds this config; nothing was committed"
+                       + (" and no pull request opened." if create_pr else "."))
+    return PushOutcome(commit, changed)
+
+
+def _repo_info(api: HfApi, repo_id: str, revision: Optional[str]) -> Any:
+    """The repository at `revision` (at `main` when that branch is still to be created), or `None` if it does not
+    exist (or is private and the token cannot read it: creating it then fails as it should)."""
+    try:
+        return api.repo_info(repo_id, revision=revision)
+    except RepositoryNotFoundError:
+        return None
+    except RevisionNotFoundError:
+        if revision is None:
+            raise
+        return api.repo_info(repo_id)
+
+
+def _read_card(repo_id: str, info: Any, token: Any) -> Optional[str]:
+    """The text of the repository's `README.md` at the commit of `info`, or `None` when it has none."""
+    if info is None or (info.siblings is not None and CARD_NAME not in {s.rfilename for s in info.siblings}):
+        return None
+    try:
+        path = hf_hub_download(repo_id, CARD_NAME, revision=info.sha, token=token)
+    except EntryNotFoundError:
+        return None
+    with open(path, encoding="utf-8", newline="") as card:  # line endings as they are
+        return card.read()
+
+
+# The model card
+
+def card_text(config: Any, repo_id: str, existing: Optional[str] = None, tags: Sequence[str] = ()) -> str:
+    """The `README.md` to push with `config`: `existing` (the repository's card) with the IPU config section added
+    or replaced, and the metadata it lacks; a new card when there is none.
+
+    Everything outside the section is kept byte for byte, except the metadata block when it lacks a key the card
+    needs (`library_name`, the IPU tags): the client's card API then writes the block again, with every key kept.
+    `library_name` is set only when absent: optimum-graphcore when its own `IPUConfig` loads the file, else
+    optimum-ipu-ext.
     """
     saved = json.loads(config.to_json_string())
     extension = [name for name in saved if name in EXTENSION_SETTINGS]
     library = "optimum-ipu-ext" if extension else "optimum-graphcore"
-    data = ModelCardData(library_name=library, tags=list(dict.fromkeys(CARD_TAGS + tuple(tags))))
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{_card_body(config, repo_id, extension)}")
+    section = f"{SECTION_START}\n{_card_body(config, repo_id, extension)}{SECTION_END}\n"
+    wanted_tags = list(dict.fromkeys(CARD_TAGS + tuple(tags)))
+    if existing is None:
+        data = ModelCardData(library_name=library, tags=wanted_tags)
+        return f"---\n{data.to_yaml()}\n---\n\n{section}"
+    try:
+        card = ModelCard(existing)
+    except Exception as error:  # the card's YAML is not a mapping, or not YAML
+        raise ValueError(f"its {CARD_NAME} has a metadata block that cannot be read ({error}); fix it, then push "
+                         "again") from error
+    line_break = "\r\n" if "\r\n" in existing else "\n"
+    text = _with_section(card.text, section.replace("\n", line_break), line_break)
+    present = list(card.data.tags or [])
+    if card.data.library_name and all(tag in present for tag in wanted_tags):
+        return existing[: len(existing) - len(card.text)] + text  # the metadata block as it was
+    card.data.library_name = card.data.library_name or library
+    card.data.tags = present + [tag for tag in wanted_tags if tag not in present]
+    card.text = text
+    return card.content
+
+
+def _with_section(text: str, section: str, line_break: str) -> str:
+    """`text` with the IPU config section replaced in place, or appended when it has none."""
+    starts, ends = text.count(SECTION_START), text.count(SECTION_END)
+    if starts == ends == 0:
+        separator = "" if not text or text.endswith(line_break) else line_break
+        return f"{text}{separator}{line_break if text.strip() else ''}{section}"
+    start, end = text.find(SECTION_START), text.find(SECTION_END)
+    if starts != 1 or ends != 1 or end < start:
+        raise ValueError(f"its {CARD_NAME} should hold the IPU config section once, between the lines "
+                         f"'{SECTION_START}' and '{SECTION_END}'; repair the card, then push again")
+    end += len(SECTION_END)
+    end += len(line_break) if text.startswith(line_break, end) else 0
+    return text[:start] + section + text[end:]
 
 
 def _card_body(config: Any, repo_id: str, extension: List[str]) -> str:
@@ -304,11 +512,11 @@ def _card_body(config: Any, repo_id: str, extension: List[str]) -> str:
         ("combined batch size factor", training, inference),
     ]
     lines = [
-        f"# IPU configuration `{repo_id}`",
+        "## IPU configuration",
         "",
-        "An `IPUConfig` for [optimum-graphcore](https://github.com/huggingface/optimum-graphcore): how a model is "
-        "pipelined over Graphcore IPUs, replicated and fed, and the PopTorch/PopART options of the build. It holds "
-        "no model weights.",
+        "`ipu_config.json` is an `IPUConfig` for [optimum-graphcore](https://github.com/huggingface/optimum-graphcore): "
+        "how a model is pipelined over Graphcore IPUs, replicated and fed, and the PopTorch/PopART options of the "
+        "build.",
         "",
         "| | training | inference |",
         "| --- | --- | --- |",
@@ -317,11 +525,11 @@ def _card_body(config: Any, repo_id: str, extension: List[str]) -> str:
         "Combined batch size = micro batch size x combined batch size factor (replication factor x gradient "
         "accumulation steps x device iterations).",
         "",
-        "## Settings that differ from the defaults",
+        "### Settings that differ from the defaults",
         "",
         *_non_default_rows(config),
         "",
-        "## Use it",
+        "### Use it",
         "",
         "```python",
         "from optimum_ipu_ext import IPUConfig",
@@ -337,7 +545,8 @@ def _card_body(config: Any, repo_id: str, extension: List[str]) -> str:
                      "load it.")
     else:
         lines.append("optimum-graphcore's own `IPUConfig.from_pretrained` loads it too.")
-    lines += ["", "This card is written by `push_to_hub` from the config, and rewritten on every push."]
+    lines += ["", "optimum-ipu-ext writes this section from the config and rewrites it on every push; it leaves the "
+              "rest of the card as it is."]
     return "\n".join(lines) + "\n"
 
 
@@ -352,12 +561,3 @@ def _non_default_rows(config: Any) -> List[str]:
     if not rows:
         return ["None: every setting has its default."]
     return ["| setting | value | default |", "| --- | --- | --- |", *rows]
-
-
-def write_model_card(config: Any, directory: str, repo_id: str) -> None:
-    """Writes the model card as `README.md` in `directory`, keeping the tags of a card already there."""
-    path = os.path.join(directory, CARD_NAME)
-    tags: Tuple[str, ...] = ()
-    if os.path.isfile(path):
-        tags = tuple(ModelCard.load(path).data.tags or ())
-    model_card(config, repo_id, tags).save(path)

@@ -7,7 +7,7 @@ load a configuration, so tests exercise the client itself rather than a mock of 
 - `create_commit` / `upload_file` / `push_to_hub`: `preupload` then an NDJSON `commit` with inline base64 files,
   commit message, `parentCommit`, commits to a branch, `create_pr` (a `refs/pr/N` ref and a `pullRequestUrl`),
   the `validate-yaml` call made whenever a README.md is committed;
-- `create_branch`, `create_tag`;
+- `create_branch`, `create_tag`, `update_repo_settings` (the repository's visibility);
 - `model_info` / `repo_info` and `hf_hub_download` (`HEAD` then `GET` on `/resolve/`, with the `X-Repo-Commit`
   and quoted `ETag` headers), by branch, tag, PR ref or full commit sha, files in subfolders;
 - the client's typed errors, which it derives from `X-Error-Code`: `RepoNotFound` (404, or 401 for a private repo
@@ -237,7 +237,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self._dispatch()
 
-    do_HEAD = do_POST = do_GET
+    do_HEAD = do_POST = do_PUT = do_GET
 
     def _dispatch(self):
         hub = self.server.hub
@@ -363,6 +363,15 @@ class _Handler(BaseHTTPRequestHandler):
             info = {"id": repo_id, "modelId": repo_id, "author": repo_id.split("/")[0], "sha": sha,
                     "private": repo.private, "disabled": False, "gated": gated, "tags": [], "siblings": siblings}
             return 200, info, {}
+        if method == "PUT" and rest == ["settings"]:  # `update_repo_settings`: 0.x sends `private`, 2.x `visibility`
+            repo = self._writable_repo(hub, repo_id)
+            payload = json.loads(self.body)
+            with hub._lock:
+                if "private" in payload:
+                    repo.private = bool(payload["private"])
+                if "visibility" in payload:
+                    repo.private = payload["visibility"] == "private"
+            return 200, {}, {}
         if method == "POST" and len(rest) == 2:
             repo = self._writable_repo(hub, repo_id)
             action, name = rest

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import transformers
 
 from expected_states import PRESET_TRAINING_PLAN, preset_training_plan_data
 from hub_fixtures import hub_env
@@ -24,7 +23,6 @@ from test_to_options import PRESET, UPSTREAM_CONFIGS
 
 SCRIPT = str(Path(sys.executable).with_name("ipu-config"))
 CONFIGS = Path(PRESET).parent
-PUSH_HAS_REVISION = not transformers.__version__.startswith("4.")
 
 SHOW_PRESET = """\
 {source} (training)
@@ -582,16 +580,10 @@ def test_push_opens_a_pull_request(capsys, hub):
 def test_push_to_a_branch(capsys, hub):
     log_in(hub.write_token)
     code, out, err = run(capsys, "push", PRESET, "org/cfg", "--revision", "ipu-dev")
-    if PUSH_HAS_REVISION:
-        assert code == 0, err
-        assert "(branch ipu-dev)" in out
-        assert json.loads(hub.files("org/cfg", "ipu-dev")["ipu_config.json"])["seed"] == 1234
-        assert json.loads(hub.files("org/cfg")["ipu_config.json"]) == {"replication_factor": 8}
-    else:  # transformers 4.29.2's push_to_hub would drop the branch and push to main
-        assert code == 1
-        assert_one_error(err, "revision", "ipu-dev", "cannot push")
-        assert "refs/heads/ipu-dev" not in hub.refs("org/cfg")
-        assert json.loads(hub.files("org/cfg")["ipu_config.json"]) == {"replication_factor": 8}
+    assert code == 0, err
+    assert out == f"Pushed {PRESET} to org/cfg (branch ipu-dev): {hub.url}/org/cfg/commit/{hub.refs('org/cfg')['refs/heads/ipu-dev']}\n"
+    assert json.loads(hub.files("org/cfg", "ipu-dev")["ipu_config.json"])["seed"] == 1234
+    assert json.loads(hub.files("org/cfg")["ipu_config.json"]) == {"replication_factor": 8}
 
 
 def test_push_needs_a_stored_token(capsys, hub):
@@ -706,6 +698,67 @@ def test_progress_shows_on_a_terminal(hub, tmp_path):
     code, received = run_on_terminal("pull", "org/cfg", tmp_path / "out", env=online(hub, tmp_path))
     assert code == 0, received
     assert "\r| Loading org/cfg" in received
+
+
+def not_about_the_push(err):
+    """Whether stderr says nothing of the push (neither the client's "No files have been modified" nor an error);
+    the configuration's own warnings may be there."""
+    return all(line.startswith("ipu-config: warning: `") for line in err.splitlines())
+
+
+def test_push_of_the_config_a_repo_already_holds_says_nothing_changed(capsys, hub):
+    log_in(hub.write_token)
+    assert run(capsys, "push", PRESET, "org/cfg")[0] == 0
+    commits = hub.commit_messages("org/cfg")
+
+    code, out, err = run(capsys, "push", PRESET, "org/cfg")
+    assert (code, out) == (0, "no change: org/cfg already holds this config\n")
+    assert not_about_the_push(err)
+    code, out, err = run(capsys, "push", PRESET, "org/cfg", "--create-pr")
+    assert (code, out) == (0, "no change: org/cfg already holds this config; no pull request opened\n")
+    assert not_about_the_push(err)
+    assert hub.commit_messages("org/cfg") == commits
+    assert not any(ref.startswith("refs/pr/") for ref in hub.refs("org/cfg"))
+
+
+def test_push_private_to_a_public_repo_fails_before_uploading(capsys, hub):
+    log_in(hub.write_token)
+    before = hub.files("org/cfg")
+    hub.clear_log()
+    code, out, err = run(capsys, "push", PRESET, "org/cfg", "--private")
+    assert (code, out) == (1, "")
+    assert_one_error(err, "'org/cfg'", "it is public", "--private", "nothing was uploaded",
+                     "update_repo_settings('org/cfg', private=True)")
+    assert [(r.method, r.path) for r in hub.log] == [("GET", "/api/models/org/cfg")]
+    assert hub.files("org/cfg") == before and not hub.is_private("org/cfg")
+
+
+@pytest.mark.parametrize(
+    "source, problem",
+    [("missing_dir", "no such file or folder"), ("missing.json", "no such file or folder"),
+     ("emptydir", "a folder, but it holds no ipu_config.json"),
+     ("emptydir/", "a folder, but it holds no ipu_config.json")],
+)
+def test_push_of_a_path_without_a_config_names_it_and_sends_nothing(capsys, hub, tmp_path, source, problem):
+    (tmp_path / "emptydir").mkdir()
+    log_in(hub.write_token)
+    hub.clear_log()
+    code, out, err = run(capsys, "push", source, "org/cfg")
+    assert (code, out, err) == (1, "", f"ipu-config: error: Cannot load the IPU config file '{source}': {problem}.\n")
+    assert hub.log == []
+
+
+@pytest.mark.parametrize("outage", ["500", "down"])
+def test_a_hub_outage_is_one_line_without_the_client_retries(hub, tmp_path, outage):
+    """In a fresh process, with the client's real back-off: its retry lines stay off stderr."""
+    if outage == "500":
+        hub.fail_next("/", status=500, times=1000)
+    else:
+        hub.stop()
+    result = run_script("show", "org/cfg", env=online(hub, tmp_path), cwd=str(tmp_path))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert_one_error(result.stderr, "'org/cfg'", "500 Internal Server Error" if outage == "500" else "cannot be reached")
+    assert result.stderr.count("\n") == 1
 
 
 def test_help_and_usage_errors_do_not_import_transformers():

@@ -24,15 +24,15 @@ from optimum_ipu_ext import (
     HubRepositoryNotFoundError,
     HubRevisionNotFoundError,
     HubUnavailableError,
+    HubVisibilityError,
     InvalidSettingError,
     IPUConfig,
     UnknownSettingError,
 )
-from optimum_ipu_ext.hub import PUSH_PARAMETERS, model_card
+from optimum_ipu_ext.hub import SECTION_END, SECTION_START, card_text
 
 CONFIG = {"layers_per_ipu": [2, 2], "replication_factor": 4, "gradient_accumulation_steps": 8,
           "recomputation_mode": "pipeline"}
-PUSHES_TO_BRANCHES = "revision" in PUSH_PARAMETERS  # transformers 4.29.2's push_to_hub has no `revision`
 HUB_0X = huggingface_hub.__version__.startswith("0.")
 
 
@@ -123,13 +123,8 @@ def test_push_as_a_pull_request_leaves_the_main_branch(hub, seeded):
     assert IPUConfig.from_pretrained(seeded, revision="refs/pr/1").replication_factor == 16
 
 
-def test_push_to_a_branch_where_transformers_can(hub, seeded):
+def test_push_to_a_branch(hub, seeded):
     config = IPUConfig(**dict(CONFIG, replication_factor=2))
-    if not PUSHES_TO_BRANCHES:
-        with pytest.raises(InvalidSettingError, match=r"`revision='dev'`.*transformers 4\.29\.2 cannot push"):
-            config.push_to_hub(seeded, token=hub.write_token, revision="dev")
-        assert hub.log == [] and "refs/heads/dev" not in hub.refs(seeded)
-        return
     config.push_to_hub(seeded, token=hub.write_token, revision="dev", commit_message="Try 2 replicas")
     assert pushed_config(hub, seeded, "dev")["replication_factor"] == 2
     assert pushed_config(hub, seeded)["replication_factor"] == 4
@@ -229,7 +224,7 @@ def test_model_card_says_what_the_config_is(hub):
 
 
 def test_model_card_of_a_config_optimum_graphcore_loads():
-    card = model_card(IPUConfig(replication_factor=2), "org/plain")
+    card = ModelCard(card_text(IPUConfig(replication_factor=2), "org/plain"))
     assert card.data.library_name == "optimum-graphcore"
     assert "optimum-graphcore's own `IPUConfig.from_pretrained` loads it too" in card.text
     assert "| `replication_factor` | `2` | `1` |" in card.text and "recomputation_mode" not in card.text
@@ -245,14 +240,200 @@ def test_pushing_again_updates_the_card(hub):
     assert len(hub.commit_messages("org/card")) == 3 and pushed_config(hub, "org/card")["replication_factor"] == 16
 
 
-def test_tags_are_added_to_the_card_where_transformers_can(hub):
+def test_tags_are_added_to_the_card(hub):
     config = IPUConfig(**CONFIG)
-    if "tags" not in PUSH_PARAMETERS:
-        with pytest.raises(InvalidSettingError, match="`tags=.*cannot push with `tags`"):
-            config.push_to_hub("org/tagged", token=hub.write_token, tags=["bert"])
-        return
     config.push_to_hub("org/tagged", token=hub.write_token, tags=["bert"])
     assert {"bert", "ipu", "optimum-ipu-ext"} <= set(card_of(hub, "org/tagged").data.tags)
+
+
+# A model card that is already there
+
+USER_CARD = """---
+license: apache-2.0
+language:
+- en
+library_name: transformers
+tags:
+- bert
+datasets:
+- squad
+---
+
+# bert-ipu
+
+Fine-tuned on SQuAD: **F1 88.5**. Weights: `model.safetensors`.
+"""
+# The metadata after the first push: every key and its order kept, the IPU tags appended to the user's.
+USER_CARD_METADATA_AFTER_PUSH = """---
+license: apache-2.0
+language:
+- en
+library_name: transformers
+tags:
+- bert
+- ipu
+- graphcore
+- ipu-config
+- optimum-graphcore
+- optimum-ipu-ext
+datasets:
+- squad
+---
+"""
+USER_PROSE = USER_CARD[USER_CARD.index("---\n\n") + 4:]
+
+
+def outside_section(card):
+    """The card without the package's section (the text between the markers, markers included)."""
+    assert card.count(SECTION_START) == 1 and card.count(SECTION_END) == 1, card
+    return card[: card.index(SECTION_START)], card[card.index(SECTION_END) + len(SECTION_END):]
+
+
+def section(card):
+    return card[card.index(SECTION_START): card.index(SECTION_END) + len(SECTION_END)]
+
+
+def test_pushing_into_a_repo_with_a_card_keeps_it_and_adds_the_section(hub):
+    hub.create_repo("org/bert-ipu")
+    hub.commit("org/bert-ipu", {"README.md": USER_CARD, "model.safetensors": b"weights"})
+    head = hub.refs("org/bert-ipu")["refs/heads/main"]
+    hub.clear_log()
+    IPUConfig(**CONFIG).push_to_hub("org/bert-ipu", token=hub.write_token)
+
+    card = hub.files("org/bert-ipu")["README.md"].decode()
+    before, after = outside_section(card)
+    assert before == USER_CARD_METADATA_AFTER_PUSH + USER_PROSE + "\n"
+    assert after == "\n"
+    assert "| replication factor | 4 | 1 |" in section(card)
+    assert ModelCard(card).data.library_name == "transformers"  # the user's, kept
+    assert hub.files("org/bert-ipu")["model.safetensors"] == b"weights"
+    paths = [(r.method, r.path) for r in hub.log]
+    read = paths.index(("GET", f"/org/bert-ipu/resolve/{head}/README.md"))
+    assert read < paths.index(("POST", "/api/models/org/bert-ipu/commit/main"))  # read before the commit
+
+
+def test_a_second_push_replaces_the_section_in_place_and_keeps_every_other_byte(hub):
+    hub.create_repo("org/bert-ipu")
+    hub.commit("org/bert-ipu", {"README.md": USER_CARD})
+    IPUConfig(**CONFIG).push_to_hub("org/bert-ipu", token=hub.write_token)
+    first = hub.files("org/bert-ipu")["README.md"].decode()
+    edited = first + "\n## Citation\n\nPlease cite us.\n"  # the user writes below the section
+    hub.commit("org/bert-ipu", {"README.md": edited})
+
+    IPUConfig(**dict(CONFIG, replication_factor=16)).push_to_hub("org/bert-ipu", token=hub.write_token)
+
+    second = hub.files("org/bert-ipu")["README.md"].decode()
+    assert outside_section(second) == outside_section(edited)
+    assert "| replication factor | 16 | 1 |" in section(second) and "| replication factor | 4 |" not in second
+    assert second.replace(section(second), section(first)) == edited  # byte for byte, but for the section
+
+
+def test_a_card_without_metadata_gains_only_the_metadata_the_package_needs(hub):
+    prose = "# Notes\r\n\r\nWritten on Windows.\r\n"
+    hub.create_repo("org/notes")
+    hub.commit("org/notes", {"README.md": prose})
+    IPUConfig(replication_factor=2).push_to_hub("org/notes", token=hub.write_token)
+
+    card = hub.files("org/notes")["README.md"].decode()
+    before, after = outside_section(card)
+    assert before.endswith("\r\n---\r\n" + prose + "\r\n") and after == "\r\n"
+    assert ModelCard(card).data.to_dict() == {"library_name": "optimum-graphcore", "tags": [
+        "ipu", "graphcore", "ipu-config", "optimum-graphcore", "optimum-ipu-ext"]}
+    assert "\n" not in card.replace("\r\n", "")  # its line endings throughout
+
+
+def test_a_card_with_the_section_twice_is_not_touched(hub):
+    broken = USER_CARD + SECTION_START + "\n" + SECTION_START + "\n" + SECTION_END + "\n"
+    hub.create_repo("org/broken")
+    hub.commit("org/broken", {"README.md": broken})
+    before = hub.files("org/broken")
+    with pytest.raises(HubError, match="'org/broken': its README.md should hold the IPU config section once"):
+        IPUConfig().push_to_hub("org/broken", token=hub.write_token)
+    assert hub.files("org/broken") == before
+    assert not any(r.path.endswith(("/preupload/main", "/commit/main")) for r in hub.log)
+
+
+def test_a_card_whose_metadata_cannot_be_read_is_not_touched(hub):
+    hub.create_repo("org/yaml")
+    hub.commit("org/yaml", {"README.md": "---\n- a list\n- not a mapping\n---\n\nprose\n"})
+    before = hub.files("org/yaml")
+    with pytest.raises(HubError, match="'org/yaml': its README.md has a metadata block that cannot be read"):
+        IPUConfig().push_to_hub("org/yaml", token=hub.write_token)
+    assert hub.files("org/yaml") == before
+
+
+def test_a_card_edited_while_pushing_is_not_overwritten(hub, monkeypatch):
+    """The commit names the commit whose card was read: a commit in between makes the Hub refuse it."""
+    import optimum_ipu_ext.hub as package_hub
+
+    hub.create_repo("org/race")
+    hub.commit("org/race", {"README.md": USER_CARD})
+    read_card = package_hub._read_card
+
+    def read_then_someone_edits(*args):
+        text = read_card(*args)
+        hub.commit("org/race", {"README.md": USER_CARD + "\nEdited meanwhile.\n"})
+        return text
+
+    monkeypatch.setattr(package_hub, "_read_card", read_then_someone_edits)
+    with pytest.raises(HubError, match="'org/race'.*412"):
+        IPUConfig().push_to_hub("org/race", token=hub.write_token)
+    assert hub.files("org/race")["README.md"].decode().endswith("Edited meanwhile.\n")
+    assert "ipu_config.json" not in hub.files("org/race")
+
+
+# Visibility and what a push reports
+
+def test_private_push_to_a_public_repo_is_refused_before_any_upload(hub, seeded):
+    before = hub.files(seeded)
+    hub.clear_log()
+    with pytest.raises(HubVisibilityError) as raised:
+        IPUConfig(replication_factor=8).push_to_hub(seeded, token=hub.write_token, private=True)
+    message = str(raised.value)
+    assert message.startswith("Cannot push the IPU config to Hub repository 'org/cfg': it is public, and a private "
+                              "repository was asked for (`private=True`, `--private`); nothing was uploaded.")
+    assert f"{hub.url}/org/cfg/settings" in message and "update_repo_settings('org/cfg', private=True)" in message
+    assert [(r.method, r.path) for r in hub.log] == [("GET", "/api/models/org/cfg")]
+    assert hub.files(seeded) == before and not hub.is_private(seeded)
+
+
+def test_the_way_out_the_visibility_error_gives_works(hub, seeded):
+    with pytest.raises(HubVisibilityError):
+        IPUConfig(replication_factor=8).push_to_hub(seeded, token=hub.write_token, private=True)
+    huggingface_hub.HfApi(token=hub.write_token).update_repo_settings(seeded, private=True)
+    IPUConfig(replication_factor=8).push_to_hub(seeded, token=hub.write_token, private=True)
+    assert hub.is_private(seeded) and pushed_config(hub, seeded)["replication_factor"] == 8
+
+
+def test_private_push_to_a_private_repo_or_a_new_one(hub):
+    hub.create_repo("org/secret", private=True)
+    IPUConfig(replication_factor=2).push_to_hub("org/secret", token=hub.write_token, private=True)
+    IPUConfig(replication_factor=3).push_to_hub("fresh", token=hub.write_token, private=True)
+
+    assert hub.is_private("org/secret") and "ipu_config.json" in hub.files("org/secret")
+    assert hub.is_private(hub.user + "/fresh") and pushed_config(hub, hub.user + "/fresh")["replication_factor"] == 3
+
+
+def test_pushing_the_same_config_again_commits_nothing_and_says_so(hub, caplog):
+    config = IPUConfig(**CONFIG)
+    first = config.push_to_hub("org/same", token=hub.write_token)
+    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub"):
+        again = config.push_to_hub("org/same", token=hub.write_token)
+        pull_request = config.push_to_hub("org/same", token=hub.write_token, create_pr=True)
+
+    assert again.oid == first.oid == hub.refs("org/same")["refs/heads/main"] and again.pr_url is None
+    assert pull_request.pr_url is None and not any(ref.startswith("refs/pr/") for ref in hub.refs("org/same"))
+    assert len(hub.commit_messages("org/same")) == 2
+    messages = [r.getMessage() for r in caplog.records if r.name == "optimum_ipu_ext.hub"]
+    assert messages == ["No change: org/same already holds this config; nothing was committed.",
+                        "No change: org/same already holds this config; nothing was committed and no pull request "
+                        "opened."]
+
+
+def test_push_returns_the_client_commit_info(hub, seeded):
+    commit = IPUConfig(replication_factor=2).push_to_hub(seeded, token=hub.write_token)
+    assert isinstance(commit, huggingface_hub.CommitInfo)
+    assert commit.commit_url == f"{hub.url}/org/cfg/commit/{hub.refs(seeded)['refs/heads/main']}"
 
 
 # from_pretrained
@@ -398,13 +579,40 @@ def test_malformed_config_on_the_hub(hub, seeded, cache, content, problem):
     assert IPUConfig.from_pretrained(seeded).replication_factor == 2  # the fixed file replaces the broken one
 
 
-def test_a_missing_local_path_is_not_reported_as_a_hub_failure(hub):
-    with pytest.raises(ConfigFileError, match="'/no/such/ipu_config.json': no such file or folder, and not a Hub "
-                                              "repository id") as raised:
-        IPUConfig.from_pretrained("/no/such/ipu_config.json")
-    assert not isinstance(raised.value, HubError) and hub.log == []
-    with pytest.raises(HubRepositoryNotFoundError, match="'configs/missing.json'.*nor is there a local file"):
-        IPUConfig.from_pretrained("configs/missing.json")
+@pytest.mark.parametrize(
+    "source, problem",
+    [
+        ("missing.json", "no such file or folder"),
+        ("configs/missing.json", "no such file or folder"),
+        ("/no/such/ipu_config.json", "no such file or folder"),
+        ("./missing", "no such file or folder"),
+        ("missing/", "no such file or folder"),
+        ("a/b/c", "no such file or folder"),
+        ("emptydir/", "a folder, but it holds no ipu_config.json"),
+        ("emptydir", "a folder, but it holds no ipu_config.json"),
+    ],
+)
+def test_a_local_path_without_a_config_is_named_with_no_request(hub, tmp_path, source, problem):
+    (tmp_path / "emptydir").mkdir()
+    with pytest.raises(ConfigFileError, match=f"Cannot load the IPU config file '{source}': {problem}.") as raised:
+        IPUConfig.from_pretrained(source)
+    assert not isinstance(raised.value, HubError)
+    assert hub.log == []
+
+
+def test_a_folder_whose_subfolder_holds_no_config_is_named(hub, tmp_path):
+    (tmp_path / "model" / "ipu").mkdir(parents=True)
+    IPUConfig(replication_factor=2).save_pretrained(tmp_path / "model")
+    with pytest.raises(ConfigFileError, match="'model': a folder, but its subfolder 'ipu' holds no ipu_config.json"):
+        IPUConfig.from_pretrained("model", subfolder="ipu")
+    assert IPUConfig.from_pretrained("model").replication_factor == 2
+    assert hub.log == []
+
+
+def test_a_name_that_is_not_a_repository_id_is_a_config_file_error(hub):
+    with pytest.raises(ConfigFileError, match="'not a repo': no such file or folder, and not a Hub repository id"):
+        IPUConfig.from_pretrained("not a repo")
+    assert hub.log == []
 
 
 def test_unknown_key_in_a_hub_config_is_named_with_the_repo(hub, seeded):
@@ -437,6 +645,43 @@ def test_server_error_warm_cache_loads_and_cold_cache_fails_clearly(hub, seeded,
     hub.fail_next("/org/cfg/", status=500, times=20)
     assert IPUConfig.from_pretrained(seeded).replication_factor == 4
     assert {r.status for r in hub.log if r.method == "HEAD"} >= {500}
+
+
+@pytest.mark.parametrize("cache_state", ["cold", "warm", "warm, force_download"])
+def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, seeded, monkeypatch, caplog,
+                                                                          cache_state):
+    """With the client's real back-off (1 s before its first retry), the answer comes after its first attempt and
+    one question of ours: not after its six attempts."""
+    import huggingface_hub.file_download
+    import huggingface_hub.utils._http
+
+    import optimum_ipu_ext.hub as package_hub
+
+    if cache_state.startswith("warm"):
+        IPUConfig.from_pretrained(seeded)
+    kwargs = {"force_download": True} if "force_download" in cache_state else {}
+    monkeypatch.setattr(package_hub, "PATIENCE", 0.3)
+    monkeypatch.setattr(huggingface_hub.utils._http, "time", time)
+    monkeypatch.setattr(huggingface_hub.file_download, "time", time)
+    hub.clear_log()
+    hub.fail_next("/org/cfg/", status=500, times=1000)
+    hub.fail_next("/api/models/org/cfg", status=500, times=1000)
+    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub"):
+        if cache_state != "warm":
+            reason = "`force_download=True` refuses the cached copy" if kwargs else "the cache .* holds no copy"
+            with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': the Hub at .* answered 500 "
+                                                          f"Internal Server Error.*, and {reason}"):
+                IPUConfig.from_pretrained(seeded, **kwargs)
+        else:
+            assert IPUConfig.from_pretrained(seeded).replication_factor == 4
+    answered = hub.log
+    assert 1 <= len(answered) <= 3 and {r.status for r in answered} == {500}, answered
+    ours = [r.getMessage() for r in caplog.records if r.name == "optimum_ipu_ext.hub"]
+    if cache_state == "warm" and HUB_0X:  # huggingface_hub 2.x falls back to the cache at once by itself
+        assert len(ours) == 1 and ours[0].startswith("Loading the cached copy of 'ipu_config.json' of Hub "
+                                                     "repository 'org/cfg' at revision 'main': the Hub at ")
+    else:
+        assert ours == []
 
 
 def test_connection_cut_mid_body(hub, seeded, cache):

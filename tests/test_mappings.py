@@ -279,6 +279,7 @@ ERROR_BASES = {
     "HubFileNotFoundError": ("HubError",),
     "HubAccessDeniedError": ("HubError",),
     "HubUnavailableError": ("HubError",),
+    "HubVisibilityError": ("HubError",),
     "HubConfigFileError": ("HubError", "ConfigFileError"),
     "PoplarSDKNotFoundError": ("IPUConfigError", "ImportError"),
 }
@@ -306,6 +307,7 @@ def test_every_exported_error_is_pinned():
         ("ConfigFileError", {OSError}),
         ("HubConfigFileError", {OSError}),
         ("HubUnavailableError", {OSError}),
+        ("HubVisibilityError", {OSError}),
         ("PoplarSDKNotFoundError", {ImportError}),
     ],
 )

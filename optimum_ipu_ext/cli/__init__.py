@@ -91,11 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
             epilog="The same schema ships in the package as optimum_ipu_ext/ipu_config.schema.json.")
 
     token_note = "The Hub token is the one `hf auth login` stores, or HF_TOKEN."
-    push_ = command("push", "Upload a configuration to a Hub repository, created if needed.",
-                    epilog=token_note)
-    push_.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
+    push_ = command("push", "Upload a configuration to a Hub repository, created if needed, keeping its model card.",
+                    epilog=token_note + " Prints the URL of the commit or pull request, or that nothing changed.")
+    push_.add_argument("source", metavar="SOURCE", help="a JSON file, or a directory holding ipu_config.json")
     push_.add_argument("repo_id", metavar="REPO_ID", help="the repository, e.g. my-org/bert-base-ipu")
-    push_.add_argument("--private", action="store_true", help="create the repository private")
+    push_.add_argument("--private", action="store_true",
+                       help="create the repository private; an error if it exists and is public")
     push_.add_argument("--revision", metavar="BRANCH", help="push to this branch, created if needed")
     push_.add_argument("--create-pr", action="store_true", help="open a pull request rather than commit")
     push_.add_argument("--commit-message", metavar="MESSAGE", help="the commit message")

@@ -14,7 +14,7 @@ from ..documents import json_schema_string
 from ..popdist import PopDistLaunch
 from .output import PROG, Stream, recorded_warnings
 from .reports import problems, render_diff, render_summary, summary
-from .sources import CONFIG_NAME, CommandError, apply_updates, is_local, load, presets, push, write_config
+from .sources import CONFIG_NAME, CommandError, apply_updates, is_local, load, load_local, presets, push, write_config
 
 
 def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
@@ -90,10 +90,14 @@ def command_schema(args: argparse.Namespace, out: Stream, err: Stream) -> int:
 
 
 def command_push(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    config = load(args.source).to_ipu_config()
+    config = load_local(args.source)
     url = push(config, args.repo_id, args.private, args.revision, args.create_pr, args.commit_message)
     branch = f" (branch {args.revision})" if args.revision else ""
-    out.write(f"Pushed {args.source} to {args.repo_id}{branch}: {url}")
+    if url is None:
+        pull_request = "; no pull request opened" if args.create_pr else ""
+        out.write(f"no change: {args.repo_id}{branch} already holds this config{pull_request}")
+    else:
+        out.write(f"Pushed {args.source} to {args.repo_id}{branch}: {url}")
     return 0
 
 

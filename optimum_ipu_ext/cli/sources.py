@@ -1,16 +1,19 @@
 """Where `ipu-config` reads and writes configurations: files, directories, the Hub, the bundled presets.
 
 Local files and presets are read and written by the core (`PlainIPUConfig`), which imports no transformers.
-The Hub is reached only through the library API (`IPUConfig.from_pretrained`, `push_to_hub`), with the token
-the `hf` CLI stores; their errors (`HubError`) already say, in one line, what happened to which repository.
+The Hub is reached only through the library (`IPUConfig.from_pretrained`, `hub.push_config`), with the token
+the `hf` CLI stores; their errors (`HubError`) already say, in one line, what happened to which repository, so
+the client's own log lines (its retries) are not shown.
 """
 
 import importlib.resources
+import logging
 import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-from ..core import CONFIG_NAME, PlainIPUConfig, SettingsMixin, read_config_file
+from ..core import CONFIG_NAME, PlainIPUConfig, SettingsMixin, looks_like_path, read_config_file
+from ..errors import ConfigFileError
 from .output import Stream, one_line, progress
 
 PRESETS_PACKAGE = "optimum_ipu_ext.presets"
@@ -30,10 +33,10 @@ class CommandError(Exception):
 def is_local(source: str) -> bool:
     """Whether `source` names a local file or directory rather than a Hub repository.
 
-    A missing path that cannot be a repository id (`x.json`, `./x`, `a/b/c`) is local too, to be reported missing.
+    A missing path that cannot be a repository id (`x.json`, `./x`, `dir/`, `a/b/c`) is local too, to be reported
+    missing.
     """
-    return os.path.exists(source) or source.endswith(".json") or source.startswith((".", "/", "~")) \
-        or source.count("/") > 1 or "\\" in source
+    return os.path.exists(source) or looks_like_path(source)
 
 
 def local_file(source: str) -> str:
@@ -55,6 +58,7 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
     else:
         from ..configuration import IPUConfig
 
+        quiet_client()
         with progress(Stream(sys.stderr), f"Loading {source}"):
             config = IPUConfig.from_pretrained(source, revision=revision, token=get_token())
     apply_updates(config, updates)
@@ -103,16 +107,37 @@ def presets() -> Dict[str, str]:
     return {name[: -len(".json")]: text for name, text in sorted(texts.items())}
 
 
+def quiet_client() -> None:
+    """Keeps the Hub client's and transformers' log lines (retries, fallbacks) off stderr for this process: the
+    outcome is reported by the command, in one line."""
+    for name in ("huggingface_hub", "transformers"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def load_local(source: str):
+    """The configuration of a local file or folder; a missing path is never taken for a Hub repository."""
+    from ..configuration import IPUConfig
+
+    if not os.path.exists(source):
+        raise ConfigFileError(source, "no such file or folder")
+    return IPUConfig.from_pretrained(source)
+
+
 def push(config, repo_id: str, private: bool, revision: Optional[str], create_pr: bool,
-         commit_message: Optional[str]) -> str:
-    """Pushes `config` with `IPUConfig.push_to_hub`; returns the URL of the commit or pull request."""
+         commit_message: Optional[str]) -> Optional[str]:
+    """Pushes `config` as `IPUConfig.push_to_hub` does; returns the URL of the commit or pull request, or `None`
+    when the repository already held this config (nothing committed)."""
     token = get_token()
     if token is None:
         raise CommandError("pushing needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN")
-    options: Dict[str, Any] = {"token": token, "create_pr": create_pr}
-    for name, value in (("private", private or None), ("revision", revision), ("commit_message", commit_message)):
-        if value is not None:
-            options[name] = value
+    options: Dict[str, Any] = {"token": token, "create_pr": create_pr, "private": private or None,
+                               "revision": revision, "commit_message": commit_message}
+    from .. import hub
+
+    quiet_client()
+    logging.getLogger(hub.__name__).setLevel(logging.ERROR)  # the command says itself that nothing changed
     with progress(Stream(sys.stderr), f"Pushing to {repo_id}"):
-        commit = config.push_to_hub(repo_id, **options)
-    return getattr(commit, "pr_url", None) or getattr(commit, "commit_url", None) or str(commit)
+        outcome = hub.push_config(config, repo_id, options)
+    if not outcome.changed:
+        return None
+    return outcome.commit.pr_url or outcome.commit.commit_url

@@ -1,0 +1,34 @@
+"""The README's install line and quickstart do what they say, on a machine without the Poplar SDK."""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def readme_section(title):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as readme:
+        text = readme.read()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_the_install_line_pins_the_torch_the_makefile_uses():
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as makefile:
+        pinned = re.search(r"^TORCH := (torch==\S+)$", makefile.read(), re.MULTILINE).group(1)
+    assert pinned == "torch==2.13.0"
+    assert re.findall(r"pip install (torch\S*)", readme_section("Install")) == [pinned]
+
+
+def test_the_quickstart_prints_the_plan_before_to_options_needs_the_sdk(tmp_path):
+    quickstart = re.search(r"```python\n(.*?)```", readme_section("Quickstart"), re.DOTALL).group(1)
+    os.symlink(os.path.join(ROOT, "configs"), tmp_path / "configs")
+    result = subprocess.run([sys.executable, "-c", quickstart], cwd=str(tmp_path), capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT))
+    assert result.stdout.startswith("import popart\nimport poptorch\n\nopts = poptorch.Options()\n")
+    assert "opts.replicationFactor(4)\n" in result.stdout
+    assert (tmp_path / "out" / "ipu_config.json").is_file()
+    assert result.returncode == 1 and result.stderr.rstrip().splitlines()[-1].startswith(
+        "optimum_ipu_ext.errors.PoplarSDKNotFoundError: `to_options()` needs `")
