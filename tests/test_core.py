@@ -446,3 +446,103 @@ def test_shell_completion_answers_through_argcomplete(tmp_path):
         result = subprocess.run([SCRIPT], env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         assert {word.strip() for word in answer.read_text().split("\013")} == expected
+
+
+# Each detail of the core's reading, writing, rules and warnings, pinned
+
+def test_the_unused_setting_warning_points_at_the_line_that_builds(sdk):
+    config = IPUConfig.from_pretrained(PRESET)
+    with pytest.warns(UserWarning) as caught:
+        config.to_options()
+    assert (caught[0].category, caught[0].filename) == (UserWarning, __file__)
+
+
+def test_a_file_of_the_largest_size_loads_and_one_byte_more_does_not(tmp_path):
+    path = tmp_path / "ipu_config.json"
+    text = json.dumps({"seed": 7})
+    path.write_text(text + " " * ((1 << 20) - len(text)))
+    assert PlainIPUConfig.from_json_file(path).seed == 7
+    path.write_text(text + " " * ((1 << 20) + 1 - len(text)))
+    with pytest.raises(ConfigFileError) as raised:
+        PlainIPUConfig.from_json_file(path)
+    assert str(raised.value) == (
+        f"Cannot load the IPU config file '{path}': 1048577 bytes, more than the 1048576 an IPU config may have."
+    )
+
+
+def test_a_job_beyond_the_largest_ipu_system_is_refused_naming_both_settings():
+    with pytest.raises(IncompatibleSettingsError) as raised:
+        PlainIPUConfig(replication_factor=32769, ipus_per_replica=2)
+    assert (raised.value.field, raised.value.value) == ("replication_factor", 32769)
+    assert str(raised.value) == (
+        "`replication_factor=32769` is invalid: with `ipus_per_replica=2` the job needs 65538 IPUs, more than the "
+        "65536 of the largest IPU system."
+    )
+
+
+def test_extension_rule_errors_name_their_setting_and_value():
+    with pytest.raises(IncompatibleSettingsError) as raised:
+        PlainIPUConfig(accumulate_outer_fragment_excluded_virtual_graphs=[0, 1])
+    assert (raised.value.field, raised.value.value) == ("accumulate_outer_fragment_excluded_virtual_graphs", [0, 1])
+    with pytest.raises(IncompatibleSettingsError) as raised:
+        PlainIPUConfig(popart_options={"cachePath": "x"})
+    assert (raised.value.field, raised.value.value) == ("popart_options", {"cachePath": "x"})
+
+
+def test_loading_a_file_takes_overrides_and_names_the_file_in_errors(tmp_path):
+    path = tmp_path / "ipu_config.json"
+    path.write_text(json.dumps({"seed": 7}))
+    assert PlainIPUConfig.from_json_file(path, replication_factor=4).replication_factor == 4
+    path.write_text(json.dumps({"replication_factor": 0}))
+    with pytest.raises(InvalidSettingError) as raised:
+        PlainIPUConfig.from_json_file(path)
+    assert str(raised.value) == f"`replication_factor=0` is invalid: numbers must be >= 1. (loading {str(path)!r})"
+
+
+def test_saving_into_an_existing_folder_replaces_only_the_config(tmp_path):
+    (tmp_path / "weights.bin").write_bytes(b"\0")
+    path = PlainIPUConfig(seed=7).save_pretrained(tmp_path)
+    assert path == str(tmp_path / "ipu_config.json")
+    assert json.loads((tmp_path / "ipu_config.json").read_text())["seed"] == 7
+    assert sorted(os.listdir(tmp_path)) == ["ipu_config.json", "weights.bin"]
+
+
+def test_a_plan_as_json_text_is_indented_by_two():
+    plan = PlainIPUConfig().options_plan()
+    text = plan.to_json_string()
+    assert text.endswith("}\n") and text.startswith('{\n  "options": {\n    "new": "poptorch.Options",\n')
+
+
+def test_build_plan_plans_a_training_build_for_an_ipu_by_default():
+    from optimum_ipu_ext.build import build_plan
+
+    methods = [call.method for call in build_plan(PlainIPUConfig()).calls]
+    assert "Training.gradientAccumulation" in methods and "useOfflineIpuTarget" not in methods
+
+
+def test_non_default_settings_are_those_that_differ():
+    assert PlainIPUConfig(replication_factor=4, seed=7).non_default_settings() == {
+        "replication_factor": (4, 1), "seed": (7, None)
+    }
+
+
+@pytest.mark.parametrize(
+    "source, path_only",
+    [
+        ("x.json", True), ("dir/", True), ("./x", True), ("../x", True), ("/abs/x", True), ("~/x", True),
+        ("a/b/c", True), ("a\\b", True), (f"dir{os.sep}", True),
+        ("org/name", False), ("name", False), ("org/name.v2", False),
+    ],
+)
+def test_what_can_only_be_a_local_path(source, path_only):
+    from optimum_ipu_ext.core import looks_like_path
+
+    assert looks_like_path(source) is path_only
+
+
+def test_a_plain_config_becomes_an_ipu_config_with_the_same_settings():
+    plain = PlainIPUConfig(replication_factor=4, recomputation_mode="pipeline")
+    config = plain.to_ipu_config()
+    assert isinstance(config, IPUConfig)
+    assert (config.replication_factor, config.recomputation_mode) == (4, "pipeline")
+    assert config.options_plan() == plain.options_plan()
