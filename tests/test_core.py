@@ -450,6 +450,7 @@ def test_shell_completion_answers_through_argcomplete(tmp_path):
 
 # Each detail of the core's reading, writing, rules and warnings, pinned
 
+@pytest.mark.skipif(ROOT.name == "mutants", reason="under mutmut, its trampolines stand between caller and warning")
 def test_the_unused_setting_warning_points_at_the_line_that_builds(sdk):
     config = IPUConfig.from_pretrained(PRESET)
     with pytest.warns(UserWarning) as caught:
