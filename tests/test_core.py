@@ -530,7 +530,7 @@ def test_non_default_settings_are_those_that_differ():
 @pytest.mark.parametrize(
     "source, path_only",
     [
-        ("x.json", True), ("dir/", True), ("./x", True), ("../x", True), ("/abs/x", True), ("~/x", True),
+        ("x.json", True), ("dir/", True), ("./x", True), ("../x", True), ("/abs/x", True), ("/x", True), ("~/x", True),
         ("a/b/c", True), ("a\\b", True), (f"dir{os.sep}", True),
         ("org/name", False), ("name", False), ("org/name.v2", False),
     ],
