@@ -12,6 +12,23 @@ from typing import Any, Iterable, Optional
 class IPUConfigError(Exception):
     """Base class of every error raised by `optimum_ipu_ext`."""
 
+    def __reduce__(self):
+        # The constructors take an error's parts (field, value, ...), not its message, so the default pickling,
+        # which calls the class with `args`, fails: rebuild from the message and the attributes instead, so
+        # that errors cross process boundaries (multiprocessing, data loader workers).
+        state = dict(vars(self))
+        if isinstance(self, ImportError):
+            state["name"] = self.name  # not in `vars`: a slot of ImportError
+        return _rebuild_error, (type(self), self.args, state)
+
+
+def _rebuild_error(error_class: type, args: tuple, state: dict) -> IPUConfigError:
+    error = error_class.__new__(error_class)
+    error.args = args
+    for attribute, value in state.items():
+        setattr(error, attribute, value)
+    return error
+
 
 class InvalidSettingError(IPUConfigError, ValueError):
     """A setting has a value outside what it allows."""

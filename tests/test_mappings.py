@@ -2,6 +2,7 @@
 each PopART key, each error class, each bound, and the preset's whole plan (as Python and as JSON)."""
 
 import json
+import pickle
 
 import pytest
 
@@ -290,6 +291,37 @@ BUILTIN_ERRORS = (ValueError, TypeError, OSError, ImportError, KeyError, Attribu
 def test_error_class_hierarchy(name):
     error_class = getattr(optimum_ipu_ext, name)
     assert tuple(base.__name__ for base in error_class.__bases__) == ERROR_BASES[name]
+
+
+ERROR_EXAMPLES = {  # one instance of each exported error, as the package raises it
+    "IPUConfigError": lambda: optimum_ipu_ext.IPUConfigError("something failed"),
+    "InvalidSettingError": lambda: optimum_ipu_ext.InvalidSettingError("replication_factor", 0, "numbers must be >= 1"),
+    "SettingTypeError": lambda: optimum_ipu_ext.SettingTypeError("seed", "7", "int, or null"),
+    "IncompatibleSettingsError": lambda: optimum_ipu_ext.IncompatibleSettingsError("layers_per_ipu", [1], "one per IPU"),
+    "UnknownSettingError": lambda: optimum_ipu_ext.UnknownSettingError("replicaton_factor", ["replication_factor"]),
+    "ConfigFileError": lambda: optimum_ipu_ext.ConfigFileError("a.json", "not valid JSON"),
+    "HubError": lambda: optimum_ipu_ext.HubError("org/cfg", "it failed", "load 'ipu_config.json' from", "main"),
+    "HubRepositoryNotFoundError": lambda: optimum_ipu_ext.HubRepositoryNotFoundError("org/cfg", "missing", "load"),
+    "HubRevisionNotFoundError": lambda: optimum_ipu_ext.HubRevisionNotFoundError("org/cfg", "no such", "load", "v9"),
+    "HubFileNotFoundError": lambda: optimum_ipu_ext.HubFileNotFoundError("org/cfg", "no file", "load"),
+    "HubAccessDeniedError": lambda: optimum_ipu_ext.HubAccessDeniedError("org/cfg", "gated", "load"),
+    "HubUnavailableError": lambda: optimum_ipu_ext.HubUnavailableError("org/cfg", "500", "load"),
+    "HubVisibilityError": lambda: optimum_ipu_ext.HubVisibilityError("org/cfg", "push to", "https://hub.example"),
+    "HubConfigFileError": lambda: optimum_ipu_ext.HubConfigFileError("org/cfg", "not JSON", "load", "main", "x.json"),
+    "PoplarSDKNotFoundError": lambda: optimum_ipu_ext.PoplarSDKNotFoundError("poptorch"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERROR_EXAMPLES))
+def test_errors_survive_pickling_with_their_message_and_attributes(name):
+    error = ERROR_EXAMPLES[name]()
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), vars(copy)) == (type(error), str(error), vars(error))
+    assert getattr(copy, "name", None) == getattr(error, "name", None)  # ImportError's module name
+
+
+def test_every_exported_error_has_a_pickling_example():
+    assert set(ERROR_EXAMPLES) == {name for name in optimum_ipu_ext.__all__ if name.endswith("Error")}
 
 
 def test_every_exported_error_is_pinned():
