@@ -22,6 +22,8 @@ from .settings import (
     EXTENSION_SETTINGS,
     MAX_IPUS_IN_A_JOB,
     POPART_KEYS_WITH_A_SETTING,
+    POPTORCH_KEYS_WITH_A_SETTING,
+    POPTORCH_OPTION_KEYS,
     SETTINGS,
     TRANSFORMERS_KEYS,
     VERSION_KEYS,
@@ -146,9 +148,14 @@ def check_extension_rules(config: Any) -> None:
     popart_options = settings["popart_options"]
     for key in popart_options:
         if key in POPART_KEYS_WITH_A_SETTING:
-            raise IncompatibleSettingsError(
-                "popart_options", {key: popart_options[key]}, f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
-            )
+            problem = f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
+        elif key in POPTORCH_KEYS_WITH_A_SETTING:
+            problem = f"`{key}` is poptorch's own option, not PopART's: set `{POPTORCH_KEYS_WITH_A_SETTING[key]}` instead"
+        elif key in POPTORCH_OPTION_KEYS:
+            problem = f"`{key}` is poptorch's own option, not PopART's, and no setting drives it yet"
+        else:
+            continue
+        raise IncompatibleSettingsError("popart_options", {key: popart_options[key]}, problem)
 
 
 def check_rules(config: Any) -> None:

@@ -180,6 +180,34 @@ EXTENSION_SETTINGS = table(
 
 SETTINGS = {**BASE_SETTINGS, **EXTENSION_SETTINGS}
 
+# The options poptorch keeps in its own state, which `Options.toDict()` flattens in beside PopART's session options
+# (poptorch 3.4, python/options.py: `Options`, `Training`, `Distributed`, `TensorLocations` and the execution
+# strategies' `backendOptions`). Set through `_Popart.set`, one of them looks right in `toDict()`, but poptorch reads
+# its own state (DataLoader seeding, replicas, the pipeline): a different build.
+POPTORCH_OPTION_KEYS = frozenset("""
+    replication_factor input_group_size input_cgt broadcast_buffers device_iterations log_dir max_repeat_logs
+    auto_round_num_ipus anchored_tensors output_mode output_return_period connection_type sync_pattern
+    available_memory_proportion model_name use_model ipu_id ipu_version random_seed compilation_progress_bar_fn
+    gradient_accumulation accumulation_and_replication_reduction_type meanAccumulationAndReplicationReductionStrategy
+    num_distributed_processes distributed_process_id ipuof_configs
+    numIOTiles location_activation location_weight location_optimizer location_accumulator
+    execution_mode separate_backward_phase tensors_liveness serial_phases_execution
+""".split())
+
+# poptorch's own options that a setting drives
+POPTORCH_KEYS_WITH_A_SETTING = {
+    "replication_factor": "replication_factor",
+    "device_iterations": "device_iterations",
+    "auto_round_num_ipus": "auto_round_num_ipus",
+    "output_mode": "output_mode",
+    "random_seed": "seed",
+    "available_memory_proportion": "matmul_proportion",
+    "gradient_accumulation": "gradient_accumulation_steps",
+    "accumulation_and_replication_reduction_type": "accumulation_and_replication_reduction_type",
+    "location_optimizer": "optimizer_state_offchip",
+    "execution_mode": "execution_strategy",
+}
+
 # PopART session options that a setting writes, directly or through a poptorch call (the state key
 # poptorch's `toDict()` shows): setting them through `popart_options` would bypass that setting.
 POPART_KEYS_WITH_A_SETTING = {

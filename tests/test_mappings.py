@@ -220,6 +220,63 @@ def test_popart_options_refuse_a_key_that_a_setting_drives(key):
     assert raised.value.field == "popart_options"
 
 
+# poptorch's own options (poptorch 3.4's `Options.toDict()` holds them beside PopART's): the setting to use, or None
+POPTORCH_OPTIONS = {
+    "replication_factor": "replication_factor",
+    "device_iterations": "device_iterations",
+    "auto_round_num_ipus": "auto_round_num_ipus",
+    "output_mode": "output_mode",
+    "random_seed": "seed",
+    "available_memory_proportion": "matmul_proportion",
+    "gradient_accumulation": "gradient_accumulation_steps",
+    "accumulation_and_replication_reduction_type": "accumulation_and_replication_reduction_type",
+    "location_optimizer": "optimizer_state_offchip",
+    "execution_mode": "execution_strategy",
+    "input_group_size": None,
+    "input_cgt": None,
+    "broadcast_buffers": None,
+    "log_dir": None,
+    "max_repeat_logs": None,
+    "anchored_tensors": None,
+    "output_return_period": None,
+    "connection_type": None,
+    "sync_pattern": None,
+    "model_name": None,
+    "use_model": None,
+    "ipu_id": None,
+    "ipu_version": None,
+    "compilation_progress_bar_fn": None,
+    "meanAccumulationAndReplicationReductionStrategy": None,
+    "num_distributed_processes": None,
+    "distributed_process_id": None,
+    "ipuof_configs": None,
+    "numIOTiles": None,
+    "location_activation": None,
+    "location_weight": None,
+    "location_accumulator": None,
+    "separate_backward_phase": None,
+    "tensors_liveness": None,
+    "serial_phases_execution": None,
+}
+
+
+@pytest.mark.parametrize("key", sorted(POPTORCH_OPTIONS))
+def test_popart_options_refuse_poptorch_own_options(key):
+    with pytest.raises(optimum_ipu_ext.IncompatibleSettingsError) as raised:
+        IPUConfig(popart_options={key: 1})
+    setting = POPTORCH_OPTIONS[key]
+    if setting is None:
+        expected = f"`{key}` is poptorch's own option, not PopART's, and no setting drives it yet"
+    else:
+        expected = f"`{key}` is poptorch's own option, not PopART's: set `{setting}` instead"
+    assert str(raised.value) == f"`popart_options={{{key!r}: 1}}` is invalid: {expected}."
+    assert raised.value.field == "popart_options"
+
+
+def test_popart_options_take_a_popart_key_that_only_looks_like_poptorch():
+    assert IPUConfig(popart_options={"randomSeed": 1}).popart_options == {"randomSeed": 1}
+
+
 # --- the preset's whole plan, written out ----------------------------------------------------------
 
 def test_preset_plan_as_python():
