@@ -90,11 +90,12 @@ def _optimizer_location(settings: Dict[str, Any], replicas: int) -> Construct:
 def read_optimizer_location(state: Dict[str, Any]) -> Dict[str, Any]:
     location = state.get("location_optimizer")
     if location is None:
-        raise UnsupportedOptionsError({"TensorLocations.setOptimizerLocation": "not called"})
-    return {
-        "optimizer_state_offchip": not location.get("onChip", True),
-        "replicated_tensor_sharding": bool(location.get("useReplicatedTensorSharding", False)),
-    }
+        raise UnsupportedOptionsError({"location_optimizer": "not set (TensorLocations.setOptimizerLocation)"})
+    values = {"optimizer_state_offchip": not location.get("onChip", True)}
+    sharded = bool(location.get("useReplicatedTensorSharding", False))
+    if sharded or state["replication_factor"] > 1:  # with one replica, the build shards nothing either way
+        values["replicated_tensor_sharding"] = sharded
+    return values
 
 
 def _execution_strategy(settings: Dict[str, Any], prefix: str) -> Construct:
@@ -134,12 +135,13 @@ def read_memory_proportions(state: Dict[str, Any], prefix: str, ipus: Optional[i
     ipus = len(proportions) if ipus is None else ipus
     if not ipus or any(index not in proportions for index in range(ipus)):
         raise UnsupportedOptionsError(
-            {"setAvailableMemoryProportion": f"{_ipu_names(proportions)}: the settings give IPU0 to IPU<n-1>, n >= 1"}
+            {"available_memory_proportion": f"{_ipu_names(proportions)}: the settings give IPU0 to IPU<n-1>, n >= 1"}
         )
     per_ipu = [proportions[index] for index in range(ipus)]
     return {
         f"{prefix}ipus_per_replica": ipus,
-        f"{prefix}matmul_proportion": per_ipu[0] if len(set(per_ipu)) == 1 else per_ipu,
+        # one number for all IPUs, but a list for 0: an inference proportion of 0 means "as in training"
+        f"{prefix}matmul_proportion": per_ipu[0] if len(set(per_ipu)) == 1 and per_ipu[0] else per_ipu,
     }
 
 

@@ -236,6 +236,23 @@ class SettingsMixin:
             raise UnknownSettingError(name, SETTINGS)
         super().__setattr__(name, value)
 
+    @classmethod
+    def from_options(cls, training: Any = None, inference: Any = None, **overrides: Any):
+        """The config whose `to_options()` / `to_options(for_inference=True)` build the same options as the
+        `poptorch.Options` `training` / `inference` (either or both): equal `toDict()`, execution strategy and
+        relaxed optimizer checks, as `trainingModel` / `inferenceModel` see them (the default output mode resolved).
+
+        `overrides` are settings: those the options cannot tell (`layers_per_ipu`, the serialization settings) and
+        `ipus_per_replica` when memory proportions name more IPUs than a replica's pipeline has (the others are
+        dropped, with a warning saying which). Needs poptorch, which made the options.
+
+        Raises:
+            UnsupportedOptionsError: naming every option no config rebuilds, at once.
+        """
+        from .importer import import_options
+
+        return import_options(cls, training, inference, **overrides)
+
     def _validate_ipu_config(self):
         """Checks that the settings agree with each other, in both modes."""
         check_rules(self)

@@ -1,10 +1,7 @@
 """The poptorch/popart doubles are strict, follow poptorch 3.4 and record state like ``toDict()``."""
-import importlib.util
 import inspect
-import os
 import sys
 import types
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +10,6 @@ import doubles
 from doubles import installed, state
 from expected_states import differences, differences_in, seed_memory_proportion_as_written, seed_state
 
-SEED_PATH = Path(__file__).resolve().parents[2] / "shared/seed/ipu_config.py"
 ENVIRONMENT_READ_BY_OPTIONS = (
     "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_RANK",
@@ -673,19 +669,6 @@ def test_invalid_hardware_version(version, error):
 
 
 # --- the seed's build and optimum-graphcore's build -----------------------------------------
-
-
-@pytest.fixture(scope="module")
-def seed_module():
-    if not SEED_PATH.is_file():
-        if os.environ.get("CI") == "true":  # CI clones the project with ../shared beside it: the seed must be there
-            pytest.fail(f"seed build not found at {SEED_PATH}, where CI has it")
-        pytest.skip(f"seed build not found at {SEED_PATH}")
-    spec = importlib.util.spec_from_file_location("seed_ipu_config", SEED_PATH)
-    module = importlib.util.module_from_spec(spec)
-    with installed():
-        spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("optimizer_state_offchip", [False, True])
