@@ -8,10 +8,10 @@ what stands in for it): it reads the options the SDK made.
 """
 
 import warnings
-from typing import TYPE_CHECKING, Any, Dict, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
-from .errors import IPUConfigError, UnsupportedOptionsError
+from .errors import IncompatibleSettingsError, UnsupportedOptionsError
 from .plan import sdk_value
 from .settings import POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS, SETTINGS
 
@@ -33,42 +33,58 @@ def import_options(
         raise TypeError("from_options() needs `training` or `inference` options (poptorch.Options), or both")
     states = {mode: resolved_state(options, mode) for mode, options in given.items()}
     problems: Dict[str, str] = {}
-    values: Dict[str, Any] = {}
-    dropped = []
-    for mode, options in given.items():
-        prefix = "inference_" if mode == "inference" else ""
-        values.update(_read_rows(states[mode], mode, problems))
-        for read in (
-            lambda: read_optimizer_location(states[mode]),
-            lambda: read_execution_strategy(options, prefix),
-            lambda: read_memory_proportions(states[mode], prefix, overrides.get(f"{prefix}ipus_per_replica")),
-        ):
-            try:
-                values.update(read())
-            except UnsupportedOptionsError as error:
-                problems.update(_in_mode(error.options, mode, given))
-        dropped += _beyond_the_pipeline(states[mode], overrides.get(f"{prefix}ipus_per_replica"), mode)
-    values.update(overrides)
+    values, dropped = _read_settings(given, states, overrides, problems)
     values.setdefault("popart_options", {})
-    config = _config(config_class, values, problems)
+    config = _config(config_class, values, overrides, problems)
     if "popart_options" not in overrides:
         values["popart_options"] = _other_popart_options(config, states, problems)
-        config = _config(config_class, values, problems)
+        config = _config(config_class, values, overrides, problems)
     for mode in given:
-        rebuilt = config.options_plan(for_inference=mode == "inference", popdist=False).build()
-        expected = dict(states[mode])
-        ipus = getattr(config, f"{'inference_' if mode == 'inference' else ''}ipus_per_replica")
-        proportions = expected.get("available_memory_proportion") or {}
-        expected["available_memory_proportion"] = {ipu: p for ipu, p in proportions.items() if ipu < ipus}
-        differences = _differences({**expected, **python_state(given[mode])},
-                                   {**resolved_state(rebuilt, mode), **python_state(rebuilt)})
-        for option, problem in _in_mode(differences, mode, given).items():
+        for option, problem in _rebuild_differences(config, given, states, mode).items():
             problems.setdefault(option, problem)  # a reader's reason says more than the difference it leaves
     if problems:
         raise UnsupportedOptionsError(problems)
     if dropped:
         warnings.warn("from_options() could not read, and dropped: " + "; ".join(dropped), UserWarning, stacklevel=3)
     return config
+
+
+def _read_settings(
+    given: Dict[str, Any], states: Dict[str, Dict[str, Any]], overrides: Dict[str, Any], problems: Dict[str, str]
+) -> Tuple[Dict[str, Any], List[str]]:
+    """The settings the options hold, `overrides` applied, and what was dropped; what cannot be read goes to
+    `problems`."""
+    values: Dict[str, Any] = {}
+    dropped: List[str] = []
+    for mode, options in given.items():
+        prefix = "inference_" if mode == "inference" else ""
+        ipus = overrides.get(f"{prefix}ipus_per_replica")
+        values.update(_read_rows(states[mode], mode, problems))
+        for read in (
+            lambda: read_optimizer_location(states[mode]),
+            lambda: read_execution_strategy(options, prefix),
+            lambda: read_memory_proportions(states[mode], prefix, ipus),
+        ):
+            try:
+                values.update(read())
+            except UnsupportedOptionsError as error:
+                problems.update(_in_mode(error.options, mode, given))
+        dropped += _beyond_the_pipeline(states[mode], ipus, mode)
+    values.update(overrides)
+    return values, dropped
+
+
+def _rebuild_differences(config: Any, given: Dict[str, Any], states: Dict[str, Dict[str, Any]], mode: str):
+    """How the options `config` builds for `mode` differ from the given ones (but for dropped memory proportions)."""
+    rebuilt = config.options_plan(for_inference=mode == "inference", popdist=False).build()
+    expected = dict(states[mode])
+    ipus = getattr(config, f"{'inference_' if mode == 'inference' else ''}ipus_per_replica")
+    proportions = expected.get("available_memory_proportion") or {}
+    expected["available_memory_proportion"] = {ipu: p for ipu, p in proportions.items() if ipu < ipus}
+    differences = _differences(
+        {**expected, **python_state(given[mode])}, {**resolved_state(rebuilt, mode), **python_state(rebuilt)}
+    )
+    return _in_mode(differences, mode, given)
 
 
 def resolved_state(options: Any, mode: str) -> Dict[str, Any]:
@@ -122,13 +138,15 @@ def _other_popart_options(config: Any, states: Dict[str, Dict[str, Any]], proble
     return found
 
 
-def _config(config_class: Any, values: Dict[str, Any], problems: Dict[str, str]) -> Any:
+def _config(config_class: Any, values: Dict[str, Any], overrides: Dict[str, Any], problems: Dict[str, str]) -> Any:
+    """The config of `values`; settings read from the options that disagree with each other are options no config
+    rebuilds (an unknown or invalid override is the caller's error, raised as it is)."""
     try:
         return config_class(**values)
-    except IPUConfigError as error:
-        if not isinstance(error, ValueError):
+    except IncompatibleSettingsError as error:
+        if error.field in overrides:
             raise
-        problems[f"setting `{getattr(error, 'field', '?')}`"] = str(error)
+        problems[f"setting `{error.field}`"] = str(error)
         raise UnsupportedOptionsError(problems) from error
 
 

@@ -11,7 +11,8 @@ from hypothesis import given
 import doubles
 from doubles import installed
 from expected_states import seed_state
-from optimum_ipu_ext import IPUConfig, UnsupportedOptionsError
+from optimum_ipu_ext import IncompatibleSettingsError, IPUConfig, UnknownSettingError, UnsupportedOptionsError
+from optimum_ipu_ext.core import PlainIPUConfig
 from test_properties import PROFILE, full_settings
 from test_to_options import comparable
 
@@ -278,3 +279,24 @@ def test_options_are_needed(sdk):
 def test_overrides_replace_what_the_options_say(hand_written):
     config = IPUConfig.from_options(training=hand_written, layers_per_ipu=[1, 2, 3, 4], inference_replication_factor=8)
     assert (config.layers_per_ipu, config.inference_replication_factor) == ([1, 2, 3, 4], 8)
+
+
+def test_settings_read_from_the_options_that_disagree_are_refused(hand_written):
+    hand_written._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["7"])
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=hand_written)
+    assert list(raised.value.options) == ["setting `accumulate_outer_fragment_excluded_virtual_graphs`"]
+    assert "0 to 3 as `ipus_per_replica=4`" in str(raised.value)
+
+
+def test_a_bad_override_is_the_callers_error(hand_written):
+    with pytest.raises(UnknownSettingError, match="replicaton_factor"):
+        IPUConfig.from_options(training=hand_written, replicaton_factor=2)
+    with pytest.raises(IncompatibleSettingsError, match="layers_per_ipu"):
+        IPUConfig.from_options(training=hand_written, layers_per_ipu=[1, 2])
+
+
+def test_the_core_imports_too(hand_written):
+    config = PlainIPUConfig.from_options(training=hand_written)
+    assert {name: getattr(config, name) for name in HAND_WRITTEN_SETTINGS} == HAND_WRITTEN_SETTINGS
+    assert comparable(config.options_plan().build()) == _resolved(hand_written, doubles.poptorch.OutputMode.Final)
