@@ -108,7 +108,7 @@ def python_state(options: Any) -> Dict[str, Any]:
         ),
         "relaxOptimizerAttributesChecks": options._relax_optimizer_checks,
         "disableModuleNamescope": not options._module_namescope_enabled,
-        "sourceLocationExcludes": getattr(options, "_source_location_excludes", None),
+        "sourceLocationExcludes": options._source_location_excludes,
     }
 
 

@@ -33,6 +33,8 @@ REAL_SIGNATURES = {
     "Options.from_json": "(self, string)",
     "Options.showCompilationProgressBar": "(self, show=True)",
     "Options.relaxOptimizerAttributesChecks": "(self, relax=True)",
+    "Options.sourceLocationExcludes": "(self, excludes)",
+    "Options.appendToLocationExcludes": "(self, *excludes)",
     "Options.autoRoundNumIPUs": "(self, auto_round_num_ipus=True)",
     "Options.deviceIterations": "(self, device_iterations)",
     "Options.setExecutionStrategy": "(self, strategy)",
@@ -765,3 +767,14 @@ def test_upstream_build_without_ipu_fails_like_poptorch():
         _upstream_options(None, compile_only=False)
     with pytest.raises(RuntimeError, match="Mk2"):
         _upstream_options(1, compile_only=False)
+
+
+def test_source_location_excludes_are_kept_beside_the_options(poptorch):
+    opts = poptorch.Options()
+    assert opts._source_location_excludes == ["install/poptorch", "site-packages/torch", "site-packages/poptorch"]
+    opts.sourceLocationExcludes(["mine"]).appendToLocationExcludes("theirs")
+    assert opts._source_location_excludes == ["mine", "theirs"]
+    assert "_source_location_excludes" not in opts.outputMode(poptorch.OutputMode.All).toDict()
+    assert poptorch.Options()._source_location_excludes == [
+        "install/poptorch", "site-packages/torch", "site-packages/poptorch"
+    ]

@@ -213,6 +213,12 @@ REFUSED = {
         lambda p, opts: opts.relaxOptimizerAttributesChecks(),
         {"relaxOptimizerAttributesChecks": "True given, False rebuilt"},
     ),
+    "source-location excludes": (
+        lambda p, opts: opts.appendToLocationExcludes("my_framework"),
+        {"sourceLocationExcludes": "['install/poptorch', 'site-packages/torch', 'site-packages/poptorch', "
+                                   "'my_framework'] given, ['install/poptorch', 'site-packages/torch', "
+                                   "'site-packages/poptorch'] rebuilt"},
+    ),
     "namescope": (lambda p, opts: opts.disableModuleNamescope(), {"disableModuleNamescope": "True given, False rebuilt"}),
     "explicit stages": (
         lambda p, opts: opts.setExecutionStrategy(p.PipelinedExecution(p.Stage("embeddings"), p.Stage("encoder").ipu(1))),
