@@ -18,6 +18,7 @@ from .errors import (
     PoplarSDKNotFoundError,
     SettingTypeError,
     UnknownSettingError,
+    UnsupportedOptionsError,
 )
 from .plan import OptionsPlan
 from .popdist import PopDistLaunch
@@ -36,6 +37,7 @@ __all__ = [
     "SettingTypeError",
     "IncompatibleSettingsError",
     "UnknownSettingError",
+    "UnsupportedOptionsError",
     "ConfigFileError",
     "PoplarSDKNotFoundError",
     "HubError",

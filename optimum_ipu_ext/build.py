@@ -9,7 +9,8 @@ IPUs themselves. Nothing here imports the Poplar SDK.
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
-from .plan import Construct, OptionCall, OptionsPlan, Ref
+from .errors import UnsupportedOptionsError
+from .plan import Construct, OptionCall, OptionsPlan, Ref, sdk_value
 from .popdist import PopDistLaunch
 from .settings import EXECUTION_STRATEGIES, SETTINGS
 
@@ -62,16 +63,9 @@ def build_plan(
             (popart_calls if setting.call.startswith("_Popart.") else calls).append(call)
     if for_inference:
         calls += [OptionCall(method, (argument,)) for method, argument in INFERENCE_CALLS.items()]
-    sharded = settings["replicated_tensor_sharding"] and replicas > 1
-    location = Construct(
-        "poptorch.TensorLocationSettings",
-        chain=(("useOnChipStorage", (not settings["optimizer_state_offchip"],)), ("useReplicatedTensorSharding", (sharded,))),
-    )
-    strategy = EXECUTION_STRATEGIES[settings[f"{prefix}execution_strategy"]]
-    auto_stage = Ref(SETTINGS["auto_stage"].sdk_member(settings["auto_stage"]))
     calls += [
-        OptionCall("TensorLocations.setOptimizerLocation", (location,)),
-        OptionCall("setExecutionStrategy", (Construct(strategy, (auto_stage,)),)),
+        OptionCall("TensorLocations.setOptimizerLocation", (_optimizer_location(settings, replicas),)),
+        OptionCall("setExecutionStrategy", (_execution_strategy(settings, prefix),)),
         OptionCall("setAvailableMemoryProportion", (_memory_proportions(settings, prefix),)),
     ]
     if compile_only:
@@ -81,9 +75,75 @@ def build_plan(
     return OptionsPlan(options, tuple(calls), compile_only, notes)
 
 
+# The composite calls, each with its read-back: the settings a `toDict()` state (or, for the execution strategy,
+# which `toDict()` shows only as `execution_mode`, the options object) holds. A read-back raises
+# `UnsupportedOptionsError` for a state the settings cannot express.
+
+def _optimizer_location(settings: Dict[str, Any], replicas: int) -> Construct:
+    sharded = settings["replicated_tensor_sharding"] and replicas > 1
+    return Construct(
+        "poptorch.TensorLocationSettings",
+        chain=(("useOnChipStorage", (not settings["optimizer_state_offchip"],)), ("useReplicatedTensorSharding", (sharded,))),
+    )
+
+
+def read_optimizer_location(state: Dict[str, Any]) -> Dict[str, Any]:
+    location = state.get("location_optimizer")
+    if location is None:
+        raise UnsupportedOptionsError({"location_optimizer": "not set (TensorLocations.setOptimizerLocation)"})
+    values = {"optimizer_state_offchip": not location.get("onChip", True)}
+    sharded = bool(location.get("useReplicatedTensorSharding", False))
+    if sharded or state["replication_factor"] > 1:  # with one replica, the build shards nothing either way
+        values["replicated_tensor_sharding"] = sharded
+    return values
+
+
+def _execution_strategy(settings: Dict[str, Any], prefix: str) -> Construct:
+    strategy = EXECUTION_STRATEGIES[settings[f"{prefix}execution_strategy"]]
+    return Construct(strategy, (Ref(SETTINGS["auto_stage"].sdk_member(settings["auto_stage"])),))
+
+
+def read_execution_strategy(options: Any, prefix: str) -> Dict[str, Any]:
+    """From where poptorch 3.4 keeps the strategy: `Options._execution_strategy`, its explicit stages in
+    `_block_map`, its `AutoStage` in its stage manager."""
+    strategy = options._execution_strategy
+    names = {path.rsplit(".", 1)[1]: choice for choice, path in EXECUTION_STRATEGIES.items()}
+    kind = type(strategy).__name__
+    if kind not in names:
+        raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind}: the settings express {', '.join(names)}"})
+    if strategy._block_map:
+        raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind} with explicit stages {list(strategy._block_map)}"})
+    auto_stage = SETTINGS["auto_stage"]
+    members = {int(sdk_value(auto_stage.sdk_member(choice))): choice for choice in auto_stage.choices}
+    return {
+        f"{prefix}execution_strategy": names[kind],
+        "auto_stage": members[int(strategy._stages_manager._auto_stage)],
+    }
+
+
 def _memory_proportions(settings: Dict[str, Any], prefix: str) -> Dict[str, Union[float, int]]:
     """`{"IPU0": p0, ...}` for each IPU of one replica's pipeline."""
     ipus = settings[f"{prefix}ipus_per_replica"]
     proportion = settings[f"{prefix}matmul_proportion"]
     per_ipu = proportion if isinstance(proportion, list) else [proportion] * ipus
     return {f"IPU{index}": per_ipu[index] for index in range(ipus)}
+
+
+def read_memory_proportions(state: Dict[str, Any], prefix: str, ipus: Optional[int] = None) -> Dict[str, Any]:
+    """The proportions of IPUs 0 to `ipus - 1` (default: every IPU the state names, as many as the pipeline has)."""
+    proportions = state.get("available_memory_proportion") or {}
+    ipus = len(proportions) if ipus is None else ipus
+    if not ipus or any(index not in proportions for index in range(ipus)):
+        raise UnsupportedOptionsError(
+            {"available_memory_proportion": f"{_ipu_names(proportions)}: the settings give IPU0 to IPU<n-1>, n >= 1"}
+        )
+    per_ipu = [proportions[index] for index in range(ipus)]
+    return {
+        f"{prefix}ipus_per_replica": ipus,
+        # one number for all IPUs, but a list for 0: an inference proportion of 0 means "as in training"
+        f"{prefix}matmul_proportion": per_ipu[0] if len(set(per_ipu)) == 1 and per_ipu[0] else per_ipu,
+    }
+
+
+def _ipu_names(proportions: Dict[int, Any]) -> str:
+    return "{" + ", ".join(f"IPU{index}: {value!r}" for index, value in sorted(proportions.items())) + "}"

@@ -22,6 +22,8 @@ from .settings import (
     EXTENSION_SETTINGS,
     MAX_IPUS_IN_A_JOB,
     POPART_KEYS_WITH_A_SETTING,
+    POPTORCH_KEYS_WITH_A_SETTING,
+    POPTORCH_OPTION_KEYS,
     SETTINGS,
     TRANSFORMERS_KEYS,
     VERSION_KEYS,
@@ -146,9 +148,14 @@ def check_extension_rules(config: Any) -> None:
     popart_options = settings["popart_options"]
     for key in popart_options:
         if key in POPART_KEYS_WITH_A_SETTING:
-            raise IncompatibleSettingsError(
-                "popart_options", {key: popart_options[key]}, f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
-            )
+            problem = f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
+        elif key in POPTORCH_KEYS_WITH_A_SETTING:
+            problem = f"`{key}` is poptorch's own option, not PopART's: set `{POPTORCH_KEYS_WITH_A_SETTING[key]}` instead"
+        elif key in POPTORCH_OPTION_KEYS:
+            problem = f"`{key}` is poptorch's own option, not PopART's, and no setting drives it yet"
+        else:
+            continue
+        raise IncompatibleSettingsError("popart_options", {key: popart_options[key]}, problem)
 
 
 def check_rules(config: Any) -> None:
@@ -228,6 +235,23 @@ class SettingsMixin:
         if not name.startswith("_") and name not in TRANSFORMERS_KEYS and not hasattr(type(self), name):
             raise UnknownSettingError(name, SETTINGS)
         super().__setattr__(name, value)
+
+    @classmethod
+    def from_options(cls, training: Any = None, inference: Any = None, **overrides: Any):
+        """The config whose `to_options()` / `to_options(for_inference=True)` build the same options as the
+        `poptorch.Options` `training` / `inference` (either or both): equal `toDict()`, execution strategy and
+        relaxed optimizer checks, as `trainingModel` / `inferenceModel` see them (the default output mode resolved).
+
+        `overrides` are settings: those the options cannot tell (`layers_per_ipu`, the serialization settings) and
+        `ipus_per_replica` when memory proportions name more IPUs than a replica's pipeline has (the others are
+        dropped, with a warning saying which). Needs poptorch, which made the options.
+
+        Raises:
+            UnsupportedOptionsError: naming every option no config rebuilds, at once.
+        """
+        from .importer import import_options
+
+        return import_options(cls, training, inference, **overrides)
 
     def _validate_ipu_config(self):
         """Checks that the settings agree with each other, in both modes."""

@@ -6,7 +6,7 @@ the built-in type that optimum-graphcore raises in the same situation (`ValueErr
 """
 
 import difflib
-from typing import Any, Iterable, Optional
+from typing import Any, Dict, Iterable, Optional
 
 
 class IPUConfigError(Exception):
@@ -55,6 +55,25 @@ class SettingTypeError(IPUConfigError, TypeError, ValueError):
 
 class IncompatibleSettingsError(InvalidSettingError):
     """Two settings that must agree do not (for example a per-IPU list and `ipus_per_replica`)."""
+
+
+class UnsupportedOptionsError(IPUConfigError, ValueError):
+    """`IPUConfig.from_options` was given `poptorch.Options` that no config rebuilds: names every such option.
+
+    Attributes:
+        options: `{option: what the given options hold and the settings cannot}`, an option being a `toDict()` key
+            (`"log_dir"`) or the `poptorch.Options` method whose state `toDict()` omits (`"setExecutionStrategy"`).
+
+    Example message: ``No IPU config rebuilds these options: `log_dir` ('/logs' given, '.' rebuilt).``
+    """
+
+    def __init__(self, options: Dict[str, str]):
+        self.options = dict(options)
+        listed = "; ".join(f"`{option}` ({problem})" for option, problem in sorted(self.options.items()))
+        super().__init__(f"No IPU config rebuilds these options: {listed}.")
+
+    def __reduce__(self):
+        return type(self), (self.options,)
 
 
 class UnknownSettingError(IPUConfigError, ValueError):

@@ -149,9 +149,14 @@ class OptionsPlan:
 
     def apply(self) -> Any:
         """Builds the `poptorch.Options` this plan describes. Needs the Poplar SDK; on a real run, an IPU."""
-        sdk = _SDK()
-        if not self.compile_only and sdk["poptorch"].ipuHardwareVersion() not in IPU_MK2_HARDWARE_VERSIONS:
+        if not self.compile_only and _SDK()["poptorch"].ipuHardwareVersion() not in IPU_MK2_HARDWARE_VERSIONS:
             raise RuntimeError("This requires an IPU Mk2 system to run.")
+        return self.build()
+
+    def build(self) -> Any:
+        """Builds the `poptorch.Options` this plan describes, IPU or not (`apply()` first checks for one): to
+        compare option states. Needs the Poplar SDK."""
+        sdk = _SDK()
         options = self.options.resolve(sdk)
         for method, args in self.calls:
             target = options
@@ -171,6 +176,11 @@ def render(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     return repr(value)
+
+
+def sdk_value(path: str) -> Any:
+    """The SDK object named by the dotted `path` (`"popart.RecomputationType.Pipeline"`), its module imported."""
+    return _lookup(path, _SDK())
 
 
 def _lookup(path: str, sdk: Dict[str, Any]) -> Any:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, get_args, get_origin
 
 from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError
-from .plan import Ref
+from .plan import Ref, sdk_value
 
 
 NoneType = type(None)
@@ -42,6 +42,11 @@ class Setting:
         constraint: a further check, returning what is allowed when the value breaks it, else `None`.
         encode: turns the stored value into the call's argument, `None` meaning "make no call" (default: a
             choice becomes its enum member, an int for PopART options; any other value is passed as it is).
+        state: the keys of `poptorch.Options.toDict()` that `call` writes; the first holds the value read back
+            (default: `key`, the PopART session option).
+        decode: the other direction of `encode`: the stored value for what `toDict()` holds under `state[0]`
+            (`None` when the call was not made). Default: an enum member's value becomes its choice; any other
+            value is taken as it is. Composite rows are read back where `build.py` makes their call.
     """
 
     name: str
@@ -58,9 +63,13 @@ class Setting:
     maximum: Optional[float] = None
     constraint: Optional[Callable[[Any], Optional[str]]] = None
     encode: Optional[Callable[[Any], Any]] = None
+    state: Tuple[str, ...] = ()
+    decode: Optional[Callable[[Any], Any]] = None
 
     def __post_init__(self):
         object.__setattr__(self, "_conforms", type_checker(self.annotation))
+        if self.key and not self.state:
+            object.__setattr__(self, "state", (self.key,))
 
     def default_value(self) -> Any:
         """A fresh copy of the default, safe to mutate (defaults are flat lists and dicts)."""
@@ -103,6 +112,17 @@ class Setting:
         if self.sdk_enum:
             return Ref(self.sdk_member(value), as_int=self.key is not None)
         return value
+
+    def read(self, state: Mapping[str, Any]) -> Any:
+        """The stored value that gives `state` (a `poptorch.Options.toDict()`), read back through `decode`. Needs
+        the SDK for a choice (its enum's values)."""
+        written = state.get(self.state[0])
+        if self.decode is not None:
+            return self.decode(written)
+        if self.sdk_enum and written is not None:
+            members = {int(sdk_value(self.sdk_member(choice))): choice for choice in self.choices}
+            return members.get(int(written), written)
+        return written
 
     @property
     def call_text(self) -> str:

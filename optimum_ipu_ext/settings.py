@@ -4,14 +4,15 @@ ones this package adds (`EXTENSION_SETTINGS`).
 Each row says what the setting does and which `poptorch.Options` call it drives (`call`, dotted as
 `OptionCall.method`). Rows with a `call` that is not `composite` are turned into calls by one generic
 loop in `build.py`; a value that encodes to `None` makes no call, leaving poptorch's / PopART's default.
-The README's attribute tables and the JSON Schema (`documents.py`) are generated from these rows.
+The same row says which `toDict()` keys the call writes (`state`) and how the value reads back (`decode`):
+`IPUConfig.from_options` imports options through it. The README's attribute tables and the JSON Schema (`documents.py`) are generated from these rows.
 
 Defaults reproduce the build optimum-graphcore 0.7.1 makes, so an existing config behaves the same
 under our class. Adding a setting is one row here plus a test. Nothing here imports transformers.
 """
 
 import json
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from .plan import Ref, TempFile
 from .schema import Setting, table
@@ -43,9 +44,10 @@ def _consecutive_splits(splits: List[int]) -> Optional[str]:
     return None
 
 
-def _switch(argument: Any):
-    """An `encode` for a flag whose call is made only when it is on, with `argument`."""
-    return lambda on: argument if on else None
+def _switch(argument: Any, is_written: Optional[Callable[[Any], bool]] = None) -> Dict[str, Callable[[Any], Any]]:
+    """`encode` and `decode` of a flag whose call is made only when it is on, with `argument`; the flag reads back
+    as on where the state holds what `is_written` accepts (default: `argument` itself)."""
+    return {"encode": lambda on: argument if on else None, "decode": is_written or (lambda written: written == argument)}
 
 
 def _pair(name: str, annotation: Any, default: Any, doc: str, **fields: Any) -> List[Setting]:
@@ -60,25 +62,27 @@ def _pair(name: str, annotation: Any, default: Any, doc: str, **fields: Any) -> 
 
 BASE_SETTINGS = table(
     Setting("replication_factor", int, 1, "Replicas for data parallelism in training (of the whole job).",
-            call="replicationFactor", modes=TRAINING, minimum=1, maximum=MAX_IPUS_IN_A_JOB),
+            call="replicationFactor", state=("replication_factor",), modes=TRAINING, minimum=1, maximum=MAX_IPUS_IN_A_JOB),
     Setting("inference_replication_factor", int, 1, "Replicas for data parallelism in inference.",
-            call="replicationFactor", modes=INFERENCE, minimum=1, maximum=MAX_IPUS_IN_A_JOB),
+            call="replicationFactor", state=("replication_factor",), modes=INFERENCE, minimum=1,
+            maximum=MAX_IPUS_IN_A_JOB),
     Setting("gradient_accumulation_steps", int, 1, "Micro-batches accumulated per weight update.",
-            call="Training.gradientAccumulation", modes=TRAINING, minimum=1),
+            call="Training.gradientAccumulation", state=("gradient_accumulation",), modes=TRAINING, minimum=1),
     *_pair("layers_per_ipu", List[int], [-1],
            "Layers on each IPU of the pipeline; -1 spreads the remaining layers evenly.", minimum=-1),
     *_pair("ipus_per_replica", Optional[int], None, "IPUs per replica (default: `len(layers_per_ipu)`).",
            minimum=1, maximum=MAX_IPUS_IN_A_JOB),
     Setting("optimizer_state_offchip", bool, False, "Keep the optimizer state in off-chip (streaming) memory.",
-            call="TensorLocations.setOptimizerLocation", composite=True),
+            call="TensorLocations.setOptimizerLocation", state=("location_optimizer",), composite=True),
     Setting("replicated_tensor_sharding", bool, False,
             "Shard the optimizer state across replicas (when there are several).",
-            call="TensorLocations.setOptimizerLocation", composite=True),
+            call="TensorLocations.setOptimizerLocation", state=("location_optimizer",), composite=True),
     *_pair("matmul_proportion", Union[float, List[float]], 0.2,
            "Available memory proportion for matmuls and convolutions, for every IPU or per IPU.",
-           call="setAvailableMemoryProportion", composite=True, minimum=0),
+           call="setAvailableMemoryProportion", state=("available_memory_proportion",), composite=True, minimum=0),
     Setting("enable_half_partials", bool, True, "float16 partials for matmuls and convolutions.",
-            call="Precision.setPartialsType", encode=_switch(Ref("torch.float16"))),
+            call="Precision.setPartialsType", state=("partialsTypeMatMuls",),
+            **_switch(Ref("torch.float16"), lambda written: written == "half")),
     *_pair("embedding_serialization_factor", Optional[int], None,
            "Serialise the embedding into this many parts on one IPU.", minimum=1),
     *_pair("serialized_embedding_splits_per_ipu", Optional[List[int]], None,
@@ -89,21 +93,23 @@ BASE_SETTINGS = table(
            "Projection splits on each IPU of the pipeline.", minimum=0, constraint=_consecutive_splits),
     Setting("recompute_checkpoint_every_layer", bool, False, "Checkpoint activations at the end of every layer."),
     Setting("device_iterations", int, 1, "Batches the device runs per call in training.",
-            call="deviceIterations", modes=TRAINING, minimum=1),
+            call="deviceIterations", state=("device_iterations",), modes=TRAINING, minimum=1),
     Setting("inference_device_iterations", int, 1, "Batches the device runs per call in inference.",
-            call="deviceIterations", modes=INFERENCE, minimum=1),
+            call="deviceIterations", state=("device_iterations",), modes=INFERENCE, minimum=1),
     Setting("output_mode", str, "final", "Which results return to the host in training (inference: all).",
-            call="outputMode", modes=TRAINING, choices={"all": "All", "sum": "Sum", "final": "Final", "default": "Default"},
+            call="outputMode", state=("output_mode",), modes=TRAINING, choices={"all": "All", "sum": "Sum", "final": "Final", "default": "Default"},
             sdk_enum="poptorch.OutputMode"),
     # optimum-graphcore reads 0 as "no seed", so 0 makes no call either
     Setting("seed", Optional[int], None, "Seed of the IPU random number generator (0 or null: none).",
-            call="randomSeed", encode=lambda seed: seed or None),
+            call="randomSeed", state=("random_seed",), encode=lambda seed: seed or None),
     Setting("auto_loss_scaling", bool, False, "Automatic loss scaling in training (experimental).",
-            call="Training.setAutomaticLossScaling", modes=TRAINING, encode=_switch(True)),
+            call="Training.setAutomaticLossScaling", state=("automaticLossScalingSettings.enabled",), modes=TRAINING,
+            **_switch(True)),
     Setting("executable_cache_dir", str, "", "Cache compiled executables here (`\"\"` or `\"disabled\"`: off).",
-            call="enableExecutableCaching", encode=lambda folder: folder if folder not in ("", "disabled") else None),
+            call="enableExecutableCaching", state=("cachePath", "enableEngineCaching"),
+            encode=lambda folder: folder if folder not in ("", "disabled") else None, decode=lambda folder: folder or ""),
     Setting("explicit_ir_inference", bool, False, "PopART's explicit IR for inference (experimental).",
-            call="_Popart.set", key="enableExplicitIR", modes=INFERENCE, encode=_switch(True)),
+            call="_Popart.set", key="enableExplicitIR", modes=INFERENCE, **_switch(True)),
     *_pair("parallelize_kwargs", Optional[Dict[str, Any]], None, "Keyword arguments for the model's `parallelize`."),
     Setting("execute_encoder_on_cpu_for_generation", bool, False, "Run the encoder on the CPU (not supported)."),
 )
@@ -117,27 +123,31 @@ OPTIMUM_GRAPHCORE_ENGINE_OPTIONS = {"opt.useAutoloader": "true", "target.syncRep
 EXTENSION_SETTINGS = table(
     Setting("auto_round_num_ipus", bool, True,
             "Round the number of IPUs requested up to what the system can allocate.",
-            call="autoRoundNumIPUs"),
+            call="autoRoundNumIPUs", state=("auto_round_num_ipus",)),
     Setting("accumulation_and_replication_reduction_type", str, "mean",
             "How gradients are reduced over accumulation steps and replicas (training).",
-            call="Training.accumulationAndReplicationReductionType", modes=TRAINING,
+            call="Training.accumulationAndReplicationReductionType", state=("accumulation_and_replication_reduction_type",),
+            modes=TRAINING,
             choices={"sum": "Sum", "mean": "Mean"}, sdk_enum="poptorch.ReductionType"),
     Setting("execution_strategy", str, "pipelined",
             "How a replica runs over its IPUs in training.",
-            call="setExecutionStrategy", modes=TRAINING, composite=True, choices=tuple(EXECUTION_STRATEGIES)),
+            call="setExecutionStrategy", state=("execution_mode",), modes=TRAINING, composite=True,
+            choices=tuple(EXECUTION_STRATEGIES)),
     Setting("inference_execution_strategy", str, "sharded",
             "How a replica runs over its IPUs in inference.",
-            call="setExecutionStrategy", modes=INFERENCE, composite=True, choices=tuple(EXECUTION_STRATEGIES)),
+            call="setExecutionStrategy", state=("execution_mode",), modes=INFERENCE, composite=True,
+            choices=tuple(EXECUTION_STRATEGIES)),
     Setting("auto_stage", str, "auto_increment",
             "How blocks without an explicit stage are staged in the execution strategy.",
-            call="setExecutionStrategy", composite=True,
+            call="setExecutionStrategy", state=("execution_mode",), composite=True,
             choices={"same_as_ipu": "SameAsIpu", "auto_increment": "AutoIncrement"}, sdk_enum="poptorch.AutoStage"),
     Setting("stochastic_rounding", bool, True,
             "Stochastic rounding in training (always off in inference).",
-            call="Precision.enableStochasticRounding", modes=TRAINING),
+            call="Precision.enableStochasticRounding", state=("enableStochasticRounding",), modes=TRAINING),
     Setting("save_initializers_to_file", bool, True,
             "Save initializers to a fresh temporary file instead of the executable.",
-            call="_Popart.set", key="saveInitializersToFile", encode=_switch(TempFile())),
+            call="_Popart.set", key="saveInitializersToFile",
+            **_switch(TempFile(), lambda written: isinstance(written, str))),
     Setting("recomputation_mode", Optional[str], None,
             "PopART's automatic recomputation of activations.",
             call="_Popart.set", key="autoRecomputation",
@@ -156,7 +166,8 @@ EXTENSION_SETTINGS = table(
     Setting("accumulate_outer_fragment_excluded_virtual_graphs", Optional[List[int]], [0],
             "Pipeline stages (IPU indices within a replica) left out of that schedule.",
             call="_Popart.set", key="accumulateOuterFragmentSettings.excludedVirtualGraphs", minimum=0,
-            encode=lambda graphs: [str(graph) for graph in graphs]),
+            encode=lambda graphs: [str(graph) for graph in graphs],
+            decode=lambda graphs: None if graphs is None else [int(graph) for graph in graphs]),
     Setting("outline_threshold", Optional[float], 10.0,
             "Minimum estimated benefit for PopART to outline a repeated sub-graph.",
             call="_Popart.set", key="outlineThreshold"),
@@ -170,7 +181,7 @@ EXTENSION_SETTINGS = table(
             call="_Popart.set", key="scheduleNonWeightUpdateGradientConsumersEarly"),
     Setting("popart_patterns", Optional[Dict[str, bool]], OPTIMUM_GRAPHCORE_PATTERNS,
             "PopART patterns switched on (true) or off (false).",
-            call="_Popart.setPatterns", encode=dict),
+            call="_Popart.setPatterns", state=("patterns", "patterns_level"), encode=dict),
     Setting("engine_options", Optional[Dict[str, str]], OPTIMUM_GRAPHCORE_ENGINE_OPTIONS,
             "Poplar engine options.", call="_Popart.set", key="engineOptions"),
     Setting("popart_options", Dict[str, Any], {},
@@ -180,15 +191,35 @@ EXTENSION_SETTINGS = table(
 
 SETTINGS = {**BASE_SETTINGS, **EXTENSION_SETTINGS}
 
-# PopART session options that a setting writes, directly or through a poptorch call (the state key
-# poptorch's `toDict()` shows): setting them through `popart_options` would bypass that setting.
-POPART_KEYS_WITH_A_SETTING = {
-    **{setting.key: name for name, setting in SETTINGS.items() if setting.call == "_Popart.set" and setting.key},
-    "cachePath": "executable_cache_dir",
-    "enableEngineCaching": "executable_cache_dir",
-    "enableStochasticRounding": "stochastic_rounding",
-    "partialsTypeMatMuls": "enable_half_partials",
-}
+# The options poptorch keeps in its own state, which `Options.toDict()` flattens in beside PopART's session options
+# (poptorch 3.4, python/options.py: `Options`, `Training`, `Distributed`, `TensorLocations` and the execution
+# strategies' `backendOptions`). Set through `_Popart.set`, one of them looks right in `toDict()`, but poptorch reads
+# its own state (DataLoader seeding, replicas, the pipeline): a different build.
+POPTORCH_OPTION_KEYS = frozenset("""
+    replication_factor input_group_size input_cgt broadcast_buffers device_iterations log_dir max_repeat_logs
+    auto_round_num_ipus anchored_tensors output_mode output_return_period connection_type sync_pattern
+    available_memory_proportion model_name use_model ipu_id ipu_version random_seed compilation_progress_bar_fn
+    gradient_accumulation accumulation_and_replication_reduction_type meanAccumulationAndReplicationReductionStrategy
+    num_distributed_processes distributed_process_id ipuof_configs
+    numIOTiles location_activation location_weight location_optimizer location_accumulator
+    execution_mode separate_backward_phase tensors_liveness serial_phases_execution
+""".split())
+
+
+
+def _keys_with_a_setting(poptorch_own: bool) -> Dict[str, str]:
+    """`{state key: setting}` for the `toDict()` keys that settings write (the first row writing a key names it):
+    poptorch's own options, or PopART's session options. `popart_options` must not set them."""
+    keys: Dict[str, str] = {}
+    for name, setting in SETTINGS.items():
+        for key in setting.state:
+            if (key in POPTORCH_OPTION_KEYS) == poptorch_own:
+                keys.setdefault(key, name)
+    return keys
+
+
+POPTORCH_KEYS_WITH_A_SETTING = _keys_with_a_setting(poptorch_own=True)
+POPART_KEYS_WITH_A_SETTING = _keys_with_a_setting(poptorch_own=False)
 
 # transformers' own configuration attributes (the union over the releases this package supports, 4.29.2 to 5.x).
 # A saved config may carry them (its versions, say): they are not IPU settings and are accepted as upstream

@@ -7,15 +7,19 @@
   `ipu_configuration` module, loaded against the poptorch/popart doubles.
 """
 
+import importlib.util
 import os
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from doubles import installed, load_upstream_ipu_configuration
 from hub_fixtures import *  # noqa: F401,F403
 
+
+SEED_PATH = Path(__file__).resolve().parents[2] / "shared/seed/ipu_config.py"
 
 TEST_BASE = os.environ.get("OPTIMUM_IPU_EXT_TEST_BASE", "bundled")
 if TEST_BASE not in ("bundled", "upstream"):
@@ -71,3 +75,16 @@ def fresh_process_warnings():
     from optimum_ipu_ext import core
 
     core._warned.clear()
+
+
+@pytest.fixture(scope="module")
+def seed_module():
+    if not SEED_PATH.is_file():
+        if os.environ.get("CI") == "true":  # CI clones the project with ../shared beside it: the seed must be there
+            pytest.fail(f"seed build not found at {SEED_PATH}, where CI has it")
+        pytest.skip(f"seed build not found at {SEED_PATH}")
+    spec = importlib.util.spec_from_file_location("seed_ipu_config", SEED_PATH)
+    module = importlib.util.module_from_spec(spec)
+    with installed():
+        spec.loader.exec_module(module)
+    return module

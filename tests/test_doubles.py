@@ -1,10 +1,7 @@
 """The poptorch/popart doubles are strict, follow poptorch 3.4 and record state like ``toDict()``."""
-import importlib.util
 import inspect
-import os
 import sys
 import types
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +10,6 @@ import doubles
 from doubles import installed, state
 from expected_states import differences, differences_in, seed_memory_proportion_as_written, seed_state
 
-SEED_PATH = Path(__file__).resolve().parents[2] / "shared/seed/ipu_config.py"
 ENVIRONMENT_READ_BY_OPTIONS = (
     "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_RANK",
@@ -37,6 +33,8 @@ REAL_SIGNATURES = {
     "Options.from_json": "(self, string)",
     "Options.showCompilationProgressBar": "(self, show=True)",
     "Options.relaxOptimizerAttributesChecks": "(self, relax=True)",
+    "Options.sourceLocationExcludes": "(self, excludes)",
+    "Options.appendToLocationExcludes": "(self, *excludes)",
     "Options.autoRoundNumIPUs": "(self, auto_round_num_ipus=True)",
     "Options.deviceIterations": "(self, device_iterations)",
     "Options.setExecutionStrategy": "(self, strategy)",
@@ -675,19 +673,6 @@ def test_invalid_hardware_version(version, error):
 # --- the seed's build and optimum-graphcore's build -----------------------------------------
 
 
-@pytest.fixture(scope="module")
-def seed_module():
-    if not SEED_PATH.is_file():
-        if os.environ.get("CI") == "true":  # CI clones the project with ../shared beside it: the seed must be there
-            pytest.fail(f"seed build not found at {SEED_PATH}, where CI has it")
-        pytest.skip(f"seed build not found at {SEED_PATH}")
-    spec = importlib.util.spec_from_file_location("seed_ipu_config", SEED_PATH)
-    module = importlib.util.module_from_spec(spec)
-    with installed():
-        spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("optimizer_state_offchip", [False, True])
 @pytest.mark.parametrize("replication_factor", [1, 2, 4, 8, 16, 64])
 def test_seed_build_matches_expected_state_but_for_extra_memory_keys(
@@ -782,3 +767,14 @@ def test_upstream_build_without_ipu_fails_like_poptorch():
         _upstream_options(None, compile_only=False)
     with pytest.raises(RuntimeError, match="Mk2"):
         _upstream_options(1, compile_only=False)
+
+
+def test_source_location_excludes_are_kept_beside_the_options(poptorch):
+    opts = poptorch.Options()
+    assert opts._source_location_excludes == ["install/poptorch", "site-packages/torch", "site-packages/poptorch"]
+    opts.sourceLocationExcludes(["mine"]).appendToLocationExcludes("theirs")
+    assert opts._source_location_excludes == ["mine", "theirs"]
+    assert "_source_location_excludes" not in opts.outputMode(poptorch.OutputMode.All).toDict()
+    assert poptorch.Options()._source_location_excludes == [
+        "install/poptorch", "site-packages/torch", "site-packages/poptorch"
+    ]

@@ -210,6 +210,9 @@ POPART_KEYS_OF_SETTINGS = {
     "enableStochasticRounding": "stochastic_rounding",
     "enableExplicitIR": "explicit_ir_inference",
     "partialsTypeMatMuls": "enable_half_partials",
+    "automaticLossScalingSettings.enabled": "auto_loss_scaling",
+    "patterns": "popart_patterns",
+    "patterns_level": "popart_patterns",
 }
 
 
@@ -219,6 +222,116 @@ def test_popart_options_refuse_a_key_that_a_setting_drives(key):
         IPUConfig(popart_options={key: "x"})
     assert f"set `{POPART_KEYS_OF_SETTINGS[key]}` instead" in str(raised.value)
     assert raised.value.field == "popart_options"
+
+
+# what each row reads back from `toDict()`: (setting, the state, the value read)
+READ_BACK = [
+    ("replication_factor", {"replication_factor": 4}, 4),
+    ("inference_replication_factor", {"replication_factor": 2}, 2),
+    ("gradient_accumulation_steps", {"gradient_accumulation": 128}, 128),
+    ("device_iterations", {"device_iterations": 8}, 8),
+    ("inference_device_iterations", {"device_iterations": 3}, 3),
+    ("output_mode", {"output_mode": 2}, "all"),
+    ("output_mode", {"output_mode": 0}, "final"),
+    ("output_mode", {"output_mode": 3}, "sum"),
+    ("output_mode", {"output_mode": 1}, 1),  # EveryN has no choice: kept, so the value is refused
+    ("seed", {"random_seed": 1234}, 1234),
+    ("seed", {}, None),
+    ("enable_half_partials", {"partialsTypeMatMuls": "half"}, True),
+    ("enable_half_partials", {"partialsTypeMatMuls": "float"}, False),
+    ("enable_half_partials", {}, False),
+    ("auto_loss_scaling", {"automaticLossScalingSettings.enabled": True}, True),
+    ("auto_loss_scaling", {}, False),
+    ("executable_cache_dir", {"cachePath": "exec", "enableEngineCaching": True}, "exec"),
+    ("executable_cache_dir", {}, ""),
+    ("explicit_ir_inference", {"enableExplicitIR": True}, True),
+    ("explicit_ir_inference", {}, False),
+    ("auto_round_num_ipus", {"auto_round_num_ipus": False}, False),
+    ("accumulation_and_replication_reduction_type", {"accumulation_and_replication_reduction_type": 0}, "sum"),
+    ("accumulation_and_replication_reduction_type", {"accumulation_and_replication_reduction_type": 1}, "mean"),
+    ("stochastic_rounding", {"enableStochasticRounding": False}, False),
+    ("stochastic_rounding", {}, None),
+    ("save_initializers_to_file", {"saveInitializersToFile": "/tmp/weights"}, True),
+    ("save_initializers_to_file", {}, False),
+    ("recomputation_mode", {"autoRecomputation": 0}, "none"),
+    ("recomputation_mode", {"autoRecomputation": 2}, "norm_only"),
+    ("recomputation_mode", {"autoRecomputation": 3}, "pipeline"),
+    ("recomputation_mode", {}, None),
+    ("disable_grad_accumulation_tensor_streams", {"disableGradAccumulationTensorStreams": False}, False),
+    ("accumulate_outer_fragment_schedule", {"accumulateOuterFragmentSettings.schedule": 1}, "serial"),
+    ("accumulate_outer_fragment_schedule", {"accumulateOuterFragmentSettings.schedule": 3}, "overlap_memory_optimized"),
+    ("accumulate_outer_fragment_excluded_virtual_graphs",
+     {"accumulateOuterFragmentSettings.excludedVirtualGraphs": ["0", "2"]}, [0, 2]),
+    ("accumulate_outer_fragment_excluded_virtual_graphs", {}, None),
+    ("outline_threshold", {"outlineThreshold": 5.0}, 5.0),
+    ("subgraph_copying_strategy", {"subgraphCopyingStrategy": 0}, "on_enter_and_exit"),
+    ("subgraph_copying_strategy", {"subgraphCopyingStrategy": 1}, "just_in_time"),
+    ("schedule_non_weight_update_gradient_consumers_early", {}, None),
+    ("popart_patterns", {"patterns": {"TiedGather": False}, "patterns_level": 2}, {"TiedGather": False}),
+    ("engine_options", {"engineOptions": {"opt.useAutoloader": "false"}}, {"opt.useAutoloader": "false"}),
+]
+
+
+@pytest.mark.parametrize("name, state, expected", READ_BACK)
+def test_each_row_reads_its_value_back_from_options_state(sdk, name, state, expected):
+    assert IPUConfig.SETTINGS[name].read(state) == expected
+
+
+# poptorch's own options (poptorch 3.4's `Options.toDict()` holds them beside PopART's): the setting to use, or None
+POPTORCH_OPTIONS = {
+    "replication_factor": "replication_factor",
+    "device_iterations": "device_iterations",
+    "auto_round_num_ipus": "auto_round_num_ipus",
+    "output_mode": "output_mode",
+    "random_seed": "seed",
+    "available_memory_proportion": "matmul_proportion",
+    "gradient_accumulation": "gradient_accumulation_steps",
+    "accumulation_and_replication_reduction_type": "accumulation_and_replication_reduction_type",
+    "location_optimizer": "optimizer_state_offchip",
+    "execution_mode": "execution_strategy",
+    "input_group_size": None,
+    "input_cgt": None,
+    "broadcast_buffers": None,
+    "log_dir": None,
+    "max_repeat_logs": None,
+    "anchored_tensors": None,
+    "output_return_period": None,
+    "connection_type": None,
+    "sync_pattern": None,
+    "model_name": None,
+    "use_model": None,
+    "ipu_id": None,
+    "ipu_version": None,
+    "compilation_progress_bar_fn": None,
+    "meanAccumulationAndReplicationReductionStrategy": None,
+    "num_distributed_processes": None,
+    "distributed_process_id": None,
+    "ipuof_configs": None,
+    "numIOTiles": None,
+    "location_activation": None,
+    "location_weight": None,
+    "location_accumulator": None,
+    "separate_backward_phase": None,
+    "tensors_liveness": None,
+    "serial_phases_execution": None,
+}
+
+
+@pytest.mark.parametrize("key", sorted(POPTORCH_OPTIONS))
+def test_popart_options_refuse_poptorch_own_options(key):
+    with pytest.raises(optimum_ipu_ext.IncompatibleSettingsError) as raised:
+        IPUConfig(popart_options={key: 1})
+    setting = POPTORCH_OPTIONS[key]
+    if setting is None:
+        expected = f"`{key}` is poptorch's own option, not PopART's, and no setting drives it yet"
+    else:
+        expected = f"`{key}` is poptorch's own option, not PopART's: set `{setting}` instead"
+    assert str(raised.value) == f"`popart_options={{{key!r}: 1}}` is invalid: {expected}."
+    assert raised.value.field == "popart_options"
+
+
+def test_popart_options_take_a_popart_key_that_only_looks_like_poptorch():
+    assert IPUConfig(popart_options={"randomSeed": 1}).popart_options == {"randomSeed": 1}
 
 
 # --- the preset's whole plan, written out ----------------------------------------------------------
@@ -273,6 +386,7 @@ ERROR_BASES = {
     "SettingTypeError": ("IPUConfigError", "TypeError", "ValueError"),
     "IncompatibleSettingsError": ("InvalidSettingError",),
     "UnknownSettingError": ("IPUConfigError", "ValueError"),
+    "UnsupportedOptionsError": ("IPUConfigError", "ValueError"),
     "ConfigFileError": ("IPUConfigError", "OSError"),
     "HubError": ("IPUConfigError", "OSError"),
     "HubRepositoryNotFoundError": ("HubError",),
@@ -336,6 +450,7 @@ def test_every_exported_error_is_pinned():
         ("SettingTypeError", {TypeError, ValueError}),
         ("IncompatibleSettingsError", {ValueError}),
         ("UnknownSettingError", {ValueError}),
+        ("UnsupportedOptionsError", {ValueError}),
         ("ConfigFileError", {OSError}),
         ("HubConfigFileError", {OSError}),
         ("HubUnavailableError", {OSError}),

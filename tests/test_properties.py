@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import doubles
 from expected_states import differences
 from optimum_ipu_ext import IPUConfig
-from optimum_ipu_ext.settings import POPART_KEYS_WITH_A_SETTING
+from optimum_ipu_ext.settings import POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS
 from test_to_options import comparable
 
 # Deterministic and bounded, so that CI runs the same examples every time in a few seconds.
@@ -89,7 +89,7 @@ def full_settings(draw) -> dict:
         "popart_patterns": st.one_of(st.none(), st.dictionaries(NAME, st.booleans(), max_size=3)),
         "engine_options": st.one_of(st.none(), st.dictionaries(NAME, NAME, max_size=3)),
         "popart_options": st.dictionaries(
-            NAME.filter(lambda key: key not in POPART_KEYS_WITH_A_SETTING),
+            NAME.filter(lambda key: key not in POPART_KEYS_WITH_A_SETTING and key not in POPTORCH_OPTION_KEYS),
             st.one_of(JSON_SCALAR, st.lists(NAME, max_size=3)),
             max_size=3,
         ),

@@ -1,4 +1,6 @@
 """The README's install line and quickstart do what they say, on a machine without the Poplar SDK."""
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -32,3 +34,12 @@ def test_the_quickstart_prints_the_plan_before_to_options_needs_the_sdk(tmp_path
     assert (tmp_path / "out" / "ipu_config.json").is_file()
     assert result.returncode == 1 and result.stderr.rstrip().splitlines()[-1].startswith(
         "optimum_ipu_ext.errors.PoplarSDKNotFoundError: `to_options()` needs `")
+
+
+def test_bring_your_own_builder_prints_what_it_says(sdk, tmp_path, monkeypatch):
+    code, printed = re.findall(r"```(?:python|text)\n(.*?)```", readme_section("Bring your own builder"), re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    with contextlib.redirect_stdout(io.StringIO()) as output:
+        exec(code, {"__name__": "readme"})
+    assert output.getvalue() == printed
+    assert (tmp_path / "imported" / "ipu_config.json").is_file()

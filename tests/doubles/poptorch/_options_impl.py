@@ -11,6 +11,9 @@ is built with, ``_poplar_executor.py``), every change raises
 """
 import copy
 
+# the frames left out of source locations when the IR is printed, as poptorch 3.4 starts them
+default_source_location_excludes = ["install/poptorch", "site-packages/torch", "site-packages/poptorch"]
+
 
 class OptionsDict:
     """Options with a fixed set of keys, type-checked against their current values."""

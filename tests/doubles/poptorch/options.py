@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Set, Union
 import torch
 
 from . import enums
-from ._options_impl import OptionsDict, ProgressBar
+from ._options_impl import OptionsDict, ProgressBar, default_source_location_excludes
 
 BlockId = str
 
@@ -337,6 +337,7 @@ class Options(OptionsDict):
         self._distributed = _DistributedOptions()
         self._tensor_locations = _TensorLocationOptions()
         self._execution_strategy = PipelinedExecution()
+        self._source_location_excludes = copy.copy(default_source_location_excludes)
         self._progress_bar = ProgressBar()
         self.relaxOptimizerAttributesChecks(False)
         self.showCompilationProgressBar(True)
@@ -377,6 +378,14 @@ class Options(OptionsDict):
                 target(*argument)
             else:
                 target(argument)
+        return self
+
+    def sourceLocationExcludes(self, excludes: List[str]) -> "Options":
+        self._source_location_excludes = excludes
+        return self
+
+    def appendToLocationExcludes(self, *excludes: str) -> "Options":
+        self._source_location_excludes += excludes
         return self
 
     def showCompilationProgressBar(self, show: bool = True) -> "Options":

@@ -1,0 +1,308 @@
+"""`IPUConfig.from_options`: hand-written `poptorch.Options` (on the strict doubles) import into a config whose
+options have the same state; what no config rebuilds is refused, every such option named at once."""
+
+import pickle
+import types
+
+import pytest
+import torch
+from hypothesis import given
+
+import doubles
+from doubles import installed
+from expected_states import seed_state
+from optimum_ipu_ext import IncompatibleSettingsError, IPUConfig, UnknownSettingError, UnsupportedOptionsError
+from optimum_ipu_ext.core import PlainIPUConfig
+from test_properties import PROFILE, full_settings
+from test_to_options import comparable
+
+
+def hand_written_build(poptorch, popart):
+    """A builder as users write them: a 4-IPU pipeline replicated twice, sums, half partials, a PopART option."""
+    opts = poptorch.Options()
+    opts.replicationFactor(2)
+    opts.deviceIterations(4)
+    opts.Training.gradientAccumulation(16)
+    opts.Training.accumulationAndReplicationReductionType(poptorch.ReductionType.Sum)
+    opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.SameAsIpu))
+    opts.setAvailableMemoryProportion({"IPU0": 0.15, "IPU1": 0.25, "IPU2": 0.25, "IPU3": 0.25})
+    opts.Precision.enableStochasticRounding(True)
+    return _shared_calls(opts, poptorch, popart)
+
+
+def _shared_calls(opts, poptorch, popart):
+    """What the training and the inference builder both call."""
+    opts.TensorLocations.setOptimizerLocation(
+        poptorch.TensorLocationSettings().useOnChipStorage(False).useReplicatedTensorSharding(True)
+    )
+    opts.Precision.setPartialsType(torch.half)
+    opts._Popart.set("autoRecomputation", int(popart.RecomputationType.Standard))
+    opts._Popart.set("decomposeGradSum", True)
+    return opts
+
+
+# the settings the hand-written build imports as, written out
+HAND_WRITTEN_SETTINGS = {
+    "replication_factor": 2,
+    "device_iterations": 4,
+    "gradient_accumulation_steps": 16,
+    "accumulation_and_replication_reduction_type": "sum",
+    "execution_strategy": "pipelined",
+    "auto_stage": "same_as_ipu",
+    "ipus_per_replica": 4,
+    "matmul_proportion": [0.15, 0.25, 0.25, 0.25],
+    "optimizer_state_offchip": True,
+    "replicated_tensor_sharding": True,
+    "stochastic_rounding": True,
+    "enable_half_partials": True,
+    "recomputation_mode": "standard",
+    "popart_options": {"decomposeGradSum": True},
+    "output_mode": "final",
+    "seed": None,
+    "executable_cache_dir": "",
+    "save_initializers_to_file": False,
+    "auto_round_num_ipus": False,
+    "subgraph_copying_strategy": None,
+    "engine_options": None,
+    "popart_patterns": None,
+    "outline_threshold": None,
+    "disable_grad_accumulation_tensor_streams": None,
+    "accumulate_outer_fragment_schedule": None,
+    "accumulate_outer_fragment_excluded_virtual_graphs": None,
+    "schedule_non_weight_update_gradient_consumers_early": None,
+}
+
+
+@pytest.fixture
+def hand_written(sdk):
+    return hand_written_build(doubles.poptorch, doubles.popart)
+
+
+def test_a_hand_written_build_imports_as_its_settings(hand_written):
+    config = IPUConfig.from_options(training=hand_written)
+    assert {name: getattr(config, name) for name in HAND_WRITTEN_SETTINGS} == HAND_WRITTEN_SETTINGS
+
+
+def test_a_hand_written_build_rebuilds_to_equal_state(hand_written):
+    config = IPUConfig.from_options(training=hand_written)
+    assert comparable(config.to_options()) == _resolved(hand_written, doubles.poptorch.OutputMode.Final)
+
+
+def test_the_import_survives_save_and_load(hand_written, tmp_path):
+    IPUConfig.from_options(training=hand_written).save_pretrained(tmp_path)
+    loaded = IPUConfig.from_pretrained(tmp_path)
+    assert comparable(loaded.to_options()) == _resolved(hand_written, doubles.poptorch.OutputMode.Final)
+
+
+def hand_written_inference_build(poptorch, popart):
+    """Its inference twin: sharded, no training options, no stochastic rounding (as optimum-graphcore's)."""
+    opts = poptorch.Options()
+    opts.replicationFactor(4)
+    opts.deviceIterations(32)
+    opts.setExecutionStrategy(poptorch.ShardedExecution(poptorch.AutoStage.SameAsIpu))
+    opts.setAvailableMemoryProportion({"IPU0": 0.3, "IPU1": 0.3})
+    opts.Precision.enableStochasticRounding(False)
+    return _shared_calls(opts, poptorch, popart)
+
+
+def test_the_default_output_mode_is_resolved_as_training_and_inference_resolve_it(sdk):
+    poptorch = doubles.poptorch
+    training = hand_written_build(poptorch, doubles.popart)
+    inference = hand_written_inference_build(poptorch, doubles.popart)
+    config = IPUConfig.from_options(training=training, inference=inference)
+    assert (config.output_mode, config.inference_replication_factor, config.inference_device_iterations) == (
+        "final", 4, 32
+    )
+    assert (config.inference_execution_strategy, config.inference_ipus_per_replica) == ("sharded", 2)
+    assert config.inference_matmul_proportion == 0.3
+    assert comparable(config.to_options()) == _resolved(training, poptorch.OutputMode.Final)
+    assert comparable(config.to_options(for_inference=True)) == _resolved(inference, poptorch.OutputMode.All)
+
+
+def _resolved(opts, output_mode):
+    """The state `trainingModel` / `inferenceModel` see: a clone with the default output mode resolved."""
+    opts = opts.clone()
+    opts.outputMode(output_mode)
+    return comparable(opts)
+
+
+# --- the seed's build and optimum-graphcore's -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("optimizer_state_offchip", [False, True])
+@pytest.mark.parametrize("replication_factor", [1, 4])
+def test_the_seed_build_imports_and_rebuilds_its_state(seed_module, replication_factor, optimizer_state_offchip):
+    with installed(hardware_version=2):
+        args = types.SimpleNamespace(replication_factor=replication_factor, optimizer_state_offchip=optimizer_state_offchip)
+        built = seed_module.build_ipu_config(args)
+        if replication_factor == 1:
+            config = IPUConfig.from_options(training=built)
+        else:  # the seed names IPU2 to IPU7, which no IPU of its 2-IPU pipeline is: dropped, and said so
+            with pytest.warns(UserWarning, match="IPU2, IPU3, IPU4, IPU5, IPU6, IPU7, beyond the 2 IPUs per replica"):
+                config = IPUConfig.from_options(training=built, ipus_per_replica=2)
+        assert comparable(config.to_options()) == seed_state(replication_factor, optimizer_state_offchip)
+
+
+def test_without_the_pipeline_length_the_seed_extra_proportions_are_kept(seed_module):
+    with installed(hardware_version=2):
+        built = seed_module.build_ipu_config(types.SimpleNamespace(replication_factor=4, optimizer_state_offchip=False))
+        config = IPUConfig.from_options(training=built)
+    assert (config.ipus_per_replica, config.matmul_proportion) == (8, 0.1)
+
+
+def test_optimum_graphcore_build_imports_and_rebuilds_both_modes(upstream, sdk):
+    theirs = upstream.IPUConfig(
+        layers_per_ipu=[3, 3], matmul_proportion=[0.1, 0.2], replication_factor=2, gradient_accumulation_steps=16,
+        device_iterations=4, replicated_tensor_sharding=True, executable_cache_dir="exec", auto_loss_scaling=True,
+        seed=42, inference_replication_factor=4,
+    )
+    training, inference = theirs.to_options(), theirs.to_options(for_inference=True)
+    config = IPUConfig.from_options(training=training, inference=inference, layers_per_ipu=[3, 3])
+    assert comparable(config.to_options()) == comparable(training)
+    assert comparable(config.to_options(for_inference=True)) == comparable(inference)
+    assert config.non_default_settings() == {
+        "layers_per_ipu": ([3, 3], [-1]),
+        "ipus_per_replica": (2, 1),
+        "inference_layers_per_ipu": ([3, 3], [-1]),
+        "inference_ipus_per_replica": (2, 1),
+        "matmul_proportion": ([0.1, 0.2], 0.2),
+        "inference_matmul_proportion": ([0.1, 0.2], 0.2),
+        "replication_factor": (2, 1),
+        "inference_replication_factor": (4, 1),
+        "gradient_accumulation_steps": (16, 1),
+        "device_iterations": (4, 1),
+        "replicated_tensor_sharding": (True, False),
+        "executable_cache_dir": ("exec", ""),
+        "auto_loss_scaling": (True, False),
+        "seed": (42, None),
+    }
+
+
+@pytest.mark.filterwarnings("ignore:`replicated_tensor_sharding=true` has no effect")
+@PROFILE
+@given(full_settings())
+def test_config_to_options_from_options_to_options_builds_equal_state(config_dict):
+    with installed(hardware_version=2):
+        config = IPUConfig.from_dict(config_dict)
+        training, inference = config.to_options(), config.to_options(for_inference=True)
+        again = IPUConfig.from_options(training=training, inference=inference)
+        assert comparable(again.to_options()) == comparable(training)
+        assert comparable(again.to_options(for_inference=True)) == comparable(inference)
+
+
+# --- refusals: each names the option ------------------------------------------------------------------------------
+
+REFUSED = {
+    "logDir": (lambda p, opts: opts.logDir("/logs"), {"log_dir": "'/logs' given, '.' rebuilt"}),
+    "broadcastBuffers": (lambda p, opts: opts.broadcastBuffers(False), {"broadcast_buffers": "False given, True rebuilt"}),
+    "randomSeed(0)": (lambda p, opts: opts.randomSeed(0), {"random_seed": "0 given, 'not set' rebuilt"}),
+    "float partials": (
+        lambda p, opts: opts.Precision.setPartialsType(torch.float32),
+        {"partialsTypeMatMuls": "'float' given, 'not set' rebuilt"},  # convolutionOptions: a PopART option
+    ),
+    "mean reduction strategy": (
+        lambda p, opts: opts.Training.setMeanAccumulationAndReplicationReductionStrategy(p.MeanReductionStrategy.Running),
+        {"meanAccumulationAndReplicationReductionStrategy": "<MeanReductionStrategy.Running: 0> given, "
+                                                            "<MeanReductionStrategy.Post: 1> rebuilt"},
+    ),
+    "caching off": (
+        lambda p, opts: opts.enableExecutableCaching(None),
+        {"enableEngineCaching": "False given, 'not set' rebuilt"},
+    ),
+    "relaxed checks": (
+        lambda p, opts: opts.relaxOptimizerAttributesChecks(),
+        {"relaxOptimizerAttributesChecks": "True given, False rebuilt"},
+    ),
+    "source-location excludes": (
+        lambda p, opts: opts.appendToLocationExcludes("my_framework"),
+        {"sourceLocationExcludes": "['install/poptorch', 'site-packages/torch', 'site-packages/poptorch', "
+                                   "'my_framework'] given, ['install/poptorch', 'site-packages/torch', "
+                                   "'site-packages/poptorch'] rebuilt"},
+    ),
+    "namescope": (lambda p, opts: opts.disableModuleNamescope(), {"disableModuleNamescope": "True given, False rebuilt"}),
+    "explicit stages": (
+        lambda p, opts: opts.setExecutionStrategy(p.PipelinedExecution(p.Stage("embeddings"), p.Stage("encoder").ipu(1))),
+        {"setExecutionStrategy": "PipelinedExecution with explicit stages ['embeddings', 'encoder']"},
+    ),
+    "a set for PopART": (
+        lambda p, opts: opts._Popart.set("customCodelets", {"a.gp"}),
+        {"customCodelets": "{'a.gp'}: values must be JSON: booleans, finite numbers, strings, lists and objects of those"},
+    ),
+    "output every N": (
+        lambda p, opts: opts.outputMode(p.OutputMode.EveryN, 5),
+        {"output_mode": "1: `output_mode=1` has type `int`, expected string.",
+         "output_return_period": "5 given, 1 rebuilt"},
+    ),
+    "no memory proportions": (
+        lambda p, opts: opts.setAvailableMemoryProportion({}),
+        {"available_memory_proportion": "{}: the settings give IPU0 to IPU<n-1>, n >= 1"},
+    ),
+    "a gap in memory proportions": (
+        lambda p, opts: opts.setAvailableMemoryProportion({"IPU0": 0.1, "IPU2": 0.1}),
+        {"available_memory_proportion": "{IPU0: 0.1, IPU2: 0.1}: the settings give IPU0 to IPU<n-1>, n >= 1"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_no_config_rebuilds_is_refused_naming_the_option(hand_written, name):
+    change, expected = REFUSED[name]
+    change(doubles.poptorch, hand_written)
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=hand_written)
+    assert raised.value.options == expected
+    for option in expected:
+        assert f"`{option}`" in str(raised.value)
+
+
+def test_every_refused_option_is_named_at_once(hand_written):
+    hand_written.logDir("/logs").broadcastBuffers(False).relaxOptimizerAttributesChecks()
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=hand_written)
+    assert str(raised.value) == (
+        "No IPU config rebuilds these options: `broadcast_buffers` (False given, True rebuilt); "
+        "`log_dir` ('/logs' given, '.' rebuilt); `relaxOptimizerAttributesChecks` (True given, False rebuilt)."
+    )
+    assert isinstance(raised.value, ValueError)
+    assert pickle.loads(pickle.dumps(raised.value)).options == raised.value.options
+
+
+def test_refusals_say_which_build_when_both_are_given(sdk):
+    training, inference = hand_written_build(doubles.poptorch, doubles.popart), doubles.poptorch.Options()
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=training, inference=inference)
+    assert raised.value.options["available_memory_proportion (inference)"] == (
+        "{}: the settings give IPU0 to IPU<n-1>, n >= 1"
+    )
+    assert "enableStochasticRounding (inference)" in raised.value.options
+
+
+def test_options_are_needed(sdk):
+    with pytest.raises(TypeError, match="needs `training` or `inference` options"):
+        IPUConfig.from_options()
+
+
+def test_overrides_replace_what_the_options_say(hand_written):
+    config = IPUConfig.from_options(training=hand_written, layers_per_ipu=[1, 2, 3, 4], inference_replication_factor=8)
+    assert (config.layers_per_ipu, config.inference_replication_factor) == ([1, 2, 3, 4], 8)
+
+
+def test_settings_read_from_the_options_that_disagree_are_refused(hand_written):
+    hand_written._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["7"])
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=hand_written)
+    assert list(raised.value.options) == ["setting `accumulate_outer_fragment_excluded_virtual_graphs`"]
+    assert "0 to 3 as `ipus_per_replica=4`" in str(raised.value)
+
+
+def test_a_bad_override_is_the_callers_error(hand_written):
+    with pytest.raises(UnknownSettingError, match="replicaton_factor"):
+        IPUConfig.from_options(training=hand_written, replicaton_factor=2)
+    with pytest.raises(IncompatibleSettingsError, match="layers_per_ipu"):
+        IPUConfig.from_options(training=hand_written, layers_per_ipu=[1, 2])
+
+
+def test_the_core_imports_too(hand_written):
+    config = PlainIPUConfig.from_options(training=hand_written)
+    assert {name: getattr(config, name) for name in HAND_WRITTEN_SETTINGS} == HAND_WRITTEN_SETTINGS
+    assert comparable(config.options_plan().build()) == _resolved(hand_written, doubles.poptorch.OutputMode.Final)
