@@ -423,6 +423,7 @@ ERROR_EXAMPLES = {  # one instance of each exported error, as the package raises
     "HubVisibilityError": lambda: optimum_ipu_ext.HubVisibilityError("org/cfg", "push to", "https://hub.example"),
     "HubConfigFileError": lambda: optimum_ipu_ext.HubConfigFileError("org/cfg", "not JSON", "load", "main", "x.json"),
     "PoplarSDKNotFoundError": lambda: optimum_ipu_ext.PoplarSDKNotFoundError("poptorch"),
+    "UnsupportedOptionsError": lambda: optimum_ipu_ext.UnsupportedOptionsError({"log_dir": "'/logs' given"}),
 }
 
 
