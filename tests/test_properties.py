@@ -17,7 +17,8 @@ PROFILE = settings(max_examples=120, deadline=None, derandomize=True, suppress_h
 
 PROPORTION = st.floats(min_value=0, max_value=1, allow_nan=False).map(lambda number: round(number, 3))
 NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._", min_size=1, max_size=12)
-JSON_SCALAR = st.one_of(st.booleans(), st.integers(-10, 10**6), PROPORTION, NAME)
+# PopART option values as poptorch's backend parses them: booleans, unsigned integers, floats, strings
+OPTION_SCALAR = st.one_of(st.booleans(), st.integers(0, 10**6), PROPORTION, NAME)
 
 
 @st.composite
@@ -90,7 +91,7 @@ def full_settings(draw) -> dict:
         "engine_options": st.one_of(st.none(), st.dictionaries(NAME, NAME, max_size=3)),
         "popart_options": st.dictionaries(
             NAME.filter(lambda key: key not in POPART_KEYS_WITH_A_SETTING and key not in POPTORCH_OPTION_KEYS),
-            st.one_of(JSON_SCALAR, st.lists(NAME, max_size=3)),
+            st.one_of(OPTION_SCALAR, st.lists(NAME, max_size=3)),
             max_size=3,
         ),
     }
