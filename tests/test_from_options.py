@@ -306,3 +306,29 @@ def test_the_core_imports_too(hand_written):
     config = PlainIPUConfig.from_options(training=hand_written)
     assert {name: getattr(config, name) for name in HAND_WRITTEN_SETTINGS} == HAND_WRITTEN_SETTINGS
     assert comparable(config.options_plan().build()) == _resolved(hand_written, doubles.poptorch.OutputMode.Final)
+
+
+OPTIMIZER_LOCATIONS = {  # what the options hold -> how the refusal reads
+    "not set": (lambda poptorch, opts: None, "not set (TensorLocations.setOptimizerLocation)"),
+    "no field": (
+        lambda poptorch, opts: opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings()),
+        "{} given, {'onChip': 1, 'useReplicatedTensorSharding': 0} rebuilt",
+    ),
+    "on chip alone, two replicas": (
+        lambda poptorch, opts: opts.replicationFactor(2).TensorLocations.setOptimizerLocation(
+            poptorch.TensorLocationSettings().useOnChipStorage(True)),
+        "{'onChip': 1} given, {'onChip': 1, 'useReplicatedTensorSharding': 0} rebuilt",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZER_LOCATIONS))
+def test_an_optimizer_location_the_settings_cannot_write_is_refused(sdk, name):
+    locate, expected = OPTIMIZER_LOCATIONS[name]
+    opts = doubles.poptorch.Options()
+    opts.setAvailableMemoryProportion({"IPU0": 0.2})
+    opts.Precision.enableStochasticRounding(True)
+    locate(doubles.poptorch, opts)
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=opts)
+    assert raised.value.options == {"location_optimizer": expected}
