@@ -11,7 +11,7 @@ Defaults reproduce the build optimum-graphcore 0.7.1 makes, so an existing confi
 under our class. Adding a setting is one row here plus a test. Nothing here imports transformers.
 """
 
-import json
+import math
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from .plan import Ref, TempFile
@@ -27,11 +27,27 @@ TRAINING = ("training",)
 INFERENCE = ("inference",)
 
 
-def _json_values(options: Dict[str, Any]) -> Optional[str]:
-    try:
-        json.dumps(options, allow_nan=False)
-    except (TypeError, ValueError):
-        return "values must be JSON: booleans, finite numbers, strings, lists and objects of those"
+UINT64_END = 1 << 64
+
+
+def _unsigned(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < UINT64_END
+
+
+def _session_option_values(options: Dict[str, Any]) -> Optional[str]:
+    """Allows what poptorch's backend parses as a PopART option value when it compiles (`SessionOptionsParser.cpp`):
+    a boolean, a finite number, a string, a list of strings or unsigned integers, an object of those; integers
+    unsigned. Anything else validates here but fails on an IPU host."""
+    for value in options.values():
+        if isinstance(value, (bool, str)) or _unsigned(value):
+            continue
+        if isinstance(value, float) and math.isfinite(value):
+            continue
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if items is not None and all(isinstance(item, str) or _unsigned(item) for item in items):
+            continue
+        return ("values must be what PopART options take: booleans, finite numbers, strings, unsigned integers, "
+                "and lists or objects of strings and unsigned integers")
     return None
 
 
@@ -185,8 +201,8 @@ EXTENSION_SETTINGS = table(
     Setting("engine_options", Optional[Dict[str, str]], OPTIMUM_GRAPHCORE_ENGINE_OPTIONS,
             "Poplar engine options.", call="_Popart.set", key="engineOptions"),
     Setting("popart_options", Dict[str, Any], {},
-            "Further PopART session options, set last: {name: value}.",
-            call="_Popart.set", composite=True, constraint=_json_values),
+            "Further PopART session options, set last: {name: value}, values as PopART takes them.",
+            call="_Popart.set", composite=True, constraint=_session_option_values),
 )
 
 SETTINGS = {**BASE_SETTINGS, **EXTENSION_SETTINGS}

@@ -134,7 +134,7 @@ def test_unknown_override_is_an_error_too():
         ({"recomputation_mode": "sometimes"}, InvalidSettingError,
          ["'sometimes'", "'none', 'standard', 'norm_only', 'pipeline', 'recompute_all'"]),
         ({"auto_stage": "auto"}, InvalidSettingError, ["auto_stage", "'same_as_ipu', 'auto_increment'"]),
-        ({"popart_options": {"x": float("nan")}}, InvalidSettingError, ["popart_options", "JSON"]),
+        ({"popart_options": {"x": float("nan")}}, InvalidSettingError, ["popart_options", "finite numbers"]),
     ],
 )
 def test_bad_extension_values_are_named(kwargs, error, words):

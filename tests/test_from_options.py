@@ -226,7 +226,8 @@ REFUSED = {
     ),
     "a set for PopART": (
         lambda p, opts: opts._Popart.set("customCodelets", {"a.gp"}),
-        {"customCodelets": "{'a.gp'}: values must be JSON: booleans, finite numbers, strings, lists and objects of those"},
+        {"customCodelets": "{'a.gp'}: values must be what PopART options take: booleans, finite numbers, strings, "
+                           "unsigned integers, and lists or objects of strings and unsigned integers"},
     ),
     "output every N": (
         lambda p, opts: opts.outputMode(p.OutputMode.EveryN, 5),

@@ -212,16 +212,32 @@ def test_update_from_string_of_an_inference_list_keeps_the_lists_apart():
     assert (config.layers_per_ipu, config.inference_layers_per_ipu) == ([-1, -1], [2, 2])
 
 
-# --- popart_options must be JSON -----------------------------------------------------------------------------
+# --- popart_options takes what poptorch's backend parses (SessionOptionsParser.cpp) ------------------------------
 
-JSON_ONLY = "values must be JSON: booleans, finite numbers, strings, lists and objects of those"
+OPTION_VALUES_ONLY = (
+    "values must be what PopART options take: booleans, finite numbers, strings, unsigned integers, "
+    "and lists or objects of strings and unsigned integers"
+)
+REFUSED_OPTION_VALUES = {
+    "nan": float("nan"), "inf": float("inf"), "set": {1, 2}, "bytes": b"x", "null": None, "negative": -1,
+    "too large": 1 << 64, "float in a list": [0.5], "negative in a list": ["a", -1], "list in a list": [["a"]],
+    "bool in a list": [True], "float in an object": {"a": 1.5}, "object in an object": {"a": {"b": "c"}},
+    "null in an object": {"a": None},
+}
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), {1, 2}, b"x"], ids=["nan", "inf", "set", "bytes"])
-def test_popart_options_must_be_json(value):
+@pytest.mark.parametrize("name", sorted(REFUSED_OPTION_VALUES))
+def test_popart_options_refuse_what_poptorch_cannot_parse(name):
+    value = REFUSED_OPTION_VALUES[name]
     with pytest.raises(InvalidSettingError) as raised:
         IPUConfig(popart_options={"k": value})
-    assert str(raised.value) == f"`popart_options={{'k': {value!r}}}` is invalid: {JSON_ONLY}."
+    assert str(raised.value) == f"`popart_options={{'k': {value!r}}}` is invalid: {OPTION_VALUES_ONLY}."
+
+
+def test_popart_options_take_what_poptorch_parses():
+    values = {"flag": True, "ratio": 0.5, "name": "x", "count": 7, "largest": (1 << 64) - 1, "zero": 0,
+              "names": ["a", "b"], "mixed": ["a", 3], "empty": [], "table": {"a": "b", "c": 2}}
+    assert IPUConfig(popart_options=values).popart_options == values
 
 
 # --- validation between settings (the core's rules, on both bases) -----------------------------------------------
