@@ -234,6 +234,12 @@ def test_popart_options_refuse_what_poptorch_cannot_parse(name):
     assert str(raised.value) == f"`popart_options={{'k': {value!r}}}` is invalid: {OPTION_VALUES_ONLY}."
 
 
+@pytest.mark.parametrize("first", [True, 0.5, ["a"]], ids=["a boolean", "a number", "a list"])
+def test_popart_options_check_every_value_not_only_the_first(first):
+    with pytest.raises(InvalidSettingError, match="values must be what PopART options take"):
+        IPUConfig(popart_options={"a": first, "k": -1})
+
+
 def test_popart_options_take_what_poptorch_parses():
     values = {"flag": True, "ratio": 0.5, "name": "x", "count": 7, "largest": (1 << 64) - 1, "zero": 0,
               "names": ["a", "b"], "mixed": ["a", 3], "empty": [], "table": {"a": "b", "c": 2}}
