@@ -7,7 +7,7 @@ TORCH := torch==2.13.0
 MODERN := .venv/modern/bin/python
 HOST := .venv/host/bin/python
 
-.PHONY: demo test test-modern test-host py38-syntax bench mutation clean
+.PHONY: demo test test-modern test-host py38-syntax bench mutation documents clean
 
 demo: $(MODERN)
 	$(MODERN) examples/quickstart.py
@@ -22,6 +22,10 @@ test-host: $(HOST)
 
 py38-syntax: $(MODERN)
 	.venv/modern/bin/vermin --no-tips --violations --target=3.8- optimum_ipu_ext examples benchmarks
+
+# The README's attribute tables and the shipped JSON Schema, generated from the settings table
+documents: $(MODERN)
+	$(MODERN) scripts/regenerate_documents.py
 
 bench: $(MODERN)
 	for benchmark in benchmarks/*.py; do $(MODERN) $$benchmark || exit 1; done

@@ -17,9 +17,6 @@ from .settings import EXECUTION_STRATEGIES, SETTINGS
 if TYPE_CHECKING:
     from .core import SettingsMixin
 
-# What optimum-graphcore's inference build sets whatever the config says (its inference has no such setting).
-INFERENCE_CALLS = {"outputMode": Ref("poptorch.OutputMode.All"), "Precision.enableStochasticRounding": False}
-
 # The rows the generic loop turns into calls, per build
 SIMPLE_ROWS = {
     mode: [(name, setting) for name, setting in SETTINGS.items() if setting.call and not setting.composite
@@ -59,19 +56,19 @@ def build_plan(
     for name, setting in SIMPLE_ROWS[mode]:
         argument = setting.argument(values[name] if name in values else settings[name])
         if argument is not None:
-            call = OptionCall(setting.call, (setting.key, argument) if setting.key else (argument,))
+            arguments = argument if type(argument) is tuple else (argument,)
+            call = OptionCall(setting.call, (setting.key, *arguments) if setting.key else arguments)
             (popart_calls if setting.call.startswith("_Popart.") else calls).append(call)
-    if for_inference:
-        calls += [OptionCall(method, (argument,)) for method, argument in INFERENCE_CALLS.items()]
-    calls += [
-        OptionCall("TensorLocations.setOptimizerLocation", (_optimizer_location(settings, replicas),)),
-        OptionCall("setExecutionStrategy", (_execution_strategy(settings, prefix),)),
-        OptionCall("setAvailableMemoryProportion", (_memory_proportions(settings, prefix),)),
-    ]
+    composite = {
+        "TensorLocations.setOptimizerLocation": _optimizer_location(settings, replicas),
+        "setExecutionStrategy": _execution_strategy(settings, prefix),
+        "setAvailableMemoryProportion": _memory_proportions(settings, prefix),
+    }
+    calls += [OptionCall(method, (argument,)) for method, argument in composite.items() if argument is not None]
     if compile_only:
         calls.append(OptionCall("useOfflineIpuTarget"))
     calls += popart_calls
-    calls += [OptionCall("_Popart.set", (key, value)) for key, value in settings["popart_options"].items()]
+    calls += [OptionCall("_Popart.set", (key, value)) for key, value in (settings["popart_options"] or {}).items()]
     return OptionsPlan(options, tuple(calls), compile_only, notes)
 
 
@@ -79,28 +76,42 @@ def build_plan(
 # which `toDict()` shows only as `execution_mode`, the options object) holds. A read-back raises
 # `UnsupportedOptionsError` for a state the settings cannot express.
 
-def _optimizer_location(settings: Dict[str, Any], replicas: int) -> Construct:
-    sharded = settings["replicated_tensor_sharding"] and replicas > 1
+def _optimizer_location(settings: Dict[str, Any], replicas: int) -> Optional[Construct]:
+    if settings["optimizer_state_offchip"] is None:
+        return None
+    sharded = bool(settings["replicated_tensor_sharding"]) and replicas > 1
     return Construct(
         "poptorch.TensorLocationSettings",
         chain=(("useOnChipStorage", (not settings["optimizer_state_offchip"],)), ("useReplicatedTensorSharding", (sharded,))),
     )
 
 
+def shards_optimizer_state(plan: OptionsPlan) -> bool:
+    """Whether the build `plan` shards the optimizer state across replicas."""
+    location = plan.argument("TensorLocations.setOptimizerLocation")
+    return location is not None and bool(dict(location.chain).get("useReplicatedTensorSharding", (False,))[0])
+
+
 def read_optimizer_location(state: Dict[str, Any]) -> Dict[str, Any]:
+    """The two optimizer settings where the location is one they write (`onChip` and the sharding, which only
+    replicas turn on), else null: then the row `optimizer_location` holds it."""
     location = state.get("location_optimizer")
-    if location is None:
-        raise UnsupportedOptionsError({"location_optimizer": "not set (TensorLocations.setOptimizerLocation)"})
-    values = {"optimizer_state_offchip": not location.get("onChip", True)}
-    sharded = bool(location.get("useReplicatedTensorSharding", False))
+    sharded = bool(location.get("useReplicatedTensorSharding")) if location else False
+    if location is None or set(location) != {"onChip", "useReplicatedTensorSharding"} \
+            or (sharded and state["replication_factor"] == 1):
+        return {"optimizer_state_offchip": None, "replicated_tensor_sharding": None}
+    values = {"optimizer_state_offchip": not location["onChip"], "optimizer_location": None}
     if sharded or state["replication_factor"] > 1:  # with one replica, the build shards nothing either way
         values["replicated_tensor_sharding"] = sharded
     return values
 
 
-def _execution_strategy(settings: Dict[str, Any], prefix: str) -> Construct:
+def _execution_strategy(settings: Dict[str, Any], prefix: str) -> Optional[Construct]:
+    if settings[f"{prefix}execution_strategy"] is None:
+        return None
     strategy = EXECUTION_STRATEGIES[settings[f"{prefix}execution_strategy"]]
-    return Construct(strategy, (Ref(SETTINGS["auto_stage"].sdk_member(settings["auto_stage"])),))
+    auto_stage = settings["auto_stage"]
+    return Construct(strategy, () if auto_stage is None else (Ref(SETTINGS["auto_stage"].sdk_member(auto_stage)),))
 
 
 def read_execution_strategy(options: Any, prefix: str) -> Dict[str, Any]:
@@ -121,17 +132,22 @@ def read_execution_strategy(options: Any, prefix: str) -> Dict[str, Any]:
     }
 
 
-def _memory_proportions(settings: Dict[str, Any], prefix: str) -> Dict[str, Union[float, int]]:
+def _memory_proportions(settings: Dict[str, Any], prefix: str) -> Optional[Dict[str, Union[float, int]]]:
     """`{"IPU0": p0, ...}` for each IPU of one replica's pipeline."""
     ipus = settings[f"{prefix}ipus_per_replica"]
     proportion = settings[f"{prefix}matmul_proportion"]
+    if proportion is None:
+        return None
     per_ipu = proportion if isinstance(proportion, list) else [proportion] * ipus
     return {f"IPU{index}": per_ipu[index] for index in range(ipus)}
 
 
 def read_memory_proportions(state: Dict[str, Any], prefix: str, ipus: Optional[int] = None) -> Dict[str, Any]:
-    """The proportions of IPUs 0 to `ipus - 1` (default: every IPU the state names, as many as the pipeline has)."""
+    """The proportions of IPUs 0 to `ipus - 1` (default: every IPU the state names, as many as the pipeline has);
+    null where the call was not made."""
     proportions = state.get("available_memory_proportion") or {}
+    if not proportions:
+        return {f"{prefix}matmul_proportion": None}
     ipus = len(proportions) if ipus is None else ipus
     if not ipus or any(index not in proportions for index in range(ipus)):
         raise UnsupportedOptionsError(

@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple, Union
 
-from .build import build_plan
+from .build import build_plan, shards_optimizer_state
 from .errors import ConfigFileError, IncompatibleSettingsError, UnknownSettingError
 from .legacy import LEGACY_KEYS
 from .plan import OptionsPlan
@@ -55,9 +55,14 @@ def looks_like_path(source: str) -> bool:
 
 
 def check_keys(values: Dict[str, Any]) -> None:
-    """Rejects keys no release ever had; drops, with a warning, keys that earlier releases had."""
+    """Rejects keys no release ever had; drops, with a warning, keys that earlier releases had. A count given as
+    null becomes what null stands for (`replication_factor`: 1), before a base class sees it."""
     for key in list(values):
-        if key in SETTINGS or key in TRANSFORMERS_KEYS:
+        if key in SETTINGS:
+            if values[key] is None:
+                values[key] = SETTINGS[key].check(None)
+            continue
+        if key in TRANSFORMERS_KEYS:
             continue
         if key in LEGACY_KEYS:
             warnings.warn(f"`{key}` is no longer an IPUConfig setting and is ignored: {LEGACY_KEYS[key]}", FutureWarning)
@@ -145,10 +150,19 @@ def check_extension_rules(config: Any) -> None:
                 "accumulate_outer_fragment_excluded_virtual_graphs", graphs,
                 f"virtual graphs are the IPUs of the pipeline, 0 to {ipus - 1} as `ipus_per_replica={ipus}`",
             )
-    popart_options = settings["popart_options"]
+    _check_replacements(settings)
+    grouping = settings["input_replica_grouping"]
+    if grouping and settings["replication_factor"] % grouping["size"]:
+        raise IncompatibleSettingsError(
+            "input_replica_grouping", grouping, f"its size must divide `replication_factor={settings['replication_factor']}`"
+        )
+    popart_options = settings["popart_options"] or {}
     for key in popart_options:
-        if key in POPART_KEYS_WITH_A_SETTING:
-            problem = f"set `{POPART_KEYS_WITH_A_SETTING[key]}` instead"
+        owner = POPART_KEYS_WITH_A_SETTING.get(key)
+        if owner and SETTINGS[owner].argument(settings[owner]) is None:
+            continue  # that setting makes no call: the option is free
+        if owner:
+            problem = f"set `{owner}` instead (or make it null and set the option here)"
         elif key in POPTORCH_KEYS_WITH_A_SETTING:
             problem = f"`{key}` is poptorch's own option, not PopART's: set `{POPTORCH_KEYS_WITH_A_SETTING[key]}` instead"
         elif key in POPTORCH_OPTION_KEYS:
@@ -156,6 +170,25 @@ def check_extension_rules(config: Any) -> None:
         else:
             continue
         raise IncompatibleSettingsError("popart_options", {key: popart_options[key]}, problem)
+
+
+# Settings that make a call another setting makes too, and so need that one to make none: {setting: the other}.
+_REPLACED = {
+    "optimizer_location": "optimizer_state_offchip",
+    "zero_seed": "seed",
+}
+
+
+def _check_replacements(settings: Dict[str, Any]) -> None:
+    for name, replaced in _REPLACED.items():
+        if SETTINGS[name].argument(settings[name]) is not None and SETTINGS[replaced].argument(settings[replaced]) is not None:
+            raise IncompatibleSettingsError(
+                name, settings[name], f"it makes the call `{replaced}` makes, so `{replaced}` must make none (null)"
+            )
+    if settings["replicated_tensor_sharding"] and settings["optimizer_state_offchip"] is None:
+        raise IncompatibleSettingsError(
+            "replicated_tensor_sharding", True, "it is part of the call `optimizer_state_offchip` makes: give that too"
+        )
 
 
 def check_rules(config: Any) -> None:
@@ -282,7 +315,7 @@ class SettingsMixin:
     def warn_about_unused_settings(self, plan: OptionsPlan, for_inference: bool) -> None:
         """Warns, once per process, about a setting that the build `plan` of this final config leaves unused."""
         # inference has no optimizer state: only a training build can leave the sharding unused
-        sharded = dict(plan.argument("TensorLocations.setOptimizerLocation").chain)["useReplicatedTensorSharding"][0]
+        sharded = shards_optimizer_state(plan)
         if self.replicated_tensor_sharding and not sharded and not for_inference:
             # stacklevel 3: the line that called `to_options()`
             warn_once("`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)", 3)

@@ -11,7 +11,7 @@ import json
 from typing import Any, Dict, Mapping, Union, get_args, get_origin
 
 from .legacy import LEGACY_KEYS
-from .schema import NoneType, Setting, describe
+from .schema import NoneType, Setting, describe, union_members
 from .settings import MAX_IPUS_IN_A_JOB, SETTINGS, TRANSFORMERS_KEYS
 
 SCHEMA_FILE = "ipu_config.schema.json"
@@ -21,7 +21,14 @@ RULES_NOT_IN_SCHEMA = (
     "one entry per IPU of the pipeline (`ipus_per_replica`; `inference_*` for inference)",
     "a serialization factor and its splits per IPU are not both given",
     "`accumulate_outer_fragment_excluded_virtual_graphs` are IPUs of the pipeline (below `ipus_per_replica`)",
-    "`popart_options` does not set a PopART option that a setting sets",
+    "`popart_options` does not set a PopART option that a setting making a call sets",
+    "`optimizer_location` needs `optimizer_state_offchip` null, `zero_seed` needs `seed` 0 or null, "
+    "`replicated_tensor_sharding` needs `optimizer_state_offchip`",
+    "the size of `input_replica_grouping` divides `replication_factor`",
+    "a tensor location's keys are TensorLocationSettings methods, with booleans or unsigned integers as they take",
+    "`num_io_tiles` is even",
+    "`popart_options` values are what PopART options take: booleans, finite numbers, strings, unsigned integers, "
+    "and lists or objects of strings and unsigned integers",
     f"replicas x IPUs per replica is at most {MAX_IPUS_IN_A_JOB}",
     "splits per IPU sit on consecutive IPUs",
 )
@@ -65,7 +72,7 @@ def _property(setting: Setting) -> Dict[str, Any]:
 def _type(annotation: Any, setting: Setting) -> Dict[str, Any]:
     origin = get_origin(annotation)
     if origin is Union:
-        members = [_type(member, setting) for member in get_args(annotation)]
+        members = [_type(member, setting) for member in union_members(annotation)]
         return {"anyOf": members}
     if origin is list:
         return {"type": "array", "items": _type(get_args(annotation)[0], setting)}

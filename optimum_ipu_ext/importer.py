@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
 from .errors import IncompatibleSettingsError, UnsupportedOptionsError
-from .plan import sdk_value
-from .settings import POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS, SETTINGS
+from .plan import TempFile, sdk_value
+from .settings import POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS
 
 if TYPE_CHECKING:
     from .core import SettingsMixin
@@ -59,7 +59,7 @@ def _read_settings(
     for mode, options in given.items():
         prefix = "inference_" if mode == "inference" else ""
         ipus = overrides.get(f"{prefix}ipus_per_replica")
-        values.update(_read_rows(states[mode], mode, problems))
+        values.update(_read_rows({**states[mode], **python_state(options)}, mode, problems))
         for read in (
             lambda: read_optimizer_location(states[mode]),
             lambda: read_execution_strategy(options, prefix),
@@ -68,7 +68,7 @@ def _read_settings(
             try:
                 values.update(read())
             except UnsupportedOptionsError as error:
-                problems.update(_in_mode(error.options, mode, given))
+                problems.update(_in_mode({_option(key): why for key, why in error.options.items()}, mode, given))
         dropped += _beyond_the_pipeline(states[mode], ipus, mode)
     values.update(overrides)
     return values, dropped
@@ -118,17 +118,18 @@ def _read_rows(state: Dict[str, Any], mode: str, problems: Dict[str, str]) -> Di
         try:
             values[name] = setting.check(setting.read(state))
         except (ValueError, TypeError) as error:
-            problems[setting.state[0]] = f"{state.get(setting.state[0], _MISSING)!r}: {error}"
+            problems[_option(setting.state[0])] = f"{state.get(setting.state[0], _MISSING)!r}: {error}"
     return values
 
 
 def _other_popart_options(config: Any, states: Dict[str, Dict[str, Any]], problems: Dict[str, str]) -> Dict[str, Any]:
-    """The PopART session options of the given options that the config built without them does not set alike."""
+    """The PopART session options of the given options that the config built without them does not set alike (an
+    option a setting writes only where that setting makes no call)."""
     found: Dict[str, Any] = {}
     for mode, state in states.items():
         rebuilt = config.options_plan(for_inference=mode == "inference", popdist=False).build().toDict()
         for key, value in state.items():
-            if key in POPTORCH_OPTION_KEYS or key in POPART_KEYS_WITH_A_SETTING or rebuilt.get(key, _MISSING) == value:
+            if key in POPTORCH_OPTION_KEYS or _written_by_a_call(config, key) or rebuilt.get(key, _MISSING) == value:
                 continue
             problem = SETTINGS["popart_options"].constraint({key: value})
             if problem:
@@ -136,6 +137,11 @@ def _other_popart_options(config: Any, states: Dict[str, Dict[str, Any]], proble
             else:
                 found[key] = value
     return found
+
+
+def _written_by_a_call(config: Any, key: str) -> bool:
+    owner = POPART_KEYS_WITH_A_SETTING.get(key)
+    return owner is not None and SETTINGS[owner].argument(getattr(config, owner)) is not None
 
 
 def _config(config_class: Any, values: Dict[str, Any], overrides: Dict[str, Any], problems: Dict[str, str]) -> Any:
@@ -159,14 +165,30 @@ def _beyond_the_pipeline(state: Dict[str, Any], ipus: Optional[int], mode: str):
 
 
 def _differences(given: Dict[str, Any], rebuilt: Dict[str, Any]) -> Dict[str, str]:
+    """What differs, by the method that writes it: `{"logDir (log_dir)": why}`."""
     problems = {}
     for key in sorted(set(given) | set(rebuilt)):
         before, after = given.get(key, _MISSING), rebuilt.get(key, _MISSING)
-        if key == "saveInitializersToFile" and isinstance(before, str) and isinstance(after, str):
+        if key == "saveInitializersToFile" and all(isinstance(name, str) and TempFile.drew(name) for name in (before, after)):
             continue  # a fresh temporary file each build
         if _comparable(before) != _comparable(after):
-            problems[key] = f"{before!r} given, {after!r} rebuilt"
+            why = UNSUPPORTED_CALLS.get(key, (None, None))[1]
+            problems[_option(key)] = f"{before!r} given: {why}" if why else f"{before!r} given, {after!r} rebuilt"
     return problems
+
+
+# The method that writes each state key, where it is not the key itself or `_Popart.set`
+_METHODS = {
+    **{key: setting.call for setting in SETTINGS.values() if setting.call and setting.call != "_Popart.set"
+       for key in setting.state},
+    **{key: method for key, (method, _) in UNSUPPORTED_CALLS.items()},
+}
+
+
+def _option(key: str) -> str:
+    """A state key as refusals name it: `logDir (log_dir)`, by the method that writes it (a PopART option as itself)."""
+    method = _METHODS.get(key, key)
+    return key if method == key else f"{method} ({key})"
 
 
 def _comparable(value: Any) -> Any:

@@ -7,6 +7,7 @@ the package that touches the Poplar SDK.
 
 import importlib
 import json
+import os
 import sys
 import types
 from dataclasses import dataclass
@@ -92,6 +93,31 @@ class TempFile:
     def to_dict(self) -> Dict[str, Any]:
         return {"temp_file": True}
 
+    @staticmethod
+    def drew(name: str) -> bool:
+        """Whether `name` is one such a file could have: `tmp...` in the temporary folder."""
+        import tempfile
+
+        folder, base = os.path.split(name)
+        return folder == tempfile.gettempdir() and base.startswith(tempfile.gettempprefix())
+
+
+@dataclass(frozen=True)
+class NoneArgument:
+    """`None` as a call's argument (`enableExecutableCaching(None)`): a plain `None` in a plan means "no call"."""
+
+    def render(self) -> str:
+        return "None"
+
+    def resolve(self, sdk: Dict[str, Any]) -> None:
+        return None
+
+    def to_dict(self) -> None:
+        return None
+
+
+NONE = NoneArgument()
+
 
 class OptionCall(NamedTuple):
     """One call on the options object: `opts.<method>(*args)`, `method` dotted as `Training.gradientAccumulation`.
@@ -131,8 +157,9 @@ class OptionsPlan:
         return "\n".join(lines)
 
     def argument(self, method: str) -> Any:
-        """The first argument of the plan's first call to `method`: what the build really sets."""
-        return next(call.args[0] for call in self.calls if call.method == method)
+        """The first argument of the plan's first call to `method`: what the build really sets (`None`: the plan
+        makes no such call)."""
+        return next((call.args[0] for call in self.calls if call.method == method), None)
 
     def to_json_string(self) -> str:
         """The plan as JSON text."""
@@ -167,7 +194,7 @@ class OptionsPlan:
 
 
 def render(value: Any) -> str:
-    if isinstance(value, (Ref, Construct, TempFile)):
+    if isinstance(value, _SDK_VALUES):
         return value.render()
     if isinstance(value, list):
         return "[" + ", ".join(render(v) for v in value) + "]"
@@ -218,7 +245,7 @@ def to_dict(value: Any) -> Any:
     return _map_sdk_values(value, lambda sdk_value: sdk_value.to_dict())
 
 
-_SDK_VALUES = (Ref, Construct, TempFile)
+_SDK_VALUES = (Ref, Construct, TempFile, NoneArgument)
 _SDK_TYPES = frozenset(_SDK_VALUES)
 
 

@@ -35,18 +35,25 @@ class Setting:
             `"_Popart.set"` (`"autoRecomputation"`).
         modes: the builds (`"training"`, `"inference"`) that make the call.
         composite: the call takes several settings at once (`setExecutionStrategy`): `build.py` makes it;
-            otherwise `build.py` makes `call(key, encode(value))` from the row alone.
+            otherwise `build.py` makes `call(key, encode(value))` from the row alone. A setting with a `call`
+            also takes `null`: no call, poptorch's / PopART's default stays (for an `inference_` twin, `null` is
+            "as in training", as in optimum-graphcore).
         choices: the allowed values of a string setting; with `sdk_enum`, a mapping of each to its enum member.
         sdk_enum: the SDK enum whose members the choices stand for, e.g. `"popart.RecomputationType"`.
         minimum, maximum: bounds of a number, or of every number in a list.
         constraint: a further check, returning what is allowed when the value breaks it, else `None`.
-        encode: turns the stored value into the call's argument, `None` meaning "make no call" (default: a
-            choice becomes its enum member, an int for PopART options; any other value is passed as it is).
+        encode: turns the stored value into the call's argument, `None` meaning "make no call" and a tuple
+            being the call's positional arguments (default: a choice becomes its enum member, an int for PopART
+            options; any other value is passed as it is).
+        sdk_default: the value poptorch / PopART holds where the call is not made: read back as `null`, so an
+            imported config shows only what its builder changed.
+        null_as: what `null` is stored as, for a count whose call with poptorch's default (`replicationFactor(1)`)
+            leaves the state that no call leaves.
         state: the keys of `poptorch.Options.toDict()` that `call` writes; the first holds the value read back
             (default: `key`, the PopART session option).
-        decode: the other direction of `encode`: the stored value for what `toDict()` holds under `state[0]`
-            (`None` when the call was not made). Default: an enum member's value becomes its choice; any other
-            value is taken as it is. Composite rows are read back where `build.py` makes their call.
+        decode: the other direction of `encode`: the stored value for what the state holds under the keys of
+            `state`, one argument each (`None` where the call was not made). Default: the value of `state[0]`, an
+            enum member's value becoming its choice. Composite rows are read back where `build.py` makes their call.
     """
 
     name: str
@@ -64,9 +71,13 @@ class Setting:
     constraint: Optional[Callable[[Any], Optional[str]]] = None
     encode: Optional[Callable[[Any], Any]] = None
     state: Tuple[str, ...] = ()
-    decode: Optional[Callable[[Any], Any]] = None
+    decode: Optional[Callable[..., Any]] = None
+    sdk_default: Any = None
+    null_as: Any = None
 
     def __post_init__(self):
+        if self.call and not type_checker(self.annotation)(None):
+            object.__setattr__(self, "annotation", Optional[self.annotation])
         object.__setattr__(self, "_conforms", type_checker(self.annotation))
         if self.key and not self.state:
             object.__setattr__(self, "state", (self.key,))
@@ -78,6 +89,8 @@ class Setting:
     def check(self, value: Any, field: Optional[str] = None) -> Any:
         """Returns `value` if it is allowed, else raises an error naming `field` (default: the setting name)."""
         field = field or self.name
+        if value is None and self.null_as is not None:
+            return self.null_as
         if not self._conforms(value):
             raise SettingTypeError(field, value, describe(self.annotation))
         for number in _numbers(value):
@@ -116,13 +129,14 @@ class Setting:
     def read(self, state: Mapping[str, Any]) -> Any:
         """The stored value that gives `state` (a `poptorch.Options.toDict()`), read back through `decode`. Needs
         the SDK for a choice (its enum's values)."""
-        written = state.get(self.state[0])
         if self.decode is not None:
-            return self.decode(written)
-        if self.sdk_enum and written is not None:
-            members = {int(sdk_value(self.sdk_member(choice))): choice for choice in self.choices}
-            return members.get(int(written), written)
-        return written
+            value = self.decode(*[state.get(key) for key in self.state])
+        else:
+            value = state.get(self.state[0])
+            if self.sdk_enum and value is not None:
+                members = {int(sdk_value(self.sdk_member(choice))): choice for choice in self.choices}
+                value = members.get(int(value), value)
+        return None if self.sdk_default is not None and value == self.sdk_default else value
 
     @property
     def call_text(self) -> str:
@@ -157,11 +171,21 @@ def type_checker(annotation: Any) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, annotation)
 
 
+_RANK = (bool, int, float, str)
+
+
+def union_members(annotation: Any) -> Tuple[Any, ...]:
+    """The members of a `Union` in one order, whatever order `typing` kept (it keeps the first it met of equal
+    unions, which depends on what was imported before): scalars, then the rest, `None` last."""
+    members = get_args(annotation)
+    return tuple(sorted(members, key=lambda member: _RANK.index(member) if member in _RANK else len(_RANK) + (member is NoneType)))
+
+
 def describe(annotation: Any) -> str:
     """A readable name for an annotation: `Optional[List[int]]` -> `list of int, or null`."""
     origin = get_origin(annotation)
     if origin is Union:
-        members = [describe(member) for member in get_args(annotation) if member is not NoneType]
+        members = [describe(member) for member in union_members(annotation) if member is not NoneType]
         optional = NoneType in get_args(annotation)
         return " or ".join(members) + (", or null" if optional else "")
     if origin is list:
@@ -201,9 +225,15 @@ def _parse(field: str, text: str, annotation: Any) -> Any:
         if NoneType in members and text.lower() in ("null", "none"):
             return None
         lists = [m for m in members if get_origin(m) is list]
-        scalars = [m for m in members if m is not NoneType and get_origin(m) is not list]
-        chosen = lists[0] if lists and text.startswith("[") else (scalars or lists)[0]
-        return _parse(field, text, chosen)
+        if lists and text.startswith("["):
+            return _parse(field, text, lists[0])
+        scalars = [m for m in union_members(annotation) if m is not NoneType and get_origin(m) is not list]
+        for scalar in scalars[:-1]:  # the first that reads the text: `false` as a bool, else a name as a string
+            try:
+                return _parse(field, text, scalar)
+            except InvalidSettingError:
+                continue
+        return _parse(field, text, (scalars or lists)[-1])
     try:
         if origin is list:
             return json.loads(text.replace(" ", ",")) if text.startswith("[") else _not_written(field, text, annotation)

@@ -14,7 +14,7 @@ under our class. Adding a setting is one row here plus a test. Nothing here impo
 import math
 from typing import Any, Callable, Dict, List, Optional, Union
 
-from .plan import Ref, TempFile
+from .plan import NONE, Construct, Ref, TempFile, sdk_value
 from .schema import Setting, table
 
 # poptorch reserves at most 64 IPUs per process ("Too many IPUs requested ... Experiments that need more than 64
@@ -51,6 +51,80 @@ def _session_option_values(options: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def _not_true(value: Any) -> Optional[str]:
+    return "give a folder, or false to turn caching off" if value is True else None
+
+
+def _cache_argument(folder: Union[str, bool]) -> Any:
+    if folder is False:
+        return NONE
+    return folder if folder not in ("", "disabled") else None
+
+
+def _even(number: int) -> Optional[str]:
+    return "the number must be even" if number % 2 else None
+
+
+# `TensorLocationSettings` methods a location setting calls: {method: (the field its call writes, its argument's type)}
+TENSOR_LOCATION_CALLS = {
+    "useOnChipStorage": ("onChip", bool),
+    "useReplicatedTensorSharding": ("useReplicatedTensorSharding", bool),
+    "useIOTilesToLoad": ("useIOTilesToLoad", bool),
+    "useIOTilesToStore": ("useIOTilesToStore", bool),
+    "minElementsForOffChip": ("minElementsForOffChip", int),
+    "minElementsForReplicatedTensorSharding": ("minElementsForReplicatedTensorSharding", int),
+}
+TENSOR_LOCATIONS = {"activation": "activations", "weight": "weights", "optimizer": "optimizer states",
+                    "accumulator": "gradient accumulators"}
+
+
+def _location_calls(calls: Dict[str, Any]) -> Optional[str]:
+    for method, argument in calls.items():
+        if method not in TENSOR_LOCATION_CALLS:
+            return f"keys are TensorLocationSettings methods: {', '.join(TENSOR_LOCATION_CALLS)}"
+        kind = TENSOR_LOCATION_CALLS[method][1]
+        if (kind is bool) != isinstance(argument, bool) or (kind is int and not _unsigned(argument)):
+            return f"`{method}` takes {'true or false' if kind is bool else 'an unsigned integer'}"
+    return None
+
+
+def _location_setting(kind: str, tensors: str) -> Setting:
+    method = f"set{kind.capitalize()}Location"
+    doc = f"Where {tensors} are stored: {{TensorLocationSettings method: argument}}, e.g. {{\"useOnChipStorage\": false}}."
+    if kind == "optimizer":
+        doc += " Replaces the call `optimizer_state_offchip` makes, which must then be null."
+    return Setting(
+        f"{kind}_location", Optional[Dict[str, Union[bool, int]]], None, doc,
+        call=f"TensorLocations.{method}", state=(f"location_{kind}",), constraint=_location_calls,
+        encode=lambda calls: Construct(
+            "poptorch.TensorLocationSettings", chain=tuple((name, (argument,)) for name, argument in calls.items())
+        ),
+        decode=lambda written: None if written is None else {
+            name: to(written[field]) for name, (field, to) in TENSOR_LOCATION_CALLS.items() if field in written
+        },
+    )
+
+
+REPLICA_GROUPINGS = {"consecutive": "Consecutive", "orthogonal": "Orthogonal"}
+
+
+def _replica_grouping(grouping: Dict[str, Any]) -> Optional[str]:
+    size, kind = grouping.get("size"), grouping.get("type")
+    if set(grouping) != {"size", "type"} or not (_unsigned(size) and size >= 1) or kind not in REPLICA_GROUPINGS:
+        return f"give {{\"size\": a positive integer, \"type\": one of {', '.join(map(repr, REPLICA_GROUPINGS))}}}"
+    return None
+
+
+def _grouping_arguments(grouping: Dict[str, Any]) -> tuple:
+    return grouping["size"], Ref(f"poptorch.CommGroupType.{REPLICA_GROUPINGS[grouping['type']]}")
+
+
+def _read_grouping(size: Optional[int], kind: Any) -> Optional[Dict[str, Any]]:
+    names = {int(sdk_value(f"poptorch.CommGroupType.{member}")): choice for choice, member in REPLICA_GROUPINGS.items()}
+    choice = names[int(kind)] if kind is not None else "consecutive"
+    return None if size in (None, 1) and choice == "consecutive" else {"size": size, "type": choice}
+
+
 def _consecutive_splits(splits: List[int]) -> Optional[str]:
     if sum(splits) < 1:
         return "at least one split is needed"
@@ -76,14 +150,18 @@ def _pair(name: str, annotation: Any, default: Any, doc: str, **fields: Any) -> 
     ]
 
 
+OUTPUT_MODES = {"all": "All", "sum": "Sum", "final": "Final", "default": "Default"}
+
 BASE_SETTINGS = table(
     Setting("replication_factor", int, 1, "Replicas for data parallelism in training (of the whole job).",
-            call="replicationFactor", state=("replication_factor",), modes=TRAINING, minimum=1, maximum=MAX_IPUS_IN_A_JOB),
+            call="replicationFactor", state=("replication_factor",), modes=TRAINING, minimum=1, maximum=MAX_IPUS_IN_A_JOB,
+            null_as=1),
     Setting("inference_replication_factor", int, 1, "Replicas for data parallelism in inference.",
             call="replicationFactor", state=("replication_factor",), modes=INFERENCE, minimum=1,
-            maximum=MAX_IPUS_IN_A_JOB),
+            maximum=MAX_IPUS_IN_A_JOB, null_as=1),
     Setting("gradient_accumulation_steps", int, 1, "Micro-batches accumulated per weight update.",
-            call="Training.gradientAccumulation", state=("gradient_accumulation",), modes=TRAINING, minimum=1),
+            call="Training.gradientAccumulation", state=("gradient_accumulation",), modes=TRAINING, minimum=1,
+            null_as=1),
     *_pair("layers_per_ipu", List[int], [-1],
            "Layers on each IPU of the pipeline; -1 spreads the remaining layers evenly.", minimum=-1),
     *_pair("ipus_per_replica", Optional[int], None, "IPUs per replica (default: `len(layers_per_ipu)`).",
@@ -109,21 +187,22 @@ BASE_SETTINGS = table(
            "Projection splits on each IPU of the pipeline.", minimum=0, constraint=_consecutive_splits),
     Setting("recompute_checkpoint_every_layer", bool, False, "Checkpoint activations at the end of every layer."),
     Setting("device_iterations", int, 1, "Batches the device runs per call in training.",
-            call="deviceIterations", state=("device_iterations",), modes=TRAINING, minimum=1),
+            call="deviceIterations", state=("device_iterations",), modes=TRAINING, minimum=1, null_as=1),
     Setting("inference_device_iterations", int, 1, "Batches the device runs per call in inference.",
-            call="deviceIterations", state=("device_iterations",), modes=INFERENCE, minimum=1),
+            call="deviceIterations", state=("device_iterations",), modes=INFERENCE, minimum=1, null_as=1),
     Setting("output_mode", str, "final", "Which results return to the host in training (inference: all).",
-            call="outputMode", state=("output_mode",), modes=TRAINING, choices={"all": "All", "sum": "Sum", "final": "Final", "default": "Default"},
-            sdk_enum="poptorch.OutputMode"),
+            call="outputMode", state=("output_mode",), modes=TRAINING, choices=OUTPUT_MODES, sdk_enum="poptorch.OutputMode"),
     # optimum-graphcore reads 0 as "no seed", so 0 makes no call either
     Setting("seed", Optional[int], None, "Seed of the IPU random number generator (0 or null: none).",
-            call="randomSeed", state=("random_seed",), encode=lambda seed: seed or None),
+            call="randomSeed", state=("random_seed",), encode=lambda seed: seed or None, decode=lambda seed: seed or None),
     Setting("auto_loss_scaling", bool, False, "Automatic loss scaling in training (experimental).",
             call="Training.setAutomaticLossScaling", state=("automaticLossScalingSettings.enabled",), modes=TRAINING,
             **_switch(True)),
-    Setting("executable_cache_dir", str, "", "Cache compiled executables here (`\"\"` or `\"disabled\"`: off).",
-            call="enableExecutableCaching", state=("cachePath", "enableEngineCaching"),
-            encode=lambda folder: folder if folder not in ("", "disabled") else None, decode=lambda folder: folder or ""),
+    Setting("executable_cache_dir", Union[str, bool], "",
+            "Cache compiled executables here (`\"\"` or `\"disabled\"`: no call; `false`: off, even where "
+            "`POPTORCH_CACHE_DIR` is set).",
+            call="enableExecutableCaching", state=("cachePath", "enableEngineCaching"), constraint=_not_true,
+            encode=_cache_argument, decode=lambda folder, enabled: folder or (False if enabled is False else "")),
     Setting("explicit_ir_inference", bool, False, "PopART's explicit IR for inference (experimental).",
             call="_Popart.set", key="enableExplicitIR", modes=INFERENCE, **_switch(True)),
     *_pair("parallelize_kwargs", Optional[Dict[str, Any]], None, "Keyword arguments for the model's `parallelize`."),
@@ -157,13 +236,48 @@ EXTENSION_SETTINGS = table(
             "How blocks without an explicit stage are staged in the execution strategy.",
             call="setExecutionStrategy", state=("execution_mode",), composite=True,
             choices={"same_as_ipu": "SameAsIpu", "auto_increment": "AutoIncrement"}, sdk_enum="poptorch.AutoStage"),
-    Setting("stochastic_rounding", bool, True,
-            "Stochastic rounding in training (always off in inference).",
+    Setting("inference_output_mode", str, "all", "Which results return to the host in inference.",
+            call="outputMode", state=("output_mode",), modes=INFERENCE, choices=OUTPUT_MODES, sdk_enum="poptorch.OutputMode"),
+    Setting("stochastic_rounding", bool, True, "Stochastic rounding in training.",
             call="Precision.enableStochasticRounding", state=("enableStochasticRounding",), modes=TRAINING),
-    Setting("save_initializers_to_file", bool, True,
-            "Save initializers to a fresh temporary file instead of the executable.",
+    Setting("inference_stochastic_rounding", bool, False, "Stochastic rounding in inference.",
+            call="Precision.enableStochasticRounding", state=("enableStochasticRounding",), modes=INFERENCE),
+    Setting("zero_seed", bool, False,
+            "Seed the IPU random number generator with 0 (`seed` 0 sets no seed, as in optimum-graphcore).",
+            call="randomSeed", state=("random_seed",), **_switch(0)),
+    *[_location_setting(kind, tensors) for kind, tensors in TENSOR_LOCATIONS.items()],
+    Setting("num_io_tiles", Optional[int], None, "Tiles of each IPU kept for input and output (IO tiles).",
+            call="TensorLocations.numIOTiles", state=("numIOTiles",), minimum=32, maximum=192, constraint=_even),
+    Setting("broadcast_buffers", Optional[bool], None,
+            "Broadcast the model's buffers from the first replica to the others before each run.",
+            call="broadcastBuffers", state=("broadcast_buffers",), sdk_default=True),
+    Setting("input_replica_grouping", Optional[Dict[str, Union[int, str]]], None,
+            "Replicas that take the same inputs in training: `{\"size\": n, \"type\": \"consecutive\" or \"orthogonal\"}`.",
+            call="inputReplicaGrouping", state=("input_group_size", "input_cgt"), modes=TRAINING, constraint=_replica_grouping,
+            encode=_grouping_arguments, decode=_read_grouping),
+    Setting("connection_type", Optional[str], None, "When to attach to the IPUs.",
+            call="connectionType", state=("connection_type",), choices={"always": "Always", "on_demand": "OnDemand", "never": "Never"},
+            sdk_enum="poptorch.ConnectionType", sdk_default="always"),
+    Setting("sync_pattern", Optional[str], None, "How IPUs synchronise with each other and the host.",
+            call="syncPattern", state=("sync_pattern",),
+            choices={"full": "Full", "single_pipeline": "SinglePipeline", "replica_and_ladder": "ReplicaAndLadder"},
+            sdk_enum="poptorch.SyncPattern", sdk_default="full"),
+    Setting("mean_reduction_strategy", Optional[str], None,
+            "When a mean reduction over accumulation and replicas divides (training).",
+            call="Training.setMeanAccumulationAndReplicationReductionStrategy",
+            state=("meanAccumulationAndReplicationReductionStrategy",),
+            choices={"running": "Running", "post": "Post", "post_and_loss": "PostAndLoss"},
+            sdk_enum="poptorch.MeanReductionStrategy", sdk_default="post"),
+    Setting("relax_optimizer_attributes_checks", Optional[bool], None,
+            "Let the optimizer's attributes change between runs without checking them.",
+            call="relaxOptimizerAttributesChecks", state=("relaxOptimizerAttributesChecks",), sdk_default=False),
+    Setting("disable_module_namescope", bool, False, "Leave module names out of the names of the graph's operations.",
+            call="disableModuleNamescope", state=("disableModuleNamescope",), **_switch((), lambda disabled: disabled is True)),
+    Setting("save_initializers_to_file", Union[bool, str], True,
+            "Save initializers to a file instead of the executable: `true`, a fresh temporary file; or this file.",
             call="_Popart.set", key="saveInitializersToFile",
-            **_switch(TempFile(), lambda written: isinstance(written, str))),
+            encode=lambda file: TempFile() if file is True else file or None,
+            decode=lambda written: True if written and TempFile.drew(written) else written or False),
     Setting("recomputation_mode", Optional[str], None,
             "PopART's automatic recomputation of activations.",
             call="_Popart.set", key="autoRecomputation",
@@ -221,6 +335,24 @@ POPTORCH_OPTION_KEYS = frozenset("""
     execution_mode separate_backward_phase tensors_liveness serial_phases_execution
 """.split())
 
+
+
+# What a config does not hold, by the state key (of `toDict()` or `importer.python_state`) the method writes: each
+# belongs to one machine, one launch or one run, not to the build. {state key: (method, why)}
+UNSUPPORTED_CALLS = {
+    "ipu_id": ("useIpuId", "picks a device of one machine"),
+    "use_model": ("useIpuModel", "picks the IPU Model simulator of one machine"),
+    "ipu_version": ("useOfflineIpuTarget", "an offline target is asked for when building: `to_options(compile_only=True)`"),
+    "log_dir": ("logDir", "where one run writes its logs"),
+    "max_repeat_logs": ("maxRepeatLogs", "how one run logs"),
+    "model_name": ("modelName", "names the reports of one run"),
+    "compilation_progress_bar_fn": ("showCompilationProgressBar", "what one run displays"),
+    "num_distributed_processes": ("Distributed.configureProcessId", "the processes of one launch, which poprun sets"),
+    "distributed_process_id": ("Distributed.configureProcessId", "the processes of one launch, which poprun sets"),
+    "sourceLocationExcludes": ("sourceLocationExcludes", "the debug information of one run"),
+    "anchored_tensors": ("anchorTensor", "names tensors of one model's graph"),
+    "output_return_period": ("outputMode", "OutputMode.EveryN: the settings give all, sum, final or default"),
+}
 
 
 def _keys_with_a_setting(poptorch_own: bool) -> Dict[str, str]:

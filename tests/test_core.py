@@ -22,7 +22,7 @@ from optimum_ipu_ext.bundled_base import transformers_defaults
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext.core import PlainIPUConfig
 from optimum_ipu_ext.documents import attribute_table, json_schema, json_schema_string
-from optimum_ipu_ext.plan import Construct, OptionCall, Ref, TempFile
+from optimum_ipu_ext.plan import NONE, Construct, OptionCall, Ref, TempFile
 from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +76,7 @@ UPSTREAM_CASES = {
     "layers below -1": {"layers_per_ipu": [-2]},
     "string for bool": {"enable_half_partials": "yes"},
     "list of strings": {"layers_per_ipu": ["1"]},
-    "null for a required int": {"device_iterations": None},
+    "null for the layers": {"layers_per_ipu": None},
     "dict for kwargs": {"parallelize_kwargs": {"use_cache": True}},
     "zero factor": {"embedding_serialization_factor": 0},
     "unknown key": {"replicaton_factor": 2},
@@ -103,6 +103,15 @@ def test_booleans_are_not_numbers_unlike_upstream(upstream):
     """The one deliberate difference besides the limits: upstream's typeguard takes `true` for an int."""
     assert accepted(upstream.IPUConfig, {"replication_factor": True})
     assert not accepted(PlainIPUConfig, {"replication_factor": True})
+
+
+@pytest.mark.parametrize("name", ["matmul_proportion", "optimizer_state_offchip", "enable_half_partials",
+                                  "executable_cache_dir", "output_mode", "device_iterations"])
+def test_null_for_a_setting_that_makes_a_call_is_ours_alone(upstream, name):
+    """The other deliberate difference: null makes no call here; optimum-graphcore refuses such a file rather than
+    misread it."""
+    assert not accepted(upstream.IPUConfig, {name: None})
+    assert accepted(PlainIPUConfig, {name: None}) and accepted(IPUConfig, {name: None})
 
 
 def test_transformers_keys_cover_the_installed_release():
@@ -238,7 +247,41 @@ CALLS_OF_ROWS = {
     ),
     "popart_patterns": ({"TiedGather": False}, OptionCall("_Popart.setPatterns", ({"TiedGather": False},))),
     "engine_options": ({"a": "b"}, OptionCall("_Popart.set", ("engineOptions", {"a": "b"}))),
+    "zero_seed": (True, OptionCall("randomSeed", (0,))),
+    "weight_location": ({"useOnChipStorage": False, "minElementsForOffChip": 8}, OptionCall(
+        "TensorLocations.setWeightLocation", (Construct("poptorch.TensorLocationSettings", chain=(
+            ("useOnChipStorage", (False,)), ("minElementsForOffChip", (8,)))),))),
+    "activation_location": ({"useIOTilesToLoad": True}, OptionCall(
+        "TensorLocations.setActivationLocation",
+        (Construct("poptorch.TensorLocationSettings", chain=(("useIOTilesToLoad", (True,)),)),))),
+    "accumulator_location": ({"useIOTilesToStore": True}, OptionCall(
+        "TensorLocations.setAccumulatorLocation",
+        (Construct("poptorch.TensorLocationSettings", chain=(("useIOTilesToStore", (True,)),)),))),
+    "num_io_tiles": (64, OptionCall("TensorLocations.numIOTiles", (64,))),
+    "broadcast_buffers": (False, OptionCall("broadcastBuffers", (False,))),
+    "input_replica_grouping": ({"size": 1, "type": "orthogonal"},
+                               OptionCall("inputReplicaGrouping", (1, Ref("poptorch.CommGroupType.Orthogonal")))),
+    "connection_type": ("on_demand", OptionCall("connectionType", (Ref("poptorch.ConnectionType.OnDemand"),))),
+    "sync_pattern": ("replica_and_ladder", OptionCall("syncPattern", (Ref("poptorch.SyncPattern.ReplicaAndLadder"),))),
+    "mean_reduction_strategy": ("post_and_loss", OptionCall(
+        "Training.setMeanAccumulationAndReplicationReductionStrategy", (Ref("poptorch.MeanReductionStrategy.PostAndLoss"),))),
+    "relax_optimizer_attributes_checks": (True, OptionCall("relaxOptimizerAttributesChecks", (True,))),
+    "disable_module_namescope": (True, OptionCall("disableModuleNamescope", ())),
 }
+
+# Rows whose call needs other settings too, or values a row encodes specially: (settings, the call)
+SPECIAL_VALUES = [
+    ({"executable_cache_dir": False}, OptionCall("enableExecutableCaching", (NONE,))),
+    ({"save_initializers_to_file": "weights.onnx"}, OptionCall("_Popart.set", ("saveInitializersToFile", "weights.onnx"))),
+    ({"optimizer_location": {"minElementsForReplicatedTensorSharding": 4}, "optimizer_state_offchip": None}, OptionCall(
+        "TensorLocations.setOptimizerLocation",
+        (Construct("poptorch.TensorLocationSettings", chain=(("minElementsForReplicatedTensorSharding", (4,)),)),))),
+]
+
+
+@pytest.mark.parametrize("values, expected", SPECIAL_VALUES)
+def test_special_values_make_their_call(values, expected):
+    assert expected in PlainIPUConfig(**values).options_plan(popdist=False).calls
 
 
 @pytest.mark.parametrize("name", sorted(CALLS_OF_ROWS))
@@ -250,7 +293,7 @@ def test_each_simple_row_makes_its_call(name):
 def test_every_simple_training_row_is_pinned():
     simple = {name for name, setting in {**BASE_SETTINGS, **EXTENSION_SETTINGS}.items()
               if setting.call and not setting.composite and "training" in setting.modes}
-    assert simple == set(CALLS_OF_ROWS)
+    assert simple == set(CALLS_OF_ROWS) | {"optimizer_location"}
 
 
 @pytest.mark.parametrize("name, off", [("seed", 0), ("executable_cache_dir", "disabled"), ("outline_threshold", None),
@@ -260,6 +303,13 @@ def test_a_value_that_encodes_to_none_makes_no_call(name, off):
     key = {**BASE_SETTINGS, **EXTENSION_SETTINGS}[name].key
     calls = PlainIPUConfig(**{name: off}).options_plan().calls
     assert not [call for call in calls if call.method == method and (key is None or call.args[0] == key)]
+
+
+def test_inference_builds_keep_what_the_inference_settings_say():
+    calls = PlainIPUConfig(inference_output_mode="final", inference_stochastic_rounding=True).options_plan(
+        for_inference=True).calls
+    assert OptionCall("outputMode", (Ref("poptorch.OutputMode.Final"),)) in calls
+    assert OptionCall("Precision.enableStochasticRounding", (True,)) in calls
 
 
 def test_inference_builds_make_upstreams_fixed_inference_calls():
@@ -486,8 +536,46 @@ def test_extension_rule_errors_name_their_setting_and_value():
         PlainIPUConfig(accumulate_outer_fragment_excluded_virtual_graphs=[0, 1])
     assert (raised.value.field, raised.value.value) == ("accumulate_outer_fragment_excluded_virtual_graphs", [0, 1])
     with pytest.raises(IncompatibleSettingsError) as raised:
-        PlainIPUConfig(popart_options={"cachePath": "x"})
-    assert (raised.value.field, raised.value.value) == ("popart_options", {"cachePath": "x"})
+        PlainIPUConfig(popart_options={"outlineThreshold": 5})
+    assert (raised.value.field, raised.value.value) == ("popart_options", {"outlineThreshold": 5})
+
+
+# settings that make a call another setting makes, with what the error says
+REPLACEMENT_RULES = [
+    ({"optimizer_location": {"useOnChipStorage": False}}, "optimizer_location",
+     "it makes the call `optimizer_state_offchip` makes, so `optimizer_state_offchip` must make none (null)"),
+    ({"zero_seed": True, "seed": 5}, "zero_seed", "it makes the call `seed` makes, so `seed` must make none (null)"),
+    ({"replicated_tensor_sharding": True, "optimizer_state_offchip": None}, "replicated_tensor_sharding",
+     "it is part of the call `optimizer_state_offchip` makes: give that too"),
+    ({"input_replica_grouping": {"size": 3, "type": "consecutive"}, "replication_factor": 4}, "input_replica_grouping",
+     "its size must divide `replication_factor=4`"),
+]
+
+
+@pytest.mark.parametrize("values, field, problem", REPLACEMENT_RULES)
+def test_settings_that_share_a_call_need_the_other_to_make_none(values, field, problem):
+    with pytest.raises(IncompatibleSettingsError) as raised:
+        PlainIPUConfig(**values)
+    assert (raised.value.field, raised.value.value) == (field, values[field])
+    assert str(raised.value).endswith(f": {problem}.")
+
+
+def test_each_replacement_holds_once_the_other_makes_no_call():
+    assert PlainIPUConfig(optimizer_location={"useOnChipStorage": False}, optimizer_state_offchip=None)
+    assert PlainIPUConfig(zero_seed=True, seed=0) and PlainIPUConfig(zero_seed=True, seed=None)
+    assert PlainIPUConfig(input_replica_grouping={"size": 2, "type": "orthogonal"}, replication_factor=4)
+
+
+@pytest.mark.parametrize("key, owner, no_call, call", [
+    ("automaticLossScalingSettings.enabled", "auto_loss_scaling", False, True),
+    ("partialsTypeMatMuls", "enable_half_partials", None, True),
+    ("enableEngineCaching", "executable_cache_dir", "", "/cache"),
+    ("outlineThreshold", "outline_threshold", None, 10.0),
+])
+def test_popart_options_may_set_what_a_setting_making_no_call_leaves(key, owner, no_call, call):
+    PlainIPUConfig(**{owner: no_call, "popart_options": {key: False}})
+    with pytest.raises(IncompatibleSettingsError, match=f"set `{owner}` instead"):
+        PlainIPUConfig(**{owner: call, "popart_options": {key: False}})
 
 
 def test_loading_a_file_takes_overrides_and_names_the_file_in_errors(tmp_path):

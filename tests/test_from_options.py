@@ -122,7 +122,8 @@ def test_the_default_output_mode_is_resolved_as_training_and_inference_resolve_i
 def _resolved(opts, output_mode):
     """The state `trainingModel` / `inferenceModel` see: a clone with the default output mode resolved."""
     opts = opts.clone()
-    opts.outputMode(output_mode)
+    if opts.defaultOutputMode():
+        opts.outputMode(output_mode)
     return comparable(opts)
 
 
@@ -190,63 +191,164 @@ def test_config_to_options_from_options_to_options_builds_equal_state(config_dic
         assert comparable(again.to_options(for_inference=True)) == comparable(inference)
 
 
-# --- refusals: each names the option ------------------------------------------------------------------------------
+# --- each method the settings hold: imported as its setting, rebuilt to equal state ----------------------------------
 
-REFUSED = {
-    "logDir": (lambda p, opts: opts.logDir("/logs"), {"log_dir": "'/logs' given, '.' rebuilt"}),
-    "broadcastBuffers": (lambda p, opts: opts.broadcastBuffers(False), {"broadcast_buffers": "False given, True rebuilt"}),
-    "randomSeed(0)": (lambda p, opts: opts.randomSeed(0), {"random_seed": "0 given, 'not set' rebuilt"}),
+def _location(p, **calls):
+    location = p.TensorLocationSettings()
+    for method, argument in calls.items():
+        getattr(location, method)(argument)
+    return location
+
+
+# name -> (the call, made on the hand-written build, and the settings it imports as)
+SUPPORTED = {
+    "broadcastBuffers": (lambda p, o: o.broadcastBuffers(False), {"broadcast_buffers": False}),
+    "randomSeed(0)": (lambda p, o: o.randomSeed(0), {"zero_seed": True, "seed": None}),
+    "randomSeed(7)": (lambda p, o: o.randomSeed(7), {"zero_seed": False, "seed": 7}),
     "float partials": (
-        lambda p, opts: opts.Precision.setPartialsType(torch.float32),
-        {"partialsTypeMatMuls": "'float' given, 'not set' rebuilt"},  # convolutionOptions: a PopART option
+        lambda p, o: o.Precision.setPartialsType(torch.float32),
+        {"enable_half_partials": False, "popart_options": {
+            "decomposeGradSum": True, "partialsTypeMatMuls": "float", "convolutionOptions": {"partialsType": "float"}}},
     ),
     "mean reduction strategy": (
-        lambda p, opts: opts.Training.setMeanAccumulationAndReplicationReductionStrategy(p.MeanReductionStrategy.Running),
-        {"meanAccumulationAndReplicationReductionStrategy": "<MeanReductionStrategy.Running: 0> given, "
-                                                            "<MeanReductionStrategy.Post: 1> rebuilt"},
+        lambda p, o: o.Training.setMeanAccumulationAndReplicationReductionStrategy(p.MeanReductionStrategy.Running),
+        {"mean_reduction_strategy": "running"},
     ),
-    "caching off": (
-        lambda p, opts: opts.enableExecutableCaching(None),
-        {"enableEngineCaching": "False given, 'not set' rebuilt"},
+    "mean reduction strategy, poptorch's default": (
+        lambda p, o: o.Training.setMeanAccumulationAndReplicationReductionStrategy(p.MeanReductionStrategy.Post),
+        {"mean_reduction_strategy": None},
     ),
-    "relaxed checks": (
-        lambda p, opts: opts.relaxOptimizerAttributesChecks(),
-        {"relaxOptimizerAttributesChecks": "True given, False rebuilt"},
+    "caching off": (lambda p, o: o.enableExecutableCaching(None), {"executable_cache_dir": False}),
+    "caching on": (lambda p, o: o.enableExecutableCaching("/cache"), {"executable_cache_dir": "/cache"}),
+    "relaxed checks": (lambda p, o: o.relaxOptimizerAttributesChecks(), {"relax_optimizer_attributes_checks": True}),
+    "namescope": (lambda p, o: o.disableModuleNamescope(), {"disable_module_namescope": True}),
+    "connectionType": (lambda p, o: o.connectionType(p.ConnectionType.OnDemand), {"connection_type": "on_demand"}),
+    "syncPattern": (lambda p, o: o.syncPattern(p.SyncPattern.SinglePipeline), {"sync_pattern": "single_pipeline"}),
+    "inputReplicaGrouping": (
+        lambda p, o: o.inputReplicaGrouping(2, p.CommGroupType.Orthogonal),
+        {"input_replica_grouping": {"size": 2, "type": "orthogonal"}},
+    ),
+    "numIOTiles": (lambda p, o: o.TensorLocations.numIOTiles(64), {"num_io_tiles": 64}),
+    "setWeightLocation": (
+        lambda p, o: o.TensorLocations.setWeightLocation(_location(p, useOnChipStorage=False, minElementsForOffChip=64)),
+        {"weight_location": {"useOnChipStorage": False, "minElementsForOffChip": 64}},
+    ),
+    "setActivationLocation": (
+        lambda p, o: o.TensorLocations.setActivationLocation(_location(p, useIOTilesToLoad=True, useIOTilesToStore=False)),
+        {"activation_location": {"useIOTilesToLoad": True, "useIOTilesToStore": False}},
+    ),
+    "setAccumulatorLocation": (
+        lambda p, o: o.TensorLocations.setAccumulatorLocation(
+            _location(p, useReplicatedTensorSharding=True, minElementsForReplicatedTensorSharding=1024)),
+        {"accumulator_location": {"useReplicatedTensorSharding": True, "minElementsForReplicatedTensorSharding": 1024}},
+    ),
+    "setOptimizerLocation, on chip alone": (
+        lambda p, o: o.TensorLocations.setOptimizerLocation(_location(p, useOnChipStorage=False)),
+        {"optimizer_location": {"useOnChipStorage": False}, "optimizer_state_offchip": None,
+         "replicated_tensor_sharding": None},
+    ),
+    "setOptimizerLocation, no field": (
+        lambda p, o: o.TensorLocations.setOptimizerLocation(p.TensorLocationSettings()),
+        {"optimizer_location": {}, "optimizer_state_offchip": None},
+    ),
+    "stochastic rounding off": (lambda p, o: o.Precision.enableStochasticRounding(False), {"stochastic_rounding": False}),
+    "automatic loss scaling": (lambda p, o: o.Training.setAutomaticLossScaling(True), {"auto_loss_scaling": True}),
+    "automatic loss scaling, off": (
+        lambda p, o: o.Training.setAutomaticLossScaling(False),
+        {"auto_loss_scaling": False,
+         "popart_options": {"decomposeGradSum": True, "automaticLossScalingSettings.enabled": False}},
+    ),
+    "synthetic data": (
+        lambda p, o: o.enableSyntheticData(True),
+        {"popart_options": {"decomposeGradSum": True, "syntheticDataMode": 2}},
+    ),
+    "floating-point exceptions": (
+        lambda p, o: o.Precision.enableFloatingPointExceptions(True),
+        {"popart_options": {"decomposeGradSum": True, "enableFloatingPointChecks": True}},
+    ),
+    "stable norm, cycle count, buffers": (
+        lambda p, o: o.enableStableNorm(True).logCycleCount(True).updatableNamedBuffers(["running_mean"]),
+        {"popart_options": {"decomposeGradSum": True, "enableStableNorm": True,
+                            "instrumentWithHardwareCycleCounter": True, "updatableNamedBuffers": ["running_mean"]}},
+    ),
+    "autoRoundNumIPUs": (lambda p, o: o.autoRoundNumIPUs(True), {"auto_round_num_ipus": True}),
+    "outputMode": (lambda p, o: o.outputMode(p.OutputMode.Sum), {"output_mode": "sum"}),
+    "saveInitializersToFile, one file": (
+        lambda p, o: o._Popart.set("saveInitializersToFile", "weights.onnx"),
+        {"save_initializers_to_file": "weights.onnx"},
+    ),
+    "Jit.traceModel(False)": (lambda p, o: o.Jit.traceModel(False), {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUPPORTED))
+def test_each_method_imports_as_its_setting_and_rebuilds(hand_written, name):
+    call, expected = SUPPORTED[name]
+    call(doubles.poptorch, hand_written)
+    config = IPUConfig.from_options(training=hand_written)
+    assert {setting: getattr(config, setting) for setting in expected} == expected
+    assert comparable(config.to_options()) == _resolved(hand_written, doubles.poptorch.OutputMode.Final)
+
+
+def test_a_build_that_leaves_poptorchs_defaults_imports_as_nulls(sdk):
+    opts = doubles.poptorch.Options()  # no memory proportion, no optimizer location, no stochastic rounding...
+    config = IPUConfig.from_options(training=opts)
+    nulls = ("matmul_proportion", "optimizer_state_offchip", "stochastic_rounding", "recomputation_mode", "popart_patterns", "engine_options", "connection_type", "broadcast_buffers")
+    assert {name: getattr(config, name) for name in nulls} == dict.fromkeys(nulls)
+    assert comparable(config.to_options()) == _resolved(opts, doubles.poptorch.OutputMode.Final)
+    plan = str(config.options_plan())
+    for method in ("setAvailableMemoryProportion", "setOptimizerLocation", "enableStochasticRounding", "setPatterns"):
+        assert method not in plan
+
+
+# --- refusals: each names the method ------------------------------------------------------------------------------
+
+REFUSED = {
+    "logDir": (lambda p, o: o.logDir("/logs"), {"logDir (log_dir)": "'/logs' given: where one run writes its logs"}),
+    "useIpuId": (lambda p, o: o.useIpuId(3), {"useIpuId (ipu_id)": "3 given: picks a device of one machine"}),
+    "useIpuModel": (
+        lambda p, o: o.useIpuModel(True), {"useIpuModel (use_model)": "True given: picks the IPU Model simulator of one machine"}
+    ),
+    "modelName": (lambda p, o: o.modelName("bert"), {"modelName (model_name)": "'bert' given: names the reports of one run"}),
+    "maxRepeatLogs": (lambda p, o: o.maxRepeatLogs(2), {"maxRepeatLogs (max_repeat_logs)": "2 given: how one run logs"}),
+    "showCompilationProgressBar": (
+        lambda p, o: o.showCompilationProgressBar(False),
+        {"showCompilationProgressBar (compilation_progress_bar_fn)": "'not set' given: what one run displays"},
+    ),
+    "Distributed.configureProcessId": (
+        lambda p, o: o.Distributed.configureProcessId(1, 2),
+        {"Distributed.configureProcessId (distributed_process_id)": "1 given: the processes of one launch, which poprun sets",
+         "Distributed.configureProcessId (num_distributed_processes)": "2 given: the processes of one launch, which poprun sets"},
+    ),
+    "anchorTensor": (
+        lambda p, o: o.anchorTensor("grad", "Gradient___x"),
+        {"anchorTensor (anchored_tensors)": "{'grad': ['Gradient___x', True, None, 1]} given: names tensors of one model's graph"},
     ),
     "source-location excludes": (
-        lambda p, opts: opts.appendToLocationExcludes("my_framework"),
+        lambda p, o: o.appendToLocationExcludes("my_framework"),
         {"sourceLocationExcludes": "['install/poptorch', 'site-packages/torch', 'site-packages/poptorch', "
-                                   "'my_framework'] given, ['install/poptorch', 'site-packages/torch', "
-                                   "'site-packages/poptorch'] rebuilt"},
+                                   "'my_framework'] given: the debug information of one run"},
     ),
-    "namescope": (lambda p, opts: opts.disableModuleNamescope(), {"disableModuleNamescope": "True given, False rebuilt"}),
-    "explicit stages": (
-        lambda p, opts: opts.setExecutionStrategy(p.PipelinedExecution(p.Stage("embeddings"), p.Stage("encoder").ipu(1))),
-        {"setExecutionStrategy": "PipelinedExecution with explicit stages ['embeddings', 'encoder']"},
+    "output every N": (
+        lambda p, o: o.outputMode(p.OutputMode.EveryN, 5),
+        {"outputMode (output_mode)": "1: `output_mode=1` has type `int`, expected string, or null.",
+         "outputMode (output_return_period)": "5 given: OutputMode.EveryN: the settings give all, sum, final or default"},
     ),
     "a set for PopART": (
-        lambda p, opts: opts._Popart.set("customCodelets", {"a.gp"}),
+        lambda p, o: o._Popart.set("customCodelets", {"a.gp"}),
         {"customCodelets": "{'a.gp'}: values must be what PopART options take: booleans, finite numbers, strings, "
                            "unsigned integers, and lists or objects of strings and unsigned integers"},
     ),
-    "output every N": (
-        lambda p, opts: opts.outputMode(p.OutputMode.EveryN, 5),
-        {"output_mode": "1: `output_mode=1` has type `int`, expected string.",
-         "output_return_period": "5 given, 1 rebuilt"},
-    ),
-    "no memory proportions": (
-        lambda p, opts: opts.setAvailableMemoryProportion({}),
-        {"available_memory_proportion": "{}: the settings give IPU0 to IPU<n-1>, n >= 1"},
-    ),
     "a gap in memory proportions": (
-        lambda p, opts: opts.setAvailableMemoryProportion({"IPU0": 0.1, "IPU2": 0.1}),
-        {"available_memory_proportion": "{IPU0: 0.1, IPU2: 0.1}: the settings give IPU0 to IPU<n-1>, n >= 1"},
+        lambda p, o: o.setAvailableMemoryProportion({"IPU0": 0.1, "IPU2": 0.1}),
+        {"setAvailableMemoryProportion (available_memory_proportion)":
+         "{IPU0: 0.1, IPU2: 0.1}: the settings give IPU0 to IPU<n-1>, n >= 1"},
     ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_what_no_config_rebuilds_is_refused_naming_the_option(hand_written, name):
+def test_what_no_config_rebuilds_is_refused_naming_the_method(hand_written, name):
     change, expected = REFUSED[name]
     change(doubles.poptorch, hand_written)
     with pytest.raises(UnsupportedOptionsError) as raised:
@@ -257,25 +359,23 @@ def test_what_no_config_rebuilds_is_refused_naming_the_option(hand_written, name
 
 
 def test_every_refused_option_is_named_at_once(hand_written):
-    hand_written.logDir("/logs").broadcastBuffers(False).relaxOptimizerAttributesChecks()
+    hand_written.logDir("/logs").useIpuId(1)
     with pytest.raises(UnsupportedOptionsError) as raised:
         IPUConfig.from_options(training=hand_written)
     assert str(raised.value) == (
-        "No IPU config rebuilds these options: `broadcast_buffers` (False given, True rebuilt); "
-        "`log_dir` ('/logs' given, '.' rebuilt); `relaxOptimizerAttributesChecks` (True given, False rebuilt)."
+        "No IPU config rebuilds these options: `logDir (log_dir)` ('/logs' given: where one run writes its logs); "
+        "`useIpuId (ipu_id)` (1 given: picks a device of one machine)."
     )
     assert isinstance(raised.value, ValueError)
     assert pickle.loads(pickle.dumps(raised.value)).options == raised.value.options
 
 
 def test_refusals_say_which_build_when_both_are_given(sdk):
-    training, inference = hand_written_build(doubles.poptorch, doubles.popart), doubles.poptorch.Options()
+    training = hand_written_build(doubles.poptorch, doubles.popart)
+    inference = doubles.poptorch.Options().logDir("/inference-logs")
     with pytest.raises(UnsupportedOptionsError) as raised:
         IPUConfig.from_options(training=training, inference=inference)
-    assert raised.value.options["available_memory_proportion (inference)"] == (
-        "{}: the settings give IPU0 to IPU<n-1>, n >= 1"
-    )
-    assert "enableStochasticRounding (inference)" in raised.value.options
+    assert raised.value.options["logDir (log_dir) (inference)"] == "'/inference-logs' given: where one run writes its logs"
 
 
 def test_options_are_needed(sdk):
@@ -307,29 +407,3 @@ def test_the_core_imports_too(hand_written):
     config = PlainIPUConfig.from_options(training=hand_written)
     assert {name: getattr(config, name) for name in HAND_WRITTEN_SETTINGS} == HAND_WRITTEN_SETTINGS
     assert comparable(config.options_plan().build()) == _resolved(hand_written, doubles.poptorch.OutputMode.Final)
-
-
-OPTIMIZER_LOCATIONS = {  # what the options hold -> how the refusal reads
-    "not set": (lambda poptorch, opts: None, "not set (TensorLocations.setOptimizerLocation)"),
-    "no field": (
-        lambda poptorch, opts: opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings()),
-        "{} given, {'onChip': 1, 'useReplicatedTensorSharding': 0} rebuilt",
-    ),
-    "on chip alone, two replicas": (
-        lambda poptorch, opts: opts.replicationFactor(2).TensorLocations.setOptimizerLocation(
-            poptorch.TensorLocationSettings().useOnChipStorage(True)),
-        "{'onChip': 1} given, {'onChip': 1, 'useReplicatedTensorSharding': 0} rebuilt",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(OPTIMIZER_LOCATIONS))
-def test_an_optimizer_location_the_settings_cannot_write_is_refused(sdk, name):
-    locate, expected = OPTIMIZER_LOCATIONS[name]
-    opts = doubles.poptorch.Options()
-    opts.setAvailableMemoryProportion({"IPU0": 0.2})
-    opts.Precision.enableStochasticRounding(True)
-    locate(doubles.poptorch, opts)
-    with pytest.raises(UnsupportedOptionsError) as raised:
-        IPUConfig.from_options(training=opts)
-    assert raised.value.options == {"location_optimizer": expected}

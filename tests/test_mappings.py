@@ -2,6 +2,8 @@
 each PopART key, each error class, each bound, and the preset's whole plan (as Python and as JSON)."""
 
 import json
+import os
+import tempfile
 import pickle
 
 import pytest
@@ -75,6 +77,27 @@ POPTORCH_CHOICES = {
         "same_as_ipu": ("poptorch.AutoStage.SameAsIpu", "SameAsIpu", 0),
         "auto_increment": ("poptorch.AutoStage.AutoIncrement", "AutoIncrement", 1),
     },
+    "inference_output_mode": {
+        "final": ("poptorch.OutputMode.Final", "Final", 0),
+        "all": ("poptorch.OutputMode.All", "All", 2),
+        "sum": ("poptorch.OutputMode.Sum", "Sum", 3),
+        "default": ("poptorch.OutputMode.Default", "Default", 4),
+    },
+    "connection_type": {
+        "always": ("poptorch.ConnectionType.Always", "Always", 0),
+        "on_demand": ("poptorch.ConnectionType.OnDemand", "OnDemand", 1),
+        "never": ("poptorch.ConnectionType.Never", "Never", 2),
+    },
+    "sync_pattern": {
+        "full": ("poptorch.SyncPattern.Full", "Full", 0),
+        "single_pipeline": ("poptorch.SyncPattern.SinglePipeline", "SinglePipeline", 1),
+        "replica_and_ladder": ("poptorch.SyncPattern.ReplicaAndLadder", "ReplicaAndLadder", 2),
+    },
+    "mean_reduction_strategy": {
+        "running": ("poptorch.MeanReductionStrategy.Running", "Running", 0),
+        "post": ("poptorch.MeanReductionStrategy.Post", "Post", 1),
+        "post_and_loss": ("poptorch.MeanReductionStrategy.PostAndLoss", "PostAndLoss", 2),
+    },
 }
 
 
@@ -82,8 +105,10 @@ def _poptorch_choice_state(opts, setting):
     """The member the options hold for a poptorch choice setting, where poptorch keeps it."""
     if setting == "accumulation_and_replication_reduction_type":
         return opts.Training.accumulation_and_replication_reduction_type
-    if setting == "output_mode":
-        return opts.output_mode  # poptorch stores the member's value
+    if setting in ("output_mode", "inference_output_mode", "connection_type", "sync_pattern"):
+        return getattr(opts, setting.replace("inference_", ""))  # poptorch stores the member's value
+    if setting == "mean_reduction_strategy":
+        return opts.Training.meanAccumulationAndReplicationReductionStrategy
     return opts._execution_strategy._stages_manager._auto_stage
 
 
@@ -96,10 +121,11 @@ def test_poptorch_choice_passes_its_member(sdk, setting, choice):
 
     printed, name, value = POPTORCH_CHOICES[setting][choice]
     config = IPUConfig(**{setting: choice})
-    lines = plan_lines(config)
+    for_inference = setting.startswith("inference_")
+    lines = plan_lines(config, for_inference)
     assert any(printed in line for line in lines), lines
-    held = _poptorch_choice_state(config.to_options(), setting)
-    if setting == "output_mode":
+    held = _poptorch_choice_state(config.to_options(for_inference=for_inference), setting)
+    if setting in ("output_mode", "inference_output_mode", "connection_type", "sync_pattern"):
         assert held == value and type(held) is int
     else:
         assert held is getattr(getattr(poptorch, printed.split(".")[1]), name) and int(held) == value
@@ -214,12 +240,16 @@ POPART_KEYS_OF_SETTINGS = {
     "patterns": "popart_patterns",
     "patterns_level": "popart_patterns",
 }
+# what each of those settings is set to, so that it makes its call
+MAKING_A_CALL = {"executable_cache_dir": "/cache", "auto_loss_scaling": True, "explicit_ir_inference": True,
+                 "recomputation_mode": "standard"}
 
 
 @pytest.mark.parametrize("key", sorted(POPART_KEYS_OF_SETTINGS))
 def test_popart_options_refuse_a_key_that_a_setting_drives(key):
+    owner = POPART_KEYS_OF_SETTINGS[key]
     with pytest.raises(optimum_ipu_ext.IncompatibleSettingsError) as raised:
-        IPUConfig(popart_options={key: "x"})
+        IPUConfig(popart_options={key: "x"}, **{owner: MAKING_A_CALL.get(owner, IPUConfig.SETTINGS[owner].default)})
     assert f"set `{POPART_KEYS_OF_SETTINGS[key]}` instead" in str(raised.value)
     assert raised.value.field == "popart_options"
 
@@ -251,7 +281,44 @@ READ_BACK = [
     ("accumulation_and_replication_reduction_type", {"accumulation_and_replication_reduction_type": 1}, "mean"),
     ("stochastic_rounding", {"enableStochasticRounding": False}, False),
     ("stochastic_rounding", {}, None),
-    ("save_initializers_to_file", {"saveInitializersToFile": "/tmp/weights"}, True),
+    ("save_initializers_to_file", {"saveInitializersToFile": os.path.join(tempfile.gettempdir(), "tmpab12cd")}, True),
+    ("save_initializers_to_file", {"saveInitializersToFile": "/data/weights.onnx"}, "/data/weights.onnx"),
+    ("executable_cache_dir", {"enableEngineCaching": False}, False),
+    ("seed", {"random_seed": 0}, None),
+    ("zero_seed", {"random_seed": 0}, True),
+    ("zero_seed", {"random_seed": 3}, False),
+    ("zero_seed", {}, False),
+    ("inference_output_mode", {"output_mode": 0}, "final"),
+    ("inference_stochastic_rounding", {"enableStochasticRounding": True}, True),
+    ("weight_location", {"location_weight": {"onChip": 0, "minElementsForOffChip": 8}},
+     {"useOnChipStorage": False, "minElementsForOffChip": 8}),
+    ("activation_location", {"location_activation": {"useIOTilesToLoad": 1, "useIOTilesToStore": 0}},
+     {"useIOTilesToLoad": True, "useIOTilesToStore": False}),
+    ("accumulator_location", {"location_accumulator": {"useReplicatedTensorSharding": 1,
+                                                       "minElementsForReplicatedTensorSharding": 2}},
+     {"useReplicatedTensorSharding": True, "minElementsForReplicatedTensorSharding": 2}),
+    ("optimizer_location", {"location_optimizer": {}}, {}),
+    ("optimizer_location", {}, None),
+    ("num_io_tiles", {"numIOTiles": 64}, 64),
+    ("num_io_tiles", {}, None),
+    ("broadcast_buffers", {"broadcast_buffers": False}, False),
+    ("broadcast_buffers", {"broadcast_buffers": True}, None),
+    ("input_replica_grouping", {"input_group_size": 2, "input_cgt": 2}, {"size": 2, "type": "orthogonal"}),
+    ("input_replica_grouping", {"input_group_size": 1, "input_cgt": 2}, {"size": 1, "type": "orthogonal"}),
+    ("input_replica_grouping", {"input_group_size": 4, "input_cgt": 1}, {"size": 4, "type": "consecutive"}),
+    ("input_replica_grouping", {"input_group_size": 1, "input_cgt": 1}, None),
+    ("connection_type", {"connection_type": 1}, "on_demand"),
+    ("connection_type", {"connection_type": 2}, "never"),
+    ("connection_type", {"connection_type": 0}, None),
+    ("sync_pattern", {"sync_pattern": 2}, "replica_and_ladder"),
+    ("sync_pattern", {"sync_pattern": 0}, None),
+    ("mean_reduction_strategy", {"meanAccumulationAndReplicationReductionStrategy": 0}, "running"),
+    ("mean_reduction_strategy", {"meanAccumulationAndReplicationReductionStrategy": 2}, "post_and_loss"),
+    ("mean_reduction_strategy", {"meanAccumulationAndReplicationReductionStrategy": 1}, None),
+    ("relax_optimizer_attributes_checks", {"relaxOptimizerAttributesChecks": True}, True),
+    ("relax_optimizer_attributes_checks", {"relaxOptimizerAttributesChecks": False}, None),
+    ("disable_module_namescope", {"disableModuleNamescope": True}, True),
+    ("disable_module_namescope", {"disableModuleNamescope": False}, False),
     ("save_initializers_to_file", {}, False),
     ("recomputation_mode", {"autoRecomputation": 0}, "none"),
     ("recomputation_mode", {"autoRecomputation": 2}, "norm_only"),
@@ -289,28 +356,28 @@ POPTORCH_OPTIONS = {
     "accumulation_and_replication_reduction_type": "accumulation_and_replication_reduction_type",
     "location_optimizer": "optimizer_state_offchip",
     "execution_mode": "execution_strategy",
-    "input_group_size": None,
-    "input_cgt": None,
-    "broadcast_buffers": None,
+    "input_group_size": "input_replica_grouping",
+    "input_cgt": "input_replica_grouping",
+    "broadcast_buffers": "broadcast_buffers",
     "log_dir": None,
     "max_repeat_logs": None,
     "anchored_tensors": None,
     "output_return_period": None,
-    "connection_type": None,
-    "sync_pattern": None,
+    "connection_type": "connection_type",
+    "sync_pattern": "sync_pattern",
     "model_name": None,
     "use_model": None,
     "ipu_id": None,
     "ipu_version": None,
     "compilation_progress_bar_fn": None,
-    "meanAccumulationAndReplicationReductionStrategy": None,
+    "meanAccumulationAndReplicationReductionStrategy": "mean_reduction_strategy",
     "num_distributed_processes": None,
     "distributed_process_id": None,
     "ipuof_configs": None,
-    "numIOTiles": None,
-    "location_activation": None,
-    "location_weight": None,
-    "location_accumulator": None,
+    "numIOTiles": "num_io_tiles",
+    "location_activation": "activation_location",
+    "location_weight": "weight_location",
+    "location_accumulator": "accumulator_location",
     "separate_backward_phase": None,
     "tensors_liveness": None,
     "serial_phases_execution": None,
@@ -514,14 +581,16 @@ BOUNDS = {
     "device_iterations": (1, 0),
     "inference_device_iterations": (1, 0),
     "accumulate_outer_fragment_excluded_virtual_graphs": ([0], [-1]),
+    "num_io_tiles": (32, 30),
 }
 # One job addresses at most 65536 IPUs: replicas and IPUs per replica are each bounded by it.
 MAXIMUMS = {"replication_factor": 65536, "inference_replication_factor": 65536, "ipus_per_replica": 65536,
-            "inference_ipus_per_replica": 65536}
+            "inference_ipus_per_replica": 65536, "num_io_tiles": 192}
 MINIMUMS = {"layers_per_ipu": -1, "inference_layers_per_ipu": -1, "matmul_proportion": 0,
             "inference_matmul_proportion": 0, "serialized_embedding_splits_per_ipu": 0,
             "inference_serialized_embedding_splits_per_ipu": 0, "serialized_projection_splits_per_ipu": 0,
-            "inference_serialized_projection_splits_per_ipu": 0, "accumulate_outer_fragment_excluded_virtual_graphs": 0}
+            "inference_serialized_projection_splits_per_ipu": 0, "accumulate_outer_fragment_excluded_virtual_graphs": 0,
+            "num_io_tiles": 32}
 
 
 def test_bounds_are_the_pinned_ones():
@@ -545,11 +614,11 @@ def test_bound_allows_its_minimum_and_refuses_below(name):
 
 @pytest.mark.parametrize("name", sorted(MAXIMUMS))
 def test_bound_allows_its_maximum_and_refuses_above(name):
-    setting = IPUConfig.SETTINGS[name]
-    assert setting.check(65536) == 65536
+    setting, maximum = IPUConfig.SETTINGS[name], MAXIMUMS[name]
+    assert setting.check(maximum) == maximum
     with pytest.raises(optimum_ipu_ext.InvalidSettingError) as raised:
-        setting.check(65537)
-    assert str(raised.value) == f"`{name}=65537` is invalid: numbers must be <= 65536."
+        setting.check(maximum + 2)
+    assert str(raised.value) == f"`{name}={maximum + 2}` is invalid: numbers must be <= {maximum}."
 
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])

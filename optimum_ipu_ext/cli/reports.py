@@ -3,6 +3,7 @@
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..build import shards_optimizer_state
 from ..core import PlainIPUConfig, SettingsMixin
 from ..errors import IncompatibleSettingsError
 from ..popdist import PopDistLaunch
@@ -57,8 +58,7 @@ def summary(
     if not for_inference:
         factor_settings.insert(1, "gradient_accumulation_steps")
     factors = {name(setting): value(setting) for setting in factor_settings}
-    optimizer_location = dict(plan.argument("TensorLocations.setOptimizerLocation").chain)
-    sharded = optimizer_location["useReplicatedTensorSharding"][0]
+    sharded = shards_optimizer_state(plan)
     return {
         "source": source,
         "mode": "inference" if for_inference else "training",
