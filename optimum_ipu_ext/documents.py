@@ -8,11 +8,11 @@ checked by the core only; `RULES_NOT_IN_SCHEMA` lists it in the schema's descrip
 """
 
 import json
-from typing import Any, Dict, Mapping, Union, get_args, get_origin
+from typing import Any, Dict, List, Mapping, Union, get_args, get_origin
 
 from .legacy import LEGACY_KEYS
 from .schema import NoneType, Setting, describe, union_members
-from .settings import MAX_IPUS_IN_A_JOB, SETTINGS, TRANSFORMERS_KEYS
+from .settings import MAX_IPUS_IN_A_JOB, METHODS_HELD_OTHERWISE, SETTINGS, TRANSFORMERS_KEYS, UNSUPPORTED_CALLS
 
 SCHEMA_FILE = "ipu_config.schema.json"
 
@@ -108,6 +108,23 @@ def attribute_table(settings: Mapping[str, Setting]) -> str:
         drives = f"`{setting.call_text}`" if setting.call else ""
         default = json.dumps(setting.default)
         lines.append(f"| `{name}` | {describe(setting.annotation)} | `{default}` | {allowed} | {drives} | {setting.doc} |")
+    return "\n".join(lines) + "\n"
+
+
+def method_table() -> str:
+    """A Markdown table of each `poptorch.Options` method (poptorch 3.4) that changes a build: the settings that hold
+    it, how a config holds it otherwise, or why none does."""
+    held: Dict[str, List[str]] = {}
+    for name, setting in SETTINGS.items():
+        if setting.call:
+            method = f'{setting.call}("{setting.key}", ...)' if setting.key else setting.call
+            held.setdefault(method, []).append(f"`{name}`")
+    rows = {method: ", ".join(names) for method, names in held.items()}
+    rows.update(METHODS_HELD_OTHERWISE)
+    for method, why in UNSUPPORTED_CALLS.values():
+        rows.setdefault(method, f"not held: {why}")
+    lines = ["| method | in a config |", "| --- | --- |"]
+    lines += [f"| `{method}` | {rows[method]} |" for method in sorted(rows, key=str.lower)]
     return "\n".join(lines) + "\n"
 
 

@@ -355,6 +355,30 @@ UNSUPPORTED_CALLS = {
 }
 
 
+# Methods no row names as its call, and how a config holds what they do: {method: how}
+METHODS_HELD_OTHERWISE = {
+    **{f"TensorLocationSettings.{method}": "a key of `activation_location`, `weight_location`, `optimizer_location` "
+       "or `accumulator_location`" for method in TENSOR_LOCATION_CALLS},
+    "_Popart.setEngineOptions": "`engine_options`",
+    "enableStableNorm": '`popart_options`: `{"enableStableNorm": true}`',
+    "enableSyntheticData": '`popart_options`: `{"syntheticDataMode": 2}` (true), `0` (false)',
+    "logCycleCount": '`popart_options`: `{"instrumentWithHardwareCycleCounter": true}`',
+    "updatableNamedBuffers": '`popart_options`: `{"updatableNamedBuffers": [...]}`',
+    "Precision.enableFloatingPointExceptions": '`popart_options`: `{"enableFloatingPointChecks": true}`',
+    "Training.setConvolutionDithering": '`popart_options`: `{"convolutionOptions": {"enableConvDithering": ...}}`',
+    "Precision.setPartialsType(torch.float32)": '`enable_half_partials: false` and `popart_options`: '
+    '`{"partialsTypeMatMuls": "float", "convolutionOptions": {"partialsType": "float"}}`',
+    "Training.setAutomaticLossScaling(False)": '`auto_loss_scaling: false` and `popart_options`: '
+    '`{"automaticLossScalingSettings.enabled": false}`',
+    "_Popart.set": 'the setting of that option (the `_Popart.set("...", ...)` rows), else `popart_options`',
+    "Jit.traceModel(False)": "nothing: it writes no option (poptorch 3.4 allows only false)",
+    "loadFromFile": "the settings of the calls the file makes: import the options it built",
+    "appendToLocationExcludes": "not held: the debug information of one run",
+    "Distributed.disable": "not held: the processes of one launch, which poprun sets",
+    "Distributed.setEnvVarNames": "not held: the processes of one launch, which poprun sets",
+}
+
+
 def _keys_with_a_setting(poptorch_own: bool) -> Dict[str, str]:
     """`{state key: setting}` for the `toDict()` keys that settings write (the first row writing a key names it):
     poptorch's own options, or PopART's session options. `popart_options` must not set them."""

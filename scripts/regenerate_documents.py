@@ -1,20 +1,19 @@
-"""Rewrites what is generated from the settings table: the README's two attribute tables and the shipped JSON
-Schema. Run after changing a row (`make documents`); tests fail until the files match the rows."""
+"""Rewrites what is generated from the settings table: the README's attribute tables and method table, and the
+shipped JSON Schema. Run after changing a row (`make documents`); tests fail until the files match the rows."""
 
 from pathlib import Path
 
-from optimum_ipu_ext.documents import SCHEMA_FILE, attribute_table, json_schema_string
+from optimum_ipu_ext.documents import SCHEMA_FILE, attribute_table, json_schema_string, method_table
 from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE_HEADER = "| setting | type | default | allowed | drives | what it does |\n"
 
 
 def replace_tables(readme: str) -> str:
-    """`readme` with its attribute tables, in order base then extension, replaced by the generated ones."""
+    """`readme` with each generated table, found in order by its header line, replaced by its current text."""
     parts, rest = [], readme
-    for table in (attribute_table(BASE_SETTINGS), attribute_table(EXTENSION_SETTINGS)):
-        start = rest.index(TABLE_HEADER)
+    for table in (attribute_table(BASE_SETTINGS), attribute_table(EXTENSION_SETTINGS), method_table()):
+        start = rest.index(table.split("\n", 1)[0] + "\n")
         end = rest.index("\n\n", start) + 1
         parts += [rest[:start], table]
         rest = rest[end:]

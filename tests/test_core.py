@@ -21,7 +21,7 @@ from optimum_ipu_ext import (
 from optimum_ipu_ext.bundled_base import transformers_defaults
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext.core import PlainIPUConfig
-from optimum_ipu_ext.documents import attribute_table, json_schema, json_schema_string
+from optimum_ipu_ext.documents import attribute_table, json_schema, json_schema_string, method_table
 from optimum_ipu_ext.plan import NONE, Construct, OptionCall, Ref, TempFile
 from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS
 
@@ -342,6 +342,29 @@ def test_schema_is_shipped_and_printed_as_generated(capsys):
 def test_readme_tables_are_the_generated_ones():
     readme = (ROOT / "README.md").read_text()
     assert attribute_table(BASE_SETTINGS) in readme and attribute_table(EXTENSION_SETTINGS) in readme
+    assert method_table() in readme
+
+
+# poptorch 3.4's option classes (as the doubles follow them), by the accessor a builder reaches them through
+OPTION_CLASSES = {"": "Options", "Training.": "_TrainingOptions", "Precision.": "_PrecisionOptions",
+                  "TensorLocations.": "_TensorLocationOptions", "Distributed.": "_DistributedOptions",
+                  "Jit.": "_JitOptions", "_Popart.": "_PopartOptions", "TensorLocationSettings.": "TensorLocationSettings"}
+# methods that read or copy options rather than set them
+READERS = {"clone", "toDict", "defaultOutputMode", "from_json", "checkIsFrozen"}
+
+
+def test_the_method_table_names_every_method_that_sets_an_option():
+    from doubles.poptorch import options
+
+    methods = {
+        prefix + name
+        for prefix, class_name in OPTION_CLASSES.items()
+        for name, member in vars(getattr(options, class_name)).items()
+        if callable(member) and not name.startswith("_") and name not in READERS
+    }
+    named = {line.split("`")[1].split("(")[0] for line in method_table().splitlines()[2:]}
+    assert methods - named == set()
+    assert len(methods) == 54
 
 
 def schema_accepts(config_dict) -> bool:
