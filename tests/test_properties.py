@@ -94,10 +94,47 @@ def full_settings(draw) -> dict:
             st.one_of(OPTION_SCALAR, st.lists(NAME, max_size=3)),
             max_size=3,
         ),
+        "inference_output_mode": st.sampled_from(["all", "sum", "final"]),
+        "inference_stochastic_rounding": st.one_of(st.none(), st.booleans()),
+        "zero_seed": st.booleans(),
+        "activation_location": LOCATION,
+        "weight_location": LOCATION,
+        "accumulator_location": LOCATION,
+        "num_io_tiles": st.one_of(st.none(), st.integers(16, 96).map(lambda half: 2 * half)),
+        "broadcast_buffers": st.one_of(st.none(), st.booleans()),
+        "input_replica_grouping": st.one_of(st.none(), st.fixed_dictionaries({
+            "size": st.sampled_from([size for size in (1, 2, 4) if generated["replication_factor"] % size == 0]),
+            "type": st.sampled_from(["consecutive", "orthogonal"]),
+        })),
+        "connection_type": choice_or_null("connection_type"),
+        "sync_pattern": choice_or_null("sync_pattern"),
+        "mean_reduction_strategy": choice_or_null("mean_reduction_strategy"),
+        "relax_optimizer_attributes_checks": st.one_of(st.none(), st.booleans()),
+        "disable_module_namescope": st.booleans(),
     }
     for name in draw(st.sets(st.sampled_from(sorted(extension)))):
         generated[name] = draw(extension[name])
+    for name in draw(st.sets(st.sampled_from(NULLABLE_BASE_SETTINGS))):
+        generated[name] = None  # no call
+    if generated.get("optimizer_state_offchip", False) is None:
+        generated["replicated_tensor_sharding"] = False
+        generated["optimizer_location"] = draw(LOCATION)
+    if generated.get("seed"):
+        generated["zero_seed"] = False
     return generated
+
+
+LOCATION = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
+    "useOnChipStorage": st.booleans(),
+    "useReplicatedTensorSharding": st.booleans(),
+    "useIOTilesToLoad": st.booleans(),
+    "useIOTilesToStore": st.booleans(),
+    "minElementsForOffChip": st.integers(0, 10**6),
+    "minElementsForReplicatedTensorSharding": st.integers(0, 10**6),
+}))
+# optimum-graphcore's settings that make a call, as `null` (no call) takes them
+NULLABLE_BASE_SETTINGS = ["matmul_proportion", "optimizer_state_offchip", "enable_half_partials", "output_mode",
+                          "auto_loss_scaling", "executable_cache_dir", "explicit_ir_inference"]
 
 
 @PROFILE
