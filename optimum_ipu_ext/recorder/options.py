@@ -17,7 +17,7 @@ import copy
 import inspect
 import json
 import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import enums
 from .enums import AutoStage, CommGroupType, ConnectionType, Liveness, OutputMode, ReductionType, SyncPattern
@@ -119,7 +119,8 @@ def _popart_of(target: Any) -> "_PopartOptions":
 
 
 def _method(text: str, write: Write) -> Callable[..., Any]:
-    """The method of the poptorch signature `text`, which writes with `write` and returns the options object."""
+    """The method of the poptorch signature `text`, which writes with `write` (given the options object, then one
+    argument per parameter, `*args` as one tuple) and returns the options object."""
     function = ast.parse(f"def {text}: pass").body[0]
     arguments = function.args
     defaults = [None] * (len(arguments.args) - len(arguments.defaults)) + list(arguments.defaults)
@@ -551,7 +552,7 @@ def _profiling(target: "Options", profile_dir: Optional[str]) -> None:
     target._popart.setEngineOptions(engine_options)
 
 
-def _append_excludes(target: "Options", *excludes: str) -> None:
+def _append_excludes(target: "Options", excludes: Tuple[str, ...]) -> None:
     target._source_location_excludes += excludes
 
 
