@@ -1,6 +1,8 @@
 """A hand-written builder as users write them, the fixture of `ipu-config import`: it imports the Poplar SDK's
 modules and a helper module of its own folder (`pipeline_layout`), and takes an argparse namespace."""
 
+import argparse
+
 import popart
 import popdist
 import popdist.poptorch
@@ -47,12 +49,15 @@ def get_inference_options(args, device_iterations=4):
 
 
 def get_options_logging_to(args, log_dir="/logs"):
+    """Options no config rebuilds: the log folder belongs to one run."""
     return get_options(args).logDir(log_dir)
 
 
 def get_settings(args):
+    """Not options: what some builders return instead."""
     return {"replicas": args.replicas}
 
 
-def get_options_without_arguments():
-    return get_options_logging_to(None)
+def get_default_options():
+    """A builder without parameters."""
+    return get_options(argparse.Namespace(replicas=2, accumulation=1, offchip=False, cache="exec", seed=7))
