@@ -207,3 +207,16 @@ def test_import_needs_neither_torch_nor_transformers(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines()[-1] == "0 []"
     assert saved(tmp_path)["replication_factor"] == 2
+
+
+def test_what_the_import_drops_is_a_warning(capsys, tmp_path):
+    code, _, err = run(capsys, "import", f"{BUILDER}:get_default_options", tmp_path, "--set", "ipus_per_replica=1")
+    assert (code, err) == (0, "ipu-config: warning: from_options() could not read, and dropped: the training memory "
+                              "proportions of IPU1, beyond the 1 IPUs per replica given\n")
+    assert saved(tmp_path)["matmul_proportion"] == 0.15
+
+
+def test_an_invalid_set_is_one_error(capsys, tmp_path):
+    code, out, err = run(capsys, "import", f"{BUILDER}:get_default_options", tmp_path, "--set", "replication_factor=0")
+    assert (code, out) == (1, "")
+    assert err.startswith("ipu-config: error: ") and "replication_factor" in err and err.count("\n") == 1
