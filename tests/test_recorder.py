@@ -297,6 +297,17 @@ def test_fresh_options_hold_poptorch_34s_defaults(name):
     assert typed(applied(name, "")) == typed(DEFAULT_STATE)
 
 
+@pytest.mark.parametrize(
+    "variable, value, changes",
+    [("POPTORCH_CACHE_DIR", "/cache", {"cachePath": "/cache", "enableEngineCaching": True}),
+     ("POPTORCH_DEFAULT_OPTIONS", '{"deviceIterations": 4, "Training.gradientAccumulation": 8}',
+      {"device_iterations": 4, "gradient_accumulation": 8})],
+)
+def test_options_read_poptorchs_environment_variables_when_made(monkeypatch, variable, value, changes):
+    monkeypatch.setenv(variable, value)
+    assert typed(applied("recorder", "")) == typed(applied("doubles", "")) == typed(expected_state(changes))
+
+
 def test_the_options_of_a_clone_are_its_own():
     with stack("recorder") as poptorch:
         opts = poptorch.Options()
