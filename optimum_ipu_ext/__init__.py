@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from .errors import (
+    BuilderError,
     ConfigFileError,
     HubAccessDeniedError,
     HubConfigFileError,
@@ -48,6 +49,7 @@ __all__ = [
     "HubUnavailableError",
     "HubVisibilityError",
     "HubConfigFileError",
+    "BuilderError",
 ]
 
 

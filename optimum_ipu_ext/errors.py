@@ -162,3 +162,20 @@ class PoplarSDKNotFoundError(IPUConfigError, ImportError):
             "call `options_plan()` to review the option calls `to_options()` would make, on any machine.",
             name=missing,
         )
+
+
+class BuilderError(IPUConfigError, RuntimeError):
+    """A builder function (`path.py:function`, run by `ipu-config import` or `recorder.run_builder`) could not be
+    loaded or called, raised, or returned something other than `poptorch.Options`.
+
+    Attributes:
+        builder: the builder, as `path.py:function`.
+        problem: what happened, e.g. `raised KeyError: 'replicas'`.
+
+    Example message: ``builders/bert.py:get_options raised KeyError: 'replicas'``
+    """
+
+    def __init__(self, builder: str, problem: str):
+        self.builder = builder
+        self.problem = problem
+        super().__init__(f"{builder} {problem}")

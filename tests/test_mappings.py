@@ -464,6 +464,7 @@ ERROR_BASES = {
     "HubVisibilityError": ("HubError",),
     "HubConfigFileError": ("HubError", "ConfigFileError"),
     "PoplarSDKNotFoundError": ("IPUConfigError", "ImportError"),
+    "BuilderError": ("IPUConfigError", "RuntimeError"),
 }
 BUILTIN_ERRORS = (ValueError, TypeError, OSError, ImportError, KeyError, AttributeError, RuntimeError)
 
@@ -491,6 +492,7 @@ ERROR_EXAMPLES = {  # one instance of each exported error, as the package raises
     "HubConfigFileError": lambda: optimum_ipu_ext.HubConfigFileError("org/cfg", "not JSON", "load", "main", "x.json"),
     "PoplarSDKNotFoundError": lambda: optimum_ipu_ext.PoplarSDKNotFoundError("poptorch"),
     "UnsupportedOptionsError": lambda: optimum_ipu_ext.UnsupportedOptionsError({"log_dir": "'/logs' given"}),
+    "BuilderError": lambda: optimum_ipu_ext.BuilderError("b.py:get_options", "raised KeyError: 'replicas'"),
 }
 
 

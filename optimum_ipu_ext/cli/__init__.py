@@ -6,10 +6,11 @@ stderr (`--debug` adds its traceback). Colour and progress indicators appear onl
 """
 
 import argparse
+import json
 import os
 import sys
 import traceback
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from .output import PROG, Stream, one_line, recorded_warnings
@@ -31,6 +32,26 @@ def instance(text: str) -> Tuple[int, int]:
     if not (colon and count.strip().isdecimal() and index.strip().isdecimal()):
         raise argparse.ArgumentTypeError(f"expected NUM_INSTANCES:INDEX, e.g. 4:1, got {text!r}")
     return int(count), int(index)
+
+
+def builder(text: str) -> Tuple[str, str]:
+    """The argparse type of a builder: `PATH.py:FUNCTION`, split at the last colon."""
+    path, colon, function = text.rpartition(":")
+    if not (colon and path.strip() and function.strip().isidentifier()):
+        raise argparse.ArgumentTypeError(f"expected PATH.py:FUNCTION, e.g. builders/bert.py:get_options, got {text!r}")
+    return path, function.strip()
+
+
+def named_value(text: str) -> Tuple[str, Any]:
+    """The argparse type of `--arg` and `--kwarg`: `NAME=VALUE`, VALUE read as JSON (4, true, [1, 2], "x"), else
+    kept as text."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME a Python name, got {text!r}")
+    try:
+        return name.strip(), json.loads(value)
+    except ValueError:
+        return name.strip(), value
 
 
 SOURCE_HELP = "a JSON file, a directory holding ipu_config.json, or a Hub repository id"
@@ -86,6 +107,26 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--list", action="store_true", help="list the presets")
     new.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=SET_HELP)
     new.add_argument("--force", action="store_true", help="overwrite an existing ipu_config.json")
+
+    import_ = command(
+        "import", "Run a hand-written builder of poptorch.Options and write the config that rebuilds its options.",
+        epilog="Without the Poplar SDK, the builder runs on the package's recorder, a stand-in for the option API of "
+        "poptorch, popart and popdist (a process poprun did not launch). Prints the settings that differ from "
+        "optimum-graphcore's defaults.",
+    )
+    import_.add_argument("builder", type=builder, metavar="BUILDER",
+                         help="the training builder, PATH.py:FUNCTION; its folder comes first on sys.path while it runs")
+    import_.add_argument("out_dir", metavar="OUT_DIR", help="the directory to write ipu_config.json to")
+    import_.add_argument("--arg", action="append", type=named_value, metavar="NAME=VALUE",
+                         help="an attribute of the namespace passed as the builder's first argument; VALUE is read "
+                         "as JSON (4, true, [1, 2], \"x\"), else kept as text; repeat it")
+    import_.add_argument("--kwarg", action="append", type=named_value, metavar="NAME=VALUE",
+                         help="a keyword argument of the builder, VALUE read as for --arg; repeat it")
+    import_.add_argument("--inference", type=builder, metavar="BUILDER",
+                         help="a separate inference builder, PATH.py:FUNCTION, called with the same --arg and --kwarg")
+    import_.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE",
+                         help="a setting the options cannot tell (layers_per_ipu, ...), written as for `show --set`")
+    import_.add_argument("--force", action="store_true", help="overwrite an existing ipu_config.json")
 
     command("schema", "Print the JSON Schema of ipu_config.json, for editors (draft 2020-12).",
             epilog="The same schema ships in the package as optimum_ipu_ext/ipu_config.schema.json.")

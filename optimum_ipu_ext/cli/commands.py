@@ -7,13 +7,18 @@ commands that reach the Hub, when they do.
 import argparse
 import json
 import os
-from typing import List, Sequence
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..core import PlainIPUConfig
 from ..documents import json_schema_string
+from ..errors import UnsupportedOptionsError
 from ..popdist import PopDistLaunch
+from ..recorder import run_builder, sdk_modules
+from ..schema import parse_update_string
+from ..settings import SETTINGS
 from .output import PROG, Stream, recorded_warnings
-from .reports import problems, render_diff, render_summary, summary
+from .reports import differences_from_defaults, problems, render_diff, render_differences, render_summary, summary
 from .sources import CONFIG_NAME, CommandError, apply_updates, is_local, load, load_local, presets, push, write_config
 
 
@@ -82,6 +87,41 @@ def command_new(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     apply_updates(config, args.set or ())
     out.write(f"Wrote {write_config(config, args.out_dir, args.force)} from the preset {name}")
     return 0
+
+
+def command_import(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    target = os.path.join(args.out_dir, CONFIG_NAME)
+    if os.path.exists(target) and not args.force:  # before the builder runs: it may take a while
+        raise CommandError(f"{target}: exists; pass --force to overwrite it")
+    overrides = parse_update_string(",".join(args.set), SETTINGS) if args.set else {}
+    arguments = None if args.arg is None else dict(args.arg)
+    builders = {"training": args.builder, "inference": args.inference}
+    names = " and ".join(f"{path}:{function} ({mode})" for mode, (path, function) in _given(builders))
+    with sdk_modules() as recorded:
+        options = {mode: run_builder(path, function, arguments, dict(args.kwarg or ()))
+                   for mode, (path, function) in _given(builders)}
+        try:
+            with warnings.catch_warnings(record=True) as dropped:
+                warnings.simplefilter("always")
+                config = PlainIPUConfig.from_options(**options, **overrides)
+        except UnsupportedOptionsError as error:
+            err.write(f"{PROG}: {err.style('error', 'red')}: no IPU config rebuilds these options of {names}:")
+            for option, problem in sorted(error.options.items()):
+                err.write(f"  {option}: {problem}")
+            return 1
+    for warning in dropped:
+        err.write(f"{PROG}: warning: {warning.message}")
+    out.write(f"Imported {names}, run on {'the recorder (no Poplar SDK here)' if recorded else 'poptorch'}")
+    out.write()
+    render_differences(differences_from_defaults(config), out)
+    out.write()
+    out.write(f"Wrote {write_config(config, args.out_dir, args.force)}")
+    return 0
+
+
+def _given(builders: Dict[str, Optional[Tuple[str, str]]]) -> List[Tuple[str, Tuple[str, str]]]:
+    """The (mode, (path, function)) of the builders given."""
+    return [(mode, spec) for mode, spec in builders.items() if spec is not None]
 
 
 def command_schema(args: argparse.Namespace, out: Stream, err: Stream) -> int:

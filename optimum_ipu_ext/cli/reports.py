@@ -95,6 +95,15 @@ def summary(
     }
 
 
+def render_differences(changed: List[Dict[str, Any]], out: Stream) -> None:
+    """Writes `differences_from_defaults` data: a title, then one line per setting."""
+    width = max([len(item["setting"]) for item in changed] + [0])
+    out.write(out.style(f"Differs from optimum-graphcore's defaults ({len(changed)})", "bold"))
+    for item in changed:
+        default = out.style(f"(default {as_json(item['default'])})", "dim")
+        out.write(f"  {item['setting']:<{width}}  {as_json(item['value'])}  {default}")
+
+
 def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
     """Writes `summary` data as text, then `code`: the options plan as Python."""
 
@@ -144,12 +153,7 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
         ("placement", "off chip" if optimizer["offchip"] else "on chip", None),
         ("sharding across replicas", on(optimizer["replicated_tensor_sharding"]), optimizer["note"]),
     ])
-    changed = data["differs_from_defaults"]
-    width = max([len(item["setting"]) for item in changed] + [0])
-    out.write(out.style(f"Differs from optimum-graphcore's defaults ({len(changed)})", "bold"))
-    for item in changed:
-        default = out.style(f"(default {as_json(item['default'])})", "dim")
-        out.write(f"  {item['setting']:<{width}}  {as_json(item['value'])}  {default}")
+    render_differences(data["differs_from_defaults"], out)
     out.write()
     out.write(out.style("Options: the calls to_options() makes", "bold"))
     out.write(code)
