@@ -143,7 +143,7 @@ def test_options_no_config_rebuilds_exit_1_naming_each(capsys, tmp_path):
     assert (code, out) == (1, "")
     assert err.splitlines() == [
         f"ipu-config: error: no IPU config rebuilds these options of {BUILDER}:get_options_logging_to (training):",
-        "  log_dir: '/logs' given, '.' rebuilt",
+        "  logDir (log_dir): '/logs' given: where one run writes its logs",
     ]
     assert not (tmp_path / "ipu_config.json").exists()
 
