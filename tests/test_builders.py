@@ -14,33 +14,22 @@ from typing import Any, Callable, Dict, NamedTuple, Optional
 import pytest
 
 import doubles
+from builders.bert_configs import LAYERS_PER_IPU_BASE, LAYERS_PER_IPU_LARGE, PRETRAINING_LARGE_128, SQUAD_BASE_384
 from doubles import installed, state
 from optimum_ipu_ext import IPUConfig, UnsupportedOptionsError
 
-BUILDERS = ("bert_options", "mae_options", "mnist_pipeline", "seed_build")
+BUILDERS = ("bert_options", "mae_options", "mnist_pipeline", "seed_build")  # bert_configs is plain data
 MODES = ("training", "inference")
 
-# The arguments of Graphcore's BERT configurations: pre-training BERT-Large at sequence length 128 and SQuAD with
-# BERT-Base at 384, as their command lines parse them (one memory proportion per IPU).
-BERT_LARGE_128 = dict(
-    use_popdist=False, compile_only=False, replication_factor=4, ipus_per_replica=4, device_iterations=1,
-    gradient_accumulation=2048, auto_loss_scaling=False, random_seed=5, optimizer_state_offchip=True,
-    replicated_tensor_sharding=True, matmul_proportion=[0.15, 0.25, 0.25, 0.25], executable_cache_dir="",
-    enable_half_partials=True, synthetic_data=False, profile_dir=None,
-)
-BERT_SQUAD_BASE_384 = dict(
-    BERT_LARGE_128, device_iterations=2, gradient_accumulation=8, random_seed=1984, optimizer_state_offchip=False,
-    matmul_proportion=[0.25] * 4, executable_cache_dir="./exe_cache",
-)
 MNIST = dict(device_iterations=10, gradient_accumulation=10, strategy="pipelined", offload_optimiser=False)
 
 
 def bert(**changes):
-    return argparse.Namespace(**dict(BERT_LARGE_128, **changes))
+    return argparse.Namespace(**dict(PRETRAINING_LARGE_128, **changes))
 
 
 def squad(**changes):
-    return argparse.Namespace(**dict(BERT_SQUAD_BASE_384, **changes))
+    return argparse.Namespace(**dict(SQUAD_BASE_384, **changes))
 
 
 def mnist(**changes):
@@ -64,7 +53,7 @@ class Case(NamedTuple):
 
 CASES = {
     "bert pre-training, 4 replicas, sharded optimizer state off chip": Case(
-        lambda b: b["bert_options"].get_options(bert()), overrides={"layers_per_ipu": [3, 7, 7, 7]},
+        lambda b: b["bert_options"].get_options(bert()), overrides={"layers_per_ipu": LAYERS_PER_IPU_LARGE},
     ),
     "bert pre-training, 1 replica, executable cache, no half partials, profiling": Case(
         lambda b: b["bert_options"].get_options(bert(
@@ -76,12 +65,12 @@ CASES = {
     ),
     "bert pre-training, automatic loss scaling, synthetic data": Case(
         lambda b: b["bert_options"].get_options(bert(auto_loss_scaling=True, synthetic_data=True)),
-        overrides={"layers_per_ipu": [3, 7, 7, 7]},
+        overrides={"layers_per_ipu": LAYERS_PER_IPU_LARGE},
     ),
     "bert squad, training and validation": Case(
         lambda b: b["bert_options"].squad_options(squad()),
         lambda b: b["bert_options"].squad_validation_options(squad()),
-        overrides={"layers_per_ipu": [0, 4, 4, 4], "inference_layers_per_ipu": [0, 4, 4, 4]},
+        overrides={"layers_per_ipu": LAYERS_PER_IPU_BASE, "inference_layers_per_ipu": LAYERS_PER_IPU_BASE},
         needs="inference_stochastic_rounding (enableStochasticRounding(True) in inference); optimizer_location "
               "({useOnChipStorage: true, useReplicatedTensorSharding: true} with 1 inference replica)",
     ),
@@ -197,7 +186,7 @@ def test_a_builder_imports_and_rebuilds_its_state(builders, sdk_off_poprun, tmp_
 
 def test_bert_compiled_offline_is_the_imported_bert_rebuilt_for_an_offline_target(builders, sdk_off_poprun):
     bert_options = builders["bert_options"]
-    config = IPUConfig.from_options(training=bert_options.get_options(bert()), layers_per_ipu=[3, 7, 7, 7])
+    config = IPUConfig.from_options(training=bert_options.get_options(bert()), layers_per_ipu=LAYERS_PER_IPU_LARGE)
     offline = bert_options.get_options(bert(compile_only=True))
     assert state(config.to_options(compile_only=True)) == expected_state(offline, "training")
 
