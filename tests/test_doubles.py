@@ -130,6 +130,7 @@ ENUM_VALUES = {
     },
     ("popart", "SubgraphCopyingStrategy"): {"OnEnterAndExit": 0, "JustInTime": 1},
     ("popart", "PatternsLevel"): {"NoPatterns": 0, "Minimal": 1, "Default": 2, "All": 3},
+    ("popart", "SyntheticDataMode"): {"Off": 0, "Zeros": 1, "RandomNormal": 2, "RandomUniform": 3},
 }
 
 

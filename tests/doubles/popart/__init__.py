@@ -43,6 +43,15 @@ class SubgraphCopyingStrategy(_NativeEnum):
     JustInTime = 1
 
 
+class SyntheticDataMode(_NativeEnum):
+    """What the IPU feeds the model instead of host data (``syntheticDataMode``)."""
+
+    Off = 0
+    Zeros = 1
+    RandomNormal = 2
+    RandomUniform = 3
+
+
 class PatternsLevel(_NativeEnum):
     """Which set of PopART patterns runs by default (``patterns_level``; poptorch's default is 2)."""
 
