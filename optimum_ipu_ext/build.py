@@ -92,17 +92,19 @@ def shards_optimizer_state(plan: OptionsPlan) -> bool:
     return location is not None and bool(dict(location.chain).get("useReplicatedTensorSharding", (False,))[0])
 
 
-def read_optimizer_location(state: Dict[str, Any]) -> Dict[str, Any]:
-    """The two optimizer settings where the location is one they write (`onChip` and the sharding, which only
-    replicas turn on), else null: then the row `optimizer_location` holds it."""
-    location = state.get("location_optimizer")
-    sharded = bool(location.get("useReplicatedTensorSharding")) if location else False
-    if location is None or set(location) != {"onChip", "useReplicatedTensorSharding"} \
-            or (sharded and state["replication_factor"] == 1):
-        return {"optimizer_state_offchip": None, "replicated_tensor_sharding": None}
-    values = {"optimizer_state_offchip": not location["onChip"], "optimizer_location": None}
-    if sharded or state["replication_factor"] > 1:  # with one replica, the build shards nothing either way
-        values["replicated_tensor_sharding"] = sharded
+def read_optimizer_location(states: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The two optimizer settings where every build's location (`states`, the last one's settings kept) is one they
+    write: `onChip` and the sharding, which only replicas turn on. Else null: the row `optimizer_location` holds it."""
+    values: Dict[str, Any] = {}
+    for state in states:
+        location = state.get("location_optimizer")
+        sharded = bool(location.get("useReplicatedTensorSharding")) if location else False
+        if location is None or set(location) != {"onChip", "useReplicatedTensorSharding"} \
+                or (sharded and state["replication_factor"] == 1):
+            return {"optimizer_state_offchip": None, "replicated_tensor_sharding": None}
+        values.update(optimizer_state_offchip=not location["onChip"], optimizer_location=None)
+        if sharded or state["replication_factor"] > 1:  # with one replica, the build shards nothing either way
+            values["replicated_tensor_sharding"] = sharded
     return values
 
 

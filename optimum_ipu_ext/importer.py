@@ -61,7 +61,6 @@ def _read_settings(
         ipus = overrides.get(f"{prefix}ipus_per_replica")
         values.update(_read_rows({**states[mode], **python_state(options)}, mode, problems))
         for read in (
-            lambda: read_optimizer_location(states[mode]),
             lambda: read_execution_strategy(options, prefix),
             lambda: read_memory_proportions(states[mode], prefix, ipus),
         ):
@@ -70,6 +69,7 @@ def _read_settings(
             except UnsupportedOptionsError as error:
                 problems.update(_in_mode({_option(key): why for key, why in error.options.items()}, mode, given))
         dropped += _beyond_the_pipeline(states[mode], ipus, mode)
+    values.update(read_optimizer_location(list(states.values())))
     values.update(overrides)
     return values, dropped
 

@@ -71,8 +71,6 @@ CASES = {
         lambda b: b["bert_options"].squad_options(squad()),
         lambda b: b["bert_options"].squad_validation_options(squad()),
         overrides={"layers_per_ipu": LAYERS_PER_IPU_BASE, "inference_layers_per_ipu": LAYERS_PER_IPU_BASE},
-        needs="inference_stochastic_rounding (enableStochasticRounding(True) in inference); optimizer_location "
-              "({useOnChipStorage: true, useReplicatedTensorSharding: true} with 1 inference replica)",
     ),
     "mnist pipelined, explicit stages on 4 IPUs": Case(
         lambda b: b["mnist_pipeline"].training_options(mnist()),
@@ -100,27 +98,19 @@ CASES = {
     ),
     "mae pre-training, defaults": Case(
         lambda b: b["mae_options"].train_options(False),
-        needs="mean_reduction_strategy (Training.setMeanAccumulationAndReplicationReductionStrategy(Running)); "
-              "null = no call for stochastic_rounding and the optimizer location",
     ),
     "mae pre-training, half precision, loss scaling, sharded optimizer state, 4 replicas": Case(
         lambda b: b["mae_options"].train_options(False, replica=4, iteration=2, half=True, als=True, rts=True),
-        needs="mean_reduction_strategy (Running); optimizer_location ({useReplicatedTensorSharding: true, "
-              "minElementsForReplicatedTensorSharding: 4}, no useOnChipStorage)",
     ),
     "mae pre-training through popdist.poptorch.Options, off poprun": Case(
         lambda b: b["mae_options"].train_options(True, half=True),
-        needs="mean_reduction_strategy (Running); null = no call for the optimizer location",
     ),
     "mae fine-tuning, training and evaluation": Case(
         lambda b: b["mae_options"].finetune_options(replica=2, half=True),
         lambda b: b["mae_options"].finetune_options(replica=2, device_iterations=4, half=True, opt_type="eval"),
-        needs="inference_stochastic_rounding (enableStochasticRounding(True) in inference); optimizer_location "
-              "({useReplicatedTensorSharding: true, minElementsForReplicatedTensorSharding: 8}, no useOnChipStorage)",
     ),
     "mae alignment check": Case(
         None, lambda b: b["mae_options"].alignment_options(),
-        needs="null = no call for inference_stochastic_rounding and the optimizer location",
     ),
     "seed, 1 replica": Case(lambda b: b["seed_build"].build_ipu_config(seed_args(1))),
     "seed, 1 replica, optimizer state off chip": Case(lambda b: b["seed_build"].build_ipu_config(seed_args(1, True))),
@@ -191,11 +181,6 @@ def test_bert_compiled_offline_is_the_imported_bert_rebuilt_for_an_offline_targe
     assert state(config.to_options(compile_only=True)) == expected_state(offline, "training")
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="needs UNSUPPORTED_CALLS: useOfflineIpuTarget refused by its name, pointing to "
-           "to_options(compile_only=True)",
-)
 def test_importing_bert_compiled_offline_names_the_offline_target(builders, sdk_off_poprun):
     with pytest.raises(UnsupportedOptionsError) as raised:
         IPUConfig.from_options(training=builders["bert_options"].get_options(bert(compile_only=True)))
