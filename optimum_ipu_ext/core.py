@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple, Union
 
-from .build import build_plan
+from .build import build_plan, check_execution_strategies
 from .errors import ConfigFileError, IncompatibleSettingsError, UnknownSettingError
 from .legacy import LEGACY_KEYS
 from .plan import OptionsPlan
@@ -156,6 +156,7 @@ def check_extension_rules(config: Any) -> None:
         else:
             continue
         raise IncompatibleSettingsError("popart_options", {key: popart_options[key]}, problem)
+    check_execution_strategies(settings)
 
 
 def check_rules(config: Any) -> None:
