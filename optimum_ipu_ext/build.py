@@ -161,36 +161,50 @@ def _stage(stage: StageSetting) -> Construct:
     return Construct("poptorch.Stage", tuple(stage["blocks"]), chain=placed)
 
 
+# What `poptorch.Options()` holds before `setExecutionStrategy`: a pipeline staged by IPU (`AutoStage.SameAsIpu`)
+POPTORCH_DEFAULT_STRATEGY = {"execution_strategy": "pipelined", "execution_stages": None, "auto_stage": "same_as_ipu"}
+
+
 def read_execution_strategy(options: Any, prefix: str) -> Dict[str, Any]:
     """From where poptorch 3.4 keeps the strategy: `Options._execution_strategy`; a pipelined or sharded one has its
     explicit stages in `_block_map` (each block to its `Stage`), else its `AutoStage` in its stage manager; a phased
-    one its `Phase`s in `_phases` and its own options in `backendOptions()`."""
+    one its `Phase`s in `_phases` and its own options in `backendOptions()`. poptorch's default strategy reads as
+    none (`null`), which rebuilds it whatever `auto_stage` the other build needs."""
     strategy = options._execution_strategy
     names = {path.rsplit(".", 1)[1]: choice for choice, path in EXECUTION_STRATEGIES.items()}
     kind = type(strategy).__name__
     if kind not in names:
         raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind}: the settings express {', '.join(names)}"})
-    choice = names[kind]
-    values: Dict[str, Any] = {f"{prefix}execution_strategy": choice}
-    if choice in PHASED_STRATEGIES:
-        values["execution_phases"] = [[_stage_setting(stage) for stage in phase.stages] for phase in strategy._phases]
-        backend = strategy.backendOptions()
-        values["separate_backward_phase"] = backend["separate_backward_phase"]
-        values["tensors_liveness"] = SETTINGS["tensors_liveness"].read(backend)
-    else:
-        stages = list({id(stage): stage for stage in strategy._block_map.values()}.values())
-        if [stage._stage_id for stage in stages] != list(range(len(stages))):
-            raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind} with a stage of no blocks"})
-        values["execution_stages"] = [_stage_setting(stage) for stage in stages] or None
-        if not stages:
-            auto_stage = SETTINGS["auto_stage"]
-            members = {int(sdk_value(auto_stage.sdk_member(choice))): choice for choice in auto_stage.choices}
-            values["auto_stage"] = members[int(strategy._stages_manager._auto_stage)]
+    values = {"execution_strategy": names[kind]}
+    values.update(_read_phases(strategy) if names[kind] in PHASED_STRATEGIES else _read_stages(strategy, kind))
     for name in ("execution_stages", "execution_phases"):
         problem = SETTINGS[name].constraint(values[name]) if values.get(name) is not None else None
         if problem:
             raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind}: {problem}"})
+    if values == POPTORCH_DEFAULT_STRATEGY:
+        return {f"{prefix}execution_strategy": None}
+    values[f"{prefix}execution_strategy"] = values.pop("execution_strategy")
     return values
+
+
+def _read_stages(strategy: Any, kind: str) -> Dict[str, Any]:
+    stages = list({id(stage): stage for stage in strategy._block_map.values()}.values())
+    if [stage._stage_id for stage in stages] != list(range(len(stages))):
+        raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind} with a stage of no blocks"})
+    if stages:
+        return {"execution_stages": [_stage_setting(stage) for stage in stages]}
+    auto_stage = SETTINGS["auto_stage"]
+    members = {int(sdk_value(auto_stage.sdk_member(choice))): choice for choice in auto_stage.choices}
+    return {"execution_stages": None, "auto_stage": members[int(strategy._stages_manager._auto_stage)]}
+
+
+def _read_phases(strategy: Any) -> Dict[str, Any]:
+    backend = strategy.backendOptions()
+    return {
+        "execution_phases": [[_stage_setting(stage) for stage in phase.stages] for phase in strategy._phases],
+        "separate_backward_phase": backend["separate_backward_phase"],
+        "tensors_liveness": SETTINGS["tensors_liveness"].read(backend),
+    }
 
 
 def _stage_setting(stage: Any) -> StageSetting:
