@@ -152,13 +152,14 @@ StageSetting = Dict[str, Union[List[str], int]]
 
 
 def _stage_problem(stage: StageSetting) -> Optional[str]:
-    if set(stage) - {"blocks", "ipu"}:
-        return f"keys {sorted(set(stage) - {'blocks', 'ipu'})}: a stage has `blocks` and, optionally, `ipu`"
+    unknown = sorted(set(stage) - {"blocks", "ipu"})
+    if unknown:
+        return f"keys {unknown}: a stage has `blocks` and, optionally, `ipu`"
     blocks = stage.get("blocks")
     if not isinstance(blocks, list) or not blocks or not all(isinstance(block, str) for block in blocks):
         return "`blocks` must be a non-empty list of block ids (strings, as `poptorch.Block` names them)"
     ipu = stage.get("ipu", 0)
-    if not isinstance(ipu, int) or isinstance(ipu, bool) or ipu < 0:
+    if isinstance(ipu, bool) or not isinstance(ipu, int) or ipu < 0:
         return "`ipu` must be an integer >= 0"
     return None
 

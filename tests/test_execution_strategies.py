@@ -184,6 +184,7 @@ def test_builds_with_different_stages_are_refused_as_the_settings_share_them(sdk
     [
         (lambda p: p.PipelinedExecution(p.Stage("a"), p.Stage(), p.Stage("b")), "PipelinedExecution with a stage of no blocks"),
         (lambda p: p.ShardedExecution(p.Stage("a").ipu(-1)), "ShardedExecution: stage 0: `ipu` must be an integer >= 0"),
+        (lambda p: p.ShardedExecution(p.Stage("a").ipu(True)), "ShardedExecution: stage 0: `ipu` must be an integer >= 0"),
         (lambda p: p.SerialPhasedExecution(p.Phase("a"), p.Phase()), "SerialPhasedExecution: phase 1, at least one stage is needed"),
         (
             lambda p: p.ParallelPhasedExecution(p.Phase(p.Stage(), p.Stage("a"))),
@@ -349,3 +350,18 @@ def test_settings_no_build_reads_and_missing_phases_are_refused(settings, field,
     assert str(raised.value) == f"`{field}={settings[field]!r}` is invalid: {problem}."
     assert raised.value.field == field
 
+
+
+def test_the_schema_describes_a_stage_as_far_as_json_schema_can():
+    from optimum_ipu_ext.documents import json_schema
+
+    stage = {"type": "object", "additionalProperties": {"anyOf": [{"type": "array", "items": {"type": "string"}},
+                                                                  {"type": "integer"}]}}
+    properties = json_schema()["properties"]
+    assert properties["execution_stages"]["anyOf"] == [{"type": "array", "items": stage}, {"type": "null"}]
+    assert properties["execution_phases"]["anyOf"] == [
+        {"type": "array", "items": {"type": "array", "items": stage}}, {"type": "null"}
+    ]
+    assert properties["tensors_liveness"]["anyOf"][0]["enum"] == [
+        "always_live", "off_chip_after_fwd", "off_chip_after_fwd_no_overlap", "off_chip_after_each_phase"
+    ]
