@@ -9,10 +9,10 @@ IPUs themselves. Nothing here imports the Poplar SDK.
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
-from .errors import UnsupportedOptionsError
+from .errors import IncompatibleSettingsError, UnsupportedOptionsError
 from .plan import Construct, OptionCall, OptionsPlan, Ref, sdk_value
 from .popdist import PopDistLaunch
-from .settings import EXECUTION_STRATEGIES, SETTINGS
+from .settings import EXECUTION_STRATEGIES, PHASED_STRATEGIES, SETTINGS, STRATEGY_SETTINGS, StageSetting
 
 if TYPE_CHECKING:
     from .core import SettingsMixin
@@ -108,30 +108,116 @@ def read_optimizer_location(states: List[Dict[str, Any]]) -> Dict[str, Any]:
     return values
 
 
+STRATEGY_FIELDS = ("execution_strategy", "inference_execution_strategy")
+
+# How each phased strategy sets where tensors stay between phases: (method, {tensors_liveness choice: argument})
+TENSORS_LIVENESS_CALLS = {
+    "serial_phased": ("setTensorsLiveness", {
+        choice: SETTINGS["tensors_liveness"].argument(choice) for choice in SETTINGS["tensors_liveness"].choices
+    }),
+    "parallel_phased": ("sendTensorsOffChipAfterFwd", {"always_live": False, "off_chip_after_fwd": True}),
+}
+
+
+def check_execution_strategies(settings: Dict[str, Any]) -> None:
+    """The rules between the strategy settings: a strategy's own settings are given only when a build uses that
+    strategy, a phased build has its phases, and its tensors' liveness is one the strategy can set."""
+    strategies = {field: settings[field] for field in STRATEGY_FIELDS}
+    chosen = ", ".join(f"`{field}={strategy!r}`" for field, strategy in strategies.items())
+    read = {name for strategy in strategies.values() if strategy for name in STRATEGY_SETTINGS[strategy]}
+    for name in sorted({name for names in STRATEGY_SETTINGS.values() for name in names} - read):
+        if settings[name] is not None:
+            readers = [strategy for strategy, names in STRATEGY_SETTINGS.items() if name in names]
+            raise IncompatibleSettingsError(
+                name, settings[name], f"only the {' and '.join(readers)} strategies read it, and no build uses them ({chosen})"
+            )
+    liveness = settings["tensors_liveness"]
+    for field, strategy in strategies.items():
+        if strategy in PHASED_STRATEGIES and settings["execution_phases"] is None:
+            raise IncompatibleSettingsError(field, strategy, "a phased strategy needs `execution_phases`")
+        if liveness is not None and strategy in TENSORS_LIVENESS_CALLS:
+            method, arguments = TENSORS_LIVENESS_CALLS[strategy]
+            if liveness not in arguments:
+                allowed = ", ".join(repr(choice) for choice in arguments)
+                raise IncompatibleSettingsError(
+                    "tensors_liveness", liveness, f"`{field}={strategy!r}` sets it with `{method}`, which takes {allowed}"
+                )
+
+
 def _execution_strategy(settings: Dict[str, Any], prefix: str) -> Optional[Construct]:
-    if settings[f"{prefix}execution_strategy"] is None:
+    """The strategy of the build, `None` for none (poptorch's default stays)."""
+    strategy = settings[f"{prefix}execution_strategy"]
+    if strategy is None:
         return None
-    strategy = EXECUTION_STRATEGIES[settings[f"{prefix}execution_strategy"]]
+    path = EXECUTION_STRATEGIES[strategy]
+    if strategy in PHASED_STRATEGIES:
+        phases = tuple(Construct("poptorch.Phase", tuple(map(_stage, phase))) for phase in settings["execution_phases"])
+        chain = []
+        if settings["separate_backward_phase"] is not None:
+            chain.append(("useSeparateBackwardPhase", (settings["separate_backward_phase"],)))
+        if settings["tensors_liveness"] is not None:
+            method, arguments = TENSORS_LIVENESS_CALLS[strategy]
+            chain.append((method, (arguments[settings["tensors_liveness"]],)))
+        return Construct(path, phases, chain=tuple(chain))
+    if settings["execution_stages"]:
+        return Construct(path, tuple(map(_stage, settings["execution_stages"])))
     auto_stage = settings["auto_stage"]
-    return Construct(strategy, () if auto_stage is None else (Ref(SETTINGS["auto_stage"].sdk_member(auto_stage)),))
+    return Construct(path, () if auto_stage is None else (SETTINGS["auto_stage"].argument(auto_stage),))
+
+
+def _stage(stage: StageSetting) -> Construct:
+    placed = (("ipu", (stage["ipu"],)),) if "ipu" in stage else ()
+    return Construct("poptorch.Stage", tuple(stage["blocks"]), chain=placed)
+
+
+# What `poptorch.Options()` holds before `setExecutionStrategy`: a pipeline staged by IPU (`AutoStage.SameAsIpu`)
+POPTORCH_DEFAULT_STRATEGY = {"execution_strategy": "pipelined", "execution_stages": None, "auto_stage": "same_as_ipu"}
 
 
 def read_execution_strategy(options: Any, prefix: str) -> Dict[str, Any]:
-    """From where poptorch 3.4 keeps the strategy: `Options._execution_strategy`, its explicit stages in
-    `_block_map`, its `AutoStage` in its stage manager."""
+    """From where poptorch 3.4 keeps the strategy: `Options._execution_strategy`; a pipelined or sharded one has its
+    explicit stages in `_block_map` (each block to its `Stage`), else its `AutoStage` in its stage manager; a phased
+    one its `Phase`s in `_phases` and its own options in `backendOptions()`. poptorch's default strategy reads as
+    none (`null`), which rebuilds it whatever `auto_stage` the other build needs."""
     strategy = options._execution_strategy
     names = {path.rsplit(".", 1)[1]: choice for choice, path in EXECUTION_STRATEGIES.items()}
     kind = type(strategy).__name__
     if kind not in names:
         raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind}: the settings express {', '.join(names)}"})
-    if strategy._block_map:
-        raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind} with explicit stages {list(strategy._block_map)}"})
+    values = {"execution_strategy": names[kind]}
+    values.update(_read_phases(strategy) if names[kind] in PHASED_STRATEGIES else _read_stages(strategy, kind))
+    for name in ("execution_stages", "execution_phases"):
+        problem = SETTINGS[name].constraint(values[name]) if values.get(name) is not None else None
+        if problem:
+            raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind}: {problem}"})
+    if values == POPTORCH_DEFAULT_STRATEGY:
+        return {f"{prefix}execution_strategy": None}
+    values[f"{prefix}execution_strategy"] = values.pop("execution_strategy")
+    return values
+
+
+def _read_stages(strategy: Any, kind: str) -> Dict[str, Any]:
+    stages = list({id(stage): stage for stage in strategy._block_map.values()}.values())
+    if [stage._stage_id for stage in stages] != list(range(len(stages))):
+        raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind} with a stage of no blocks"})
+    if stages:
+        return {"execution_stages": [_stage_setting(stage) for stage in stages]}
     auto_stage = SETTINGS["auto_stage"]
     members = {int(sdk_value(auto_stage.sdk_member(choice))): choice for choice in auto_stage.choices}
+    return {"execution_stages": None, "auto_stage": members[int(strategy._stages_manager._auto_stage)]}
+
+
+def _read_phases(strategy: Any) -> Dict[str, Any]:
+    backend = strategy.backendOptions()
     return {
-        f"{prefix}execution_strategy": names[kind],
-        "auto_stage": members[int(strategy._stages_manager._auto_stage)],
+        "execution_phases": [[_stage_setting(stage) for stage in phase.stages] for phase in strategy._phases],
+        "separate_backward_phase": backend["separate_backward_phase"],
+        "tensors_liveness": SETTINGS["tensors_liveness"].read(backend),
     }
+
+
+def _stage_setting(stage: Any) -> StageSetting:
+    return {"blocks": list(stage.blocks), **({} if stage._ipu is None else {"ipu": stage._ipu})}
 
 
 def _memory_proportions(settings: Dict[str, Any], prefix: str) -> Optional[Dict[str, Union[float, int]]]:

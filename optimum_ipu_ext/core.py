@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple, Union
 
-from .build import build_plan, shards_optimizer_state
+from .build import build_plan, check_execution_strategies, shards_optimizer_state
 from .errors import ConfigFileError, IncompatibleSettingsError, UnknownSettingError
 from .legacy import LEGACY_KEYS
 from .plan import OptionsPlan
@@ -170,6 +170,7 @@ def check_extension_rules(config: Any) -> None:
         else:
             continue
         raise IncompatibleSettingsError("popart_options", {key: popart_options[key]}, problem)
+    check_execution_strategies(settings)
 
 
 # Settings that make a call another setting makes too, and so need that one to make none: {setting: the other}.

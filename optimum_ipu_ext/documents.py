@@ -31,6 +31,10 @@ RULES_NOT_IN_SCHEMA = (
     "and lists or objects of strings and unsigned integers",
     f"replicas x IPUs per replica is at most {MAX_IPUS_IN_A_JOB}",
     "splits per IPU sit on consecutive IPUs",
+    "a stage has `blocks`, a non-empty list of block ids each in no other stage, and optionally an `ipu` >= 0",
+    "`execution_stages`, `execution_phases`, `separate_backward_phase` and `tensors_liveness` are given only for a "
+    "strategy that reads them; a phased strategy has `execution_phases`; `parallel_phased` takes `tensors_liveness` "
+    "`always_live` or `off_chip_after_fwd`",
 )
 
 _SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string", NoneType: "null"}

@@ -104,7 +104,7 @@ def python_state(options: Any) -> Dict[str, Any]:
         "setExecutionStrategy": (
             type(strategy).__name__,
             getattr(strategy._stages_manager, "_auto_stage", None),
-            {block: (stage._stage_id, stage._ipu) for block, stage in strategy._block_map.items()},
+            {block: (stage._stage_id, stage._phase_id, stage._ipu) for block, stage in strategy._block_map.items()},
         ),
         "relaxOptimizerAttributesChecks": options._relax_optimizer_checks,
         "disableModuleNamescope": not options._module_namescope_enabled,

@@ -209,7 +209,69 @@ BASE_SETTINGS = table(
     Setting("execute_encoder_on_cpu_for_generation", bool, False, "Run the encoder on the CPU (not supported)."),
 )
 
-EXECUTION_STRATEGIES = {"pipelined": "poptorch.PipelinedExecution", "sharded": "poptorch.ShardedExecution"}
+EXECUTION_STRATEGIES = {
+    "pipelined": "poptorch.PipelinedExecution",
+    "sharded": "poptorch.ShardedExecution",
+    "serial_phased": "poptorch.SerialPhasedExecution",
+    "parallel_phased": "poptorch.ParallelPhasedExecution",
+}
+PHASED_STRATEGIES = ("serial_phased", "parallel_phased")
+
+# The settings each strategy reads, besides `auto_stage` (read by pipelined and sharded builds without stages)
+PHASED_SETTINGS = ("execution_phases", "separate_backward_phase", "tensors_liveness")
+STRATEGY_SETTINGS = {
+    "pipelined": ("execution_stages",),
+    "sharded": ("execution_stages",),
+    "serial_phased": PHASED_SETTINGS,
+    "parallel_phased": PHASED_SETTINGS,
+}
+
+# One stage of an execution strategy, as a config writes it: {"blocks": ["0", "1"], "ipu": 1}, "ipu" optional
+StageSetting = Dict[str, Union[List[str], int]]
+
+
+def _stage_problem(stage: StageSetting) -> Optional[str]:
+    unknown = sorted(set(stage) - {"blocks", "ipu"})
+    if unknown:
+        return f"keys {unknown}: a stage has `blocks` and, optionally, `ipu`"
+    blocks = stage.get("blocks")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(block, str) for block in blocks):
+        return "`blocks` must be a non-empty list of block ids (strings, as `poptorch.Block` names them)"
+    ipu = stage.get("ipu", 0)
+    if isinstance(ipu, bool) or not isinstance(ipu, int) or ipu < 0:
+        return "`ipu` must be an integer >= 0"
+    return None
+
+
+def _stages_problem(stages: List[StageSetting], where: str = "") -> Optional[str]:
+    if not stages:
+        return f"{where}at least one stage is needed"
+    for index, stage in enumerate(stages):
+        problem = _stage_problem(stage)
+        if problem:
+            return f"{where}stage {index}: {problem}"
+    return None
+
+
+def _blocks_once(stages: List[StageSetting]) -> Optional[str]:
+    blocks = [block for stage in stages for block in stage["blocks"]]
+    repeated = sorted({block for block in blocks if blocks.count(block) > 1})
+    return f"blocks {repeated} are in more than one stage" if repeated else None
+
+
+def _execution_stages(stages: List[StageSetting]) -> Optional[str]:
+    return _stages_problem(stages) or _blocks_once(stages)
+
+
+def _execution_phases(phases: List[List[StageSetting]]) -> Optional[str]:
+    if not phases:
+        return "at least one phase is needed"
+    for index, phase in enumerate(phases):
+        problem = _stages_problem(phase, f"phase {index}, ")
+        if problem:
+            return problem
+    return _blocks_once([stage for phase in phases for stage in phase])
+
 
 OPTIMUM_GRAPHCORE_PATTERNS = {"TiedGather": True, "TiedGatherAccumulate": True, "UpdateInplacePrioritiesForIpu": True}
 
@@ -224,18 +286,37 @@ EXTENSION_SETTINGS = table(
             call="Training.accumulationAndReplicationReductionType", state=("accumulation_and_replication_reduction_type",),
             modes=TRAINING,
             choices={"sum": "Sum", "mean": "Mean"}, sdk_enum="poptorch.ReductionType"),
-    Setting("execution_strategy", str, "pipelined",
-            "How a replica runs over its IPUs in training.",
-            call="setExecutionStrategy", state=("execution_mode",), modes=TRAINING, composite=True,
-            choices=tuple(EXECUTION_STRATEGIES)),
-    Setting("inference_execution_strategy", str, "sharded",
-            "How a replica runs over its IPUs in inference.",
-            call="setExecutionStrategy", state=("execution_mode",), modes=INFERENCE, composite=True,
-            choices=tuple(EXECUTION_STRATEGIES)),
-    Setting("auto_stage", str, "auto_increment",
-            "How blocks without an explicit stage are staged in the execution strategy.",
+    Setting("execution_strategy", Optional[str], "pipelined",
+            "How a replica runs over its IPUs in training (null: poptorch's default, pipelined by IPU).",
+            call="setExecutionStrategy", state=("execution_mode", "serial_phases_execution"), modes=TRAINING,
+            composite=True, choices=tuple(EXECUTION_STRATEGIES)),
+    Setting("inference_execution_strategy", Optional[str], "sharded",
+            "How a replica runs over its IPUs in inference (null: poptorch's default, pipelined by IPU).",
+            call="setExecutionStrategy", state=("execution_mode", "serial_phases_execution"), modes=INFERENCE,
+            composite=True, choices=tuple(EXECUTION_STRATEGIES)),
+    Setting("auto_stage", Optional[str], "auto_increment",
+            "How the pipelined and sharded strategies stage blocks when `execution_stages` is null (null: "
+            "poptorch's default, same_as_ipu).",
             call="setExecutionStrategy", state=("execution_mode",), composite=True,
             choices={"same_as_ipu": "SameAsIpu", "auto_increment": "AutoIncrement"}, sdk_enum="poptorch.AutoStage"),
+    Setting("execution_stages", Optional[List[StageSetting]], None,
+            'Stages of the pipelined and sharded strategies, in order: {"blocks": [block ids], "ipu": n}, "ipu" '
+            "optional (null: `auto_stage`).",
+            call="setExecutionStrategy", state=("execution_mode",), composite=True, constraint=_execution_stages),
+    Setting("execution_phases", Optional[List[List[StageSetting]]], None,
+            "Phases of the phased strategies, in order: each a list of stages as in `execution_stages`.",
+            call="setExecutionStrategy", state=("execution_mode",), composite=True, constraint=_execution_phases),
+    Setting("separate_backward_phase", Optional[bool], None,
+            "Phased strategies: the backward pass shares no phase with the forward pass.",
+            call="setExecutionStrategy", state=("separate_backward_phase",), composite=True),
+    Setting("tensors_liveness", Optional[str], None,
+            "Phased strategies: where tensors stay between phases (parallel_phased: always_live or "
+            "off_chip_after_fwd).",
+            call="setExecutionStrategy", state=("tensors_liveness",), composite=True,
+            choices={"always_live": "AlwaysLive", "off_chip_after_fwd": "OffChipAfterFwd",
+                     "off_chip_after_fwd_no_overlap": "OffChipAfterFwdNoOverlap",
+                     "off_chip_after_each_phase": "OffChipAfterEachPhase"},
+            sdk_enum="poptorch.Liveness"),
     Setting("inference_output_mode", str, "all", "Which results return to the host in inference.",
             call="outputMode", state=("output_mode",), modes=INFERENCE, choices=OUTPUT_MODES, sdk_enum="poptorch.OutputMode"),
     Setting("stochastic_rounding", bool, True, "Stochastic rounding in training.",

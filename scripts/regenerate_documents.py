@@ -9,10 +9,10 @@ from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def replace_tables(readme: str) -> str:
-    """`readme` with each generated table, found in order by its header line, replaced by its current text."""
+def replace_tables(readme: str, tables) -> str:
+    """`readme` with `tables`, found in order by their header line, replaced by their current text."""
     parts, rest = [], readme
-    for table in (attribute_table(BASE_SETTINGS), attribute_table(EXTENSION_SETTINGS), method_table()):
+    for table in tables:
         start = rest.index(table.split("\n", 1)[0] + "\n")
         end = rest.index("\n\n", start) + 1
         parts += [rest[:start], table]
@@ -22,5 +22,6 @@ def replace_tables(readme: str) -> str:
 
 if __name__ == "__main__":
     readme = ROOT / "README.md"
-    readme.write_text(replace_tables(readme.read_text()))
+    text = replace_tables(readme.read_text(), [method_table()])
+    readme.write_text(replace_tables(text, [attribute_table(BASE_SETTINGS), attribute_table(EXTENSION_SETTINGS)]))
     (ROOT / "optimum_ipu_ext" / SCHEMA_FILE).write_text(json_schema_string())

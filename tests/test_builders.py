@@ -1,9 +1,6 @@
 """Hand-written builders as tests: each builder of tests/builders/ runs on the strict doubles, its options import
 with `IPUConfig.from_options`, and the config rebuilds options of the same state, for training and inference, also
 after `save_pretrained` + `from_pretrained`.
-
-A case the package cannot import yet is marked `xfail(strict=True)` with the feature it needs: once the feature
-lands, the case passes, fails as an unexpected pass, and its mark goes.
 """
 
 import argparse
@@ -48,7 +45,6 @@ class Case(NamedTuple):
     inference: Optional[Build] = None
     overrides: Dict[str, Any] = {}
     dropped: Optional[str] = None  # what from_options says it dropped (a regular expression)
-    needs: Optional[str] = None  # the feature the import needs, while the package lacks it
 
 
 CASES = {
@@ -76,25 +72,16 @@ CASES = {
         lambda b: b["mnist_pipeline"].training_options(mnist()),
         lambda b: b["mnist_pipeline"].inference_options(mnist()),
         overrides={"ipus_per_replica": 4, "inference_ipus_per_replica": 4},
-        needs="explicit stages on IPUs (PipelinedExecution(Stage('B1').ipu(0), ...)) in training and inference; "
-              "null = no call for matmul_proportion (no setAvailableMemoryProportion), stochastic_rounding and "
-              "inference_stochastic_rounding (no enableStochasticRounding), the optimizer location (no "
-              "setOptimizerLocation)",
     ),
     "mnist sharded, explicit stages on 4 IPUs": Case(
         lambda b: b["mnist_pipeline"].training_options(mnist(strategy="sharded")),
         lambda b: b["mnist_pipeline"].inference_options(mnist(strategy="sharded")),
         overrides={"ipus_per_replica": 4, "inference_ipus_per_replica": 4},
-        needs="explicit stages on IPUs (ShardedExecution(Stage('B1').ipu(0), ...)), in training too; null = no call "
-              "for matmul_proportion, stochastic_rounding, inference_stochastic_rounding, the optimizer location",
     ),
     "mnist pipelined, optimizer state off chip, other tensors on chip": Case(
         lambda b: b["mnist_pipeline"].training_options(mnist(offload_optimiser=True)),
         lambda b: b["mnist_pipeline"].inference_options(mnist(offload_optimiser=True)),
         overrides={"ipus_per_replica": 4, "inference_ipus_per_replica": 4},
-        needs="explicit stages on IPUs; activation_location, weight_location, accumulator_location "
-              "({useOnChipStorage: true}); optimizer_location ({useOnChipStorage: false} alone); null = no call for "
-              "matmul_proportion, stochastic_rounding, inference_stochastic_rounding",
     ),
     "mae pre-training, defaults": Case(
         lambda b: b["mae_options"].train_options(False),
@@ -150,14 +137,7 @@ def expected_state(options, mode, ipus=None):
     return expected
 
 
-def _case(name):
-    case = CASES[name]
-    needs = pytest.mark.xfail(strict=True, raises=UnsupportedOptionsError, reason=f"needs {case.needs}")
-    marks = [needs] if case.needs else []
-    return pytest.param(name, marks=marks, id=name)
-
-
-@pytest.mark.parametrize("name", [_case(name) for name in CASES])
+@pytest.mark.parametrize("name", list(CASES))
 def test_a_builder_imports_and_rebuilds_its_state(builders, sdk_off_poprun, tmp_path, name):
     case = CASES[name]
     given = {mode: build(builders) for mode, build in zip(MODES, (case.training, case.inference)) if build}

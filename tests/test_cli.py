@@ -241,6 +241,8 @@ def test_show_json_is_the_same_summary(capsys):
         "memory_proportion_per_ipu": {"IPU0": 0.1, "IPU1": 0.1},
         "execution_strategy": "pipelined",
         "auto_stage": "auto_increment",
+        "execution_stages": None,
+        "execution_phases": None,
     }
     assert data["replication"] == {"replication_factor": 1, "total_ipus": 2, "note": None}
     assert data["batch_size_factor"] == {
@@ -257,6 +259,21 @@ def test_show_json_is_the_same_summary(capsys):
     for item in data["differs_from_defaults"]:
         assert f"  {item['setting']} " in text and json.dumps(item["value"]) in text
     assert len(data["differs_from_defaults"]) == 16
+
+
+@pytest.mark.parametrize(
+    "settings, execution",
+    [
+        ("execution_strategy=null", "pipelined, stages same_as_ipu (poptorch's default)"),
+        ("auto_stage=null", "pipelined, stages same_as_ipu"),
+        ('execution_stages=[{"blocks":["a"],"ipu":0},{"blocks":["b"]}]', "pipelined, explicit stages: 2"),
+        ('execution_strategy=serial_phased,execution_phases=[[{"blocks":["a"]}]]', "serial_phased, phases: 1"),
+    ],
+)
+def test_show_names_the_strategy_the_build_makes(capsys, settings, execution):
+    code, out, _ = run(capsys, "show", PRESET, "--set", settings)
+    assert code == 0
+    assert f"  execution                   {execution}\n" in out
 
 
 def test_show_inference(capsys):

@@ -32,7 +32,7 @@ IMPORTED = {
     "device_iterations": 8,
     "inference_device_iterations": 8,
     "accumulation_and_replication_reduction_type": "sum",
-    "execution_strategy": "pipelined",
+    "execution_strategy": None,  # poptorch's default pipeline, staged by IPU, which the builder names
     "inference_execution_strategy": "sharded",
     "auto_stage": "same_as_ipu",
     "ipus_per_replica": 2,

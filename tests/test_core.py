@@ -388,6 +388,7 @@ BAD_SETTINGS = [
     {"stochastic_rounding": "yes"}, {"outline_threshold": True}, {"popart_patterns": {"TiedGather": 1}},
     {"engine_options": {"a": 1}}, {"accumulate_outer_fragment_excluded_virtual_graphs": [-1]},
     {"execution_strategy": "phased"}, {"replicaton_factor": 2}, {"popart_options": []},
+    {"execution_stages": [{"blocks": "a"}]}, {"execution_phases": [{"blocks": ["a"]}]}, {"tensors_liveness": "never"},
 ]
 # Files the class refuses for a rule between settings (or a check JSON Schema cannot express): listed in the
 # schema's description, accepted by the schema itself.
@@ -399,6 +400,13 @@ BAD_RULES = [
     {"popart_options": {"outlineThreshold": 5.0}},
     {"replication_factor": 65536, "ipus_per_replica": 2},
     {"serialized_embedding_splits_per_ipu": [1, 0, 1]},
+    {"execution_stages": [{"blocks": ["a"]}, {"blocks": ["a"]}]},
+    {"execution_stages": [{"blocks": ["a"], "ipu": -1}]},
+    {"execution_stages": [{"blocks": []}]},
+    {"execution_phases": [[{"blocks": ["a"]}]]},
+    {"execution_strategy": "serial_phased"},
+    {"inference_execution_strategy": "parallel_phased", "execution_phases": [[{"blocks": ["a"]}]],
+     "tensors_liveness": "off_chip_after_each_phase"},
 ]
 
 

@@ -100,6 +100,17 @@ REAL_SIGNATURES = {
     "PipelinedExecution.__init__": "(self, *args)",
     "PipelinedExecution.backendOptions": "(self)",
     "ShardedExecution.backendOptions": "(self)",
+    "Phase.__init__": "(self, *arg)",
+    "Phase.stage": "(self, idx)",
+    "Phase.ipus": "(self, *ipus)",
+    "_IPhasedExecution.__init__": "(self, *phases)",
+    "_IPhasedExecution.phase": "(self, phase)",
+    "_IPhasedExecution.useSeparateBackwardPhase": "(self, use=True)",
+    "_IPhasedExecution.backendOptions": "(self)",
+    "ParallelPhasedExecution.backendOptions": "(self)",
+    "ParallelPhasedExecution.sendTensorsOffChipAfterFwd": "(self, off_chip=True)",
+    "SerialPhasedExecution.setTensorsLiveness": "(self, liveness)",
+    "SerialPhasedExecution.backendOptions": "(self)",
 }
 REAL_PROPERTIES = {
     "Options": {"TensorLocations", "Distributed", "Jit", "Precision", "Training", "_Popart"},
@@ -111,6 +122,7 @@ ENUM_VALUES = {
     ("poptorch", "OutputMode"): {"Final": 0, "EveryN": 1, "All": 2, "Sum": 3, "Default": 4},
     ("poptorch", "ReductionType"): {"Sum": 0, "Mean": 1, "NoReduction": 2},
     ("poptorch", "AutoStage"): {"SameAsIpu": 0, "AutoIncrement": 1},
+    ("poptorch", "Liveness"): {"AlwaysLive": 0, "OffChipAfterFwd": 1, "OffChipAfterFwdNoOverlap": 2, "OffChipAfterEachPhase": 3},
     ("poptorch", "ConnectionType"): {"Always": 0, "OnDemand": 1, "Never": 2},
     ("poptorch", "SyncPattern"): {"Full": 0, "SinglePipeline": 1, "ReplicaAndLadder": 2},
     ("poptorch", "MeanReductionStrategy"): {"Running": 0, "Post": 1, "PostAndLoss": 2},
@@ -179,6 +191,10 @@ def _double_classes():
         "_IExecutionStrategy": options_module._IExecutionStrategy,
         "PipelinedExecution": options_module.PipelinedExecution,
         "ShardedExecution": options_module.ShardedExecution,
+        "Phase": options_module.Phase,
+        "_IPhasedExecution": options_module._IPhasedExecution,
+        "ParallelPhasedExecution": options_module.ParallelPhasedExecution,
+        "SerialPhasedExecution": options_module.SerialPhasedExecution,
     }
 
 
@@ -240,7 +256,9 @@ def test_popart_enums_behave_like_pybind11_enums(popart):
         lambda p: p.Options().Jit.enable,
         lambda p: p.TensorLocationSettings().useOffChipStorage,
         lambda p: p.PipelinedExecution().auto_stage,
-        lambda p: p.ParallelPhasedExecution,
+        lambda p: p.ParallelPhasedExecution("A").setTensorsLiveness,
+        lambda p: p.SerialPhasedExecution("A").sendTensorsOffChipAfterFwd,
+        lambda p: p.Phase("A").blocks,
         lambda p: p.trainingModel,
     ],
 )
@@ -272,6 +290,9 @@ def test_unknown_popart_name_raises_attribute_error(popart):
         lambda p: p.Options().Distributed.configureProcessId(0),
         lambda p: p.TensorLocationSettings().useOnChipStorage(True, False),
         lambda p: p.ipuHardwareVersion(2),
+        lambda p: p.SerialPhasedExecution("A").setTensorsLiveness(),
+        lambda p: p.SerialPhasedExecution("A").phase(),
+        lambda p: p.Phase("A").stage(),
     ],
 )
 def test_wrong_arity_or_keyword_raises_type_error(call, poptorch):
@@ -314,6 +335,21 @@ def test_wrong_arity_or_keyword_raises_type_error(call, poptorch):
         (lambda p: p.PipelinedExecution(1), TypeError),
         (lambda p: p.PipelinedExecution("A", "A"), AssertionError),
         (lambda p: p.Stage(0), AssertionError),
+        (lambda p: p.Stage("A").ipu("0"), AssertionError),
+        (lambda p: p.Phase("A", p.Stage("B")), AssertionError),
+        (lambda p: p.Phase(1), AssertionError),
+        (lambda p: p.Phase(p.Stage("A")).ipus(0, 1), AssertionError),
+        (lambda p: p.Phase(p.Stage("A")).stage(1), IndexError),
+        (lambda p: p.SerialPhasedExecution(), AssertionError),
+        (lambda p: p.ParallelPhasedExecution(), AssertionError),
+        (lambda p: p.SerialPhasedExecution(["A"], p.Phase(p.Stage("B", "A"))), AssertionError),
+        (lambda p: p.SerialPhasedExecution([p.Phase("A"), p.Phase("B")]), AssertionError),  # phases are not listed
+        (lambda p: p.SerialPhasedExecution(("A", "B")), AssertionError),  # a tuple is one argument of a phase
+        (lambda p: p.SerialPhasedExecution("A").setTensorsLiveness(1), AssertionError),
+        (lambda p: p.SerialPhasedExecution("A").useSeparateBackwardPhase(1), AssertionError),
+        (lambda p: p.SerialPhasedExecution("A").phase(-1), AssertionError),
+        (lambda p: p.SerialPhasedExecution("A").phase(1), IndexError),
+        (lambda p: p.ParallelPhasedExecution("A").sendTensorsOffChipAfterFwd(1), AssertionError),
     ],
 )
 def test_invalid_values_fail_like_poptorch(call, error, poptorch):
@@ -481,8 +517,70 @@ def test_strategies_are_told_apart(poptorch):
         "same_as_ipu": (0, {"type": "PipelinedExecution", "auto_stage": 0, "blocks": {}}),
         "auto_increment": (0, {"type": "PipelinedExecution", "auto_stage": 1, "blocks": {}}),
         "sharded": (1, {"type": "ShardedExecution", "auto_stage": 1, "blocks": {}}),
-        "stages": (0, {"type": "PipelinedExecution", "auto_stage": None, "blocks": {"A": 0, "B": 0, "C": 1}}),
+        "stages": (
+            0,
+            {
+                "type": "PipelinedExecution",
+                "auto_stage": None,
+                "blocks": {
+                    "A": {"stage": 0, "phase": -1, "ipu": None},
+                    "B": {"stage": 0, "phase": -1, "ipu": None},
+                    "C": {"stage": 1, "phase": -1, "ipu": None},
+                },
+            },
+        ),
     }
+
+
+def test_phased_strategies_record_phases_and_their_options(poptorch):
+    serial = poptorch.SerialPhasedExecution(
+        poptorch.Phase(poptorch.Stage("A").ipu(0), poptorch.Stage("B").ipu(1)), ["C", "D"], "E"
+    )
+    serial.setTensorsLiveness(poptorch.Liveness.OffChipAfterEachPhase).useSeparateBackwardPhase()
+    serial.phase(1).ipus(2)
+    parallel = poptorch.ParallelPhasedExecution([poptorch.Stage("A"), poptorch.Stage("B")], poptorch.Phase("C"))
+    parallel.phase(0).ipus(0, 2)
+    recorded = {}
+    for name, strategy in {"serial": serial, "parallel": parallel.sendTensorsOffChipAfterFwd()}.items():
+        opts = _options_with_output_mode(poptorch).setExecutionStrategy(strategy)
+        keys = ("execution_mode", "separate_backward_phase", "tensors_liveness", "serial_phases_execution")
+        recorded[name] = ({key: state(opts)[key] for key in keys}, state(opts)["_execution_strategy"])
+    assert recorded == {
+        "serial": (
+            {"execution_mode": 2, "separate_backward_phase": True, "tensors_liveness": 3, "serial_phases_execution": True},
+            {
+                "type": "SerialPhasedExecution",
+                "auto_stage": None,
+                "blocks": {
+                    "A": {"stage": -1, "phase": 0, "ipu": 0},
+                    "B": {"stage": -1, "phase": 0, "ipu": 1},
+                    "C": {"stage": -1, "phase": 1, "ipu": 2},
+                    "D": {"stage": -1, "phase": 1, "ipu": 2},
+                    "E": {"stage": -1, "phase": 2, "ipu": None},
+                },
+                "phases": [[["A"], ["B"]], [["C", "D"]], [["E"]]],
+            },
+        ),
+        "parallel": (
+            {"execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 1, "serial_phases_execution": False},
+            {
+                "type": "ParallelPhasedExecution",
+                "auto_stage": None,
+                "blocks": {
+                    "A": {"stage": -1, "phase": 0, "ipu": 0},
+                    "B": {"stage": -1, "phase": 0, "ipu": 2},
+                    "C": {"stage": -1, "phase": 1, "ipu": None},
+                },
+                "phases": [[["A"], ["B"]], [["C"]]],
+            },
+        ),
+    }
+
+
+def test_sending_tensors_back_on_chip_makes_them_always_live(poptorch):
+    strategy = poptorch.ParallelPhasedExecution("A").sendTensorsOffChipAfterFwd()
+    opts = _options_with_output_mode(poptorch).setExecutionStrategy(strategy.sendTensorsOffChipAfterFwd(False))
+    assert state(opts)["tensors_liveness"] == 0
 
 
 def test_memory_proportion_is_replaced_with_int_keys(poptorch):

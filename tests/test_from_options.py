@@ -47,8 +47,8 @@ HAND_WRITTEN_SETTINGS = {
     "device_iterations": 4,
     "gradient_accumulation_steps": 16,
     "accumulation_and_replication_reduction_type": "sum",
-    "execution_strategy": "pipelined",
-    "auto_stage": "same_as_ipu",
+    "execution_strategy": None,  # PipelinedExecution(AutoStage.SameAsIpu) is poptorch's default: no call rebuilds it
+    "auto_stage": "auto_increment",
     "ipus_per_replica": 4,
     "matmul_proportion": [0.15, 0.25, 0.25, 0.25],
     "optimizer_state_offchip": True,
@@ -337,6 +337,10 @@ REFUSED = {
         lambda p, o: o.outputMode(p.OutputMode.EveryN, 5),
         {"outputMode (output_mode)": "1: `output_mode=1` has type `int`, expected string, or null.",
          "outputMode (output_return_period)": "5 given: OutputMode.EveryN: the settings give all, sum, final or default"},
+    ),
+    "a stage on a negative IPU": (
+        lambda p, o: o.setExecutionStrategy(p.PipelinedExecution(p.Stage("embeddings"), p.Stage("encoder").ipu(-1))),
+        {"setExecutionStrategy": "PipelinedExecution: stage 1: `ipu` must be an integer >= 0"},
     ),
     "a set for PopART": (
         lambda p, o: o._Popart.set("customCodelets", {"a.gp"}),

@@ -131,28 +131,78 @@ def test_poptorch_choice_passes_its_member(sdk, setting, choice):
         assert held is getattr(getattr(poptorch, printed.split(".")[1]), name) and int(held) == value
 
 
+STRATEGY_CHOICES = {
+    # choice: (printed strategy of a build that gives no stages but phases [[{"blocks": ["0"]}]], toDict keys it writes)
+    "pipelined": ("poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement)", {"execution_mode": 0}),
+    "sharded": ("poptorch.ShardedExecution(poptorch.AutoStage.AutoIncrement)", {"execution_mode": 1}),
+    "serial_phased": (
+        'poptorch.SerialPhasedExecution(poptorch.Phase(poptorch.Stage("0")))',
+        {"execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 0, "serial_phases_execution": True},
+    ),
+    "parallel_phased": (
+        'poptorch.ParallelPhasedExecution(poptorch.Phase(poptorch.Stage("0")))',
+        {"execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 0, "serial_phases_execution": False},
+    ),
+}
+STRATEGY_STATE_KEYS = ("execution_mode", "separate_backward_phase", "tensors_liveness", "serial_phases_execution")
+
+
 @pytest.mark.parametrize(
-    "setting, choice, strategy, mode",
-    [
-        ("execution_strategy", "pipelined", "PipelinedExecution", 0),
-        ("execution_strategy", "sharded", "ShardedExecution", 1),
-        ("inference_execution_strategy", "pipelined", "PipelinedExecution", 0),
-        ("inference_execution_strategy", "sharded", "ShardedExecution", 1),
-    ],
+    "setting, choice",
+    [(setting, choice) for setting in ("execution_strategy", "inference_execution_strategy") for choice in STRATEGY_CHOICES],
 )
-def test_execution_strategy_choice(sdk, setting, choice, strategy, mode):
+def test_execution_strategy_choice(sdk, setting, choice):
     for_inference = setting.startswith("inference_")
-    config = IPUConfig(**{setting: choice})
-    line = f"opts.setExecutionStrategy(poptorch.{strategy}(poptorch.AutoStage.AutoIncrement))"
-    assert line in plan_lines(config, for_inference)
+    phases = [[{"blocks": ["0"]}]] if choice.endswith("_phased") else None
+    config = IPUConfig(**{setting: choice, "execution_phases": phases})
+    printed, written = STRATEGY_CHOICES[choice]
+    assert f"opts.setExecutionStrategy({printed})" in plan_lines(config, for_inference)
     built = comparable(config.to_options(for_inference=for_inference))
-    assert built["_execution_strategy"]["type"] == strategy and built["execution_mode"] == mode
+    assert {key: built[key] for key in STRATEGY_STATE_KEYS if key in built} == written
+    assert built["_execution_strategy"]["type"] == printed.split("(")[0].split(".")[1]
+
+
+TENSORS_LIVENESS = {
+    # (phased strategy, choice): (the strategy's call that sets it, as printed; `tensors_liveness` in toDict())
+    ("serial_phased", "always_live"): (".setTensorsLiveness(poptorch.Liveness.AlwaysLive)", 0),
+    ("serial_phased", "off_chip_after_fwd"): (".setTensorsLiveness(poptorch.Liveness.OffChipAfterFwd)", 1),
+    ("serial_phased", "off_chip_after_fwd_no_overlap"): (".setTensorsLiveness(poptorch.Liveness.OffChipAfterFwdNoOverlap)", 2),
+    ("serial_phased", "off_chip_after_each_phase"): (".setTensorsLiveness(poptorch.Liveness.OffChipAfterEachPhase)", 3),
+    ("parallel_phased", "always_live"): (".sendTensorsOffChipAfterFwd(False)", 0),
+    ("parallel_phased", "off_chip_after_fwd"): (".sendTensorsOffChipAfterFwd(True)", 1),
+}
+
+
+@pytest.mark.parametrize("strategy, choice", sorted(TENSORS_LIVENESS))
+def test_tensors_liveness_choice(sdk, strategy, choice):
+    config = IPUConfig(execution_strategy=strategy, execution_phases=[[{"blocks": ["0"]}]], tensors_liveness=choice)
+    import poptorch
+
+    printed, value = TENSORS_LIVENESS[strategy, choice]
+    made = [line for line in plan_lines(config) if line.startswith("opts.setExecutionStrategy(")]
+    assert made == [f'opts.setExecutionStrategy({STRATEGY_CHOICES[strategy][0]}{printed})']
+    options = config.to_options()
+    assert comparable(options)["tensors_liveness"] == value
+    assert type(options._execution_strategy._tensors_liveness) is poptorch.Liveness
+
+
+@pytest.mark.parametrize("choice", ["off_chip_after_fwd_no_overlap", "off_chip_after_each_phase"])
+def test_parallel_phases_take_only_the_liveness_they_can_set(choice):
+    with pytest.raises(optimum_ipu_ext.IncompatibleSettingsError) as raised:
+        IPUConfig(execution_strategy="parallel_phased", execution_phases=[[{"blocks": ["0"]}]], tensors_liveness=choice)
+    assert str(raised.value) == (
+        f"`tensors_liveness={choice!r}` is invalid: `execution_strategy='parallel_phased'` sets it with "
+        "`sendTensorsOffChipAfterFwd`, which takes 'always_live', 'off_chip_after_fwd'."
+    )
 
 
 def test_every_choice_setting_is_pinned():
     pinned = set(POPART_CHOICES) | set(POPTORCH_CHOICES) | {"execution_strategy", "inference_execution_strategy"}
     with_choices = {name for name, setting in IPUConfig.SETTINGS.items() if setting.choices}
-    assert with_choices == pinned
+    assert with_choices == pinned | {"tensors_liveness"}
+    for name in ("execution_strategy", "inference_execution_strategy"):
+        assert IPUConfig.SETTINGS[name].choices == tuple(STRATEGY_CHOICES)
+    assert set(IPUConfig.SETTINGS["tensors_liveness"].choices) == {choice for _, choice in TENSORS_LIVENESS}
     for name, choices in {**POPART_CHOICES, **POPTORCH_CHOICES}.items():
         assert set(IPUConfig.SETTINGS[name].choices) == set(choices), name
 
@@ -378,9 +428,9 @@ POPTORCH_OPTIONS = {
     "location_activation": "activation_location",
     "location_weight": "weight_location",
     "location_accumulator": "accumulator_location",
-    "separate_backward_phase": None,
-    "tensors_liveness": None,
-    "serial_phases_execution": None,
+    "separate_backward_phase": "separate_backward_phase",
+    "tensors_liveness": "tensors_liveness",
+    "serial_phases_execution": "execution_strategy",
 }
 
 

@@ -74,9 +74,6 @@ def full_settings(draw) -> dict:
         "auto_round_num_ipus": st.booleans(),
         "stochastic_rounding": st.booleans(),
         "save_initializers_to_file": st.booleans(),
-        "execution_strategy": st.sampled_from(["pipelined", "sharded"]),
-        "inference_execution_strategy": st.sampled_from(["pipelined", "sharded"]),
-        "auto_stage": st.sampled_from(["same_as_ipu", "auto_increment"]),
         "accumulation_and_replication_reduction_type": st.sampled_from(["sum", "mean"]),
         "recomputation_mode": choice_or_null("recomputation_mode"),
         "accumulate_outer_fragment_schedule": choice_or_null("accumulate_outer_fragment_schedule"),
@@ -121,6 +118,44 @@ def full_settings(draw) -> dict:
         generated["optimizer_location"] = draw(LOCATION)
     if generated.get("seed"):
         generated["zero_seed"] = False
+    if draw(st.booleans()):
+        generated.update(draw(strategy_settings()))
+    return generated
+
+
+STRATEGY = choice_or_null("execution_strategy")
+
+
+@st.composite
+def stages(draw, count: int) -> list:
+    """`count` stages, of one or two blocks each, each block in one stage, some placed on an IPU."""
+    blocks = iter(draw(st.permutations("abcdefgh")))
+    made = []
+    for _ in range(count):
+        stage = {"blocks": [next(blocks) for _ in range(draw(st.integers(1, 2)))]}
+        if draw(st.booleans()):
+            stage["ipu"] = draw(st.integers(0, 3))
+        made.append(stage)
+    return made
+
+
+@st.composite
+def strategy_settings(draw) -> dict:
+    """The execution strategy settings, in the combinations the rules between them allow."""
+    generated = {"execution_strategy": draw(STRATEGY), "inference_execution_strategy": draw(STRATEGY)}
+    chosen = set(generated.values())
+    generated["auto_stage"] = draw(choice_or_null("auto_stage"))
+    if chosen & {"pipelined", "sharded"}:
+        generated["execution_stages"] = draw(st.one_of(st.none(), st.integers(1, 3).flatmap(stages)))
+    if chosen & {"serial_phased", "parallel_phased"}:
+        sizes = draw(st.lists(st.integers(1, 2), min_size=1, max_size=2))
+        flat = iter(draw(stages(sum(sizes))))
+        generated["execution_phases"] = [[next(flat) for _ in range(size)] for size in sizes]
+        generated["separate_backward_phase"] = draw(st.one_of(st.none(), st.booleans()))
+        liveness = choice_or_null("tensors_liveness")
+        if "parallel_phased" in chosen:
+            liveness = st.sampled_from([None, "always_live", "off_chip_after_fwd"])
+        generated["tensors_liveness"] = draw(liveness)
     return generated
 
 

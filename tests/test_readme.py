@@ -1,6 +1,7 @@
 """The README's install line and quickstart do what they say, on a machine without the Poplar SDK."""
 import contextlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -43,3 +44,17 @@ def test_bring_your_own_builder_prints_what_it_says(sdk, tmp_path, monkeypatch):
         exec(code, {"__name__": "readme"})
     assert output.getvalue() == printed
     assert (tmp_path / "imported" / "ipu_config.json").is_file()
+
+
+def test_the_explicit_pipeline_builds_the_stages_it_shows():
+    from optimum_ipu_ext import IPUConfig
+
+    settings, code = re.findall(r"```(?:json|python)\n(.*?)```", readme_section("Execution strategies: stages and phases"),
+                                re.DOTALL)
+    config = IPUConfig(**json.loads(settings))
+    training, inference = (
+        [line for line in str(config.options_plan(for_inference=mode)).splitlines() if "setExecutionStrategy" in line]
+        for mode in (False, True)
+    )
+    assert training == code.splitlines()
+    assert inference == [code.strip().replace("PipelinedExecution", "ShardedExecution")]

@@ -7,6 +7,7 @@ from ..build import shards_optimizer_state
 from ..core import PlainIPUConfig, SettingsMixin
 from ..errors import IncompatibleSettingsError
 from ..popdist import PopDistLaunch
+from ..settings import PHASED_STRATEGIES
 from .output import Stream, as_json, one_line
 from .sources import CommandError, load_dict
 
@@ -68,6 +69,8 @@ def summary(
             "memory_proportion_per_ipu": plan.argument("setAvailableMemoryProportion"),
             "execution_strategy": value("execution_strategy"),
             "auto_stage": config.auto_stage,
+            "execution_stages": config.execution_stages,
+            "execution_phases": config.execution_phases,
         },
         "replication": {"replication_factor": replicas, "total_ipus": total, "note": total_note},
         "poprun_instance": None if popdist is None else {
@@ -104,6 +107,18 @@ def render_differences(changed: List[Dict[str, Any]], out: Stream) -> None:
         out.write(f"  {item['setting']:<{width}}  {as_json(item['value'])}  {default}")
 
 
+def _execution(pipeline: Dict[str, Any]) -> str:
+    """The build's execution strategy, as `show` writes it."""
+    strategy = pipeline["execution_strategy"]
+    if strategy is None:
+        return "pipelined, stages same_as_ipu (poptorch's default)"
+    if strategy in PHASED_STRATEGIES:
+        return f"{strategy}, phases: {len(pipeline['execution_phases'])}"
+    if pipeline["execution_stages"]:
+        return f"{strategy}, explicit stages: {len(pipeline['execution_stages'])}"
+    return f"{strategy}, stages {pipeline['auto_stage'] or 'same_as_ipu'}"
+
+
 def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
     """Writes `summary` data as text, then `code`: the options plan as Python."""
 
@@ -126,7 +141,7 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
          "-1: the remaining layers, spread evenly" if -1 in pipeline["layers_per_ipu"] else None),
         ("memory proportion per IPU",
          ", ".join(f"{ipu}={proportion}" for ipu, proportion in pipeline["memory_proportion_per_ipu"].items()), None),
-        ("execution", f"{pipeline['execution_strategy']}, stages {pipeline['auto_stage']}", None),
+        ("execution", _execution(pipeline), None),
     ])
     total = replication["total_ipus"]
     instance = data["poprun_instance"]

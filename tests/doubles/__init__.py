@@ -124,11 +124,17 @@ def _comparable(value: Any) -> Any:
 
 def _strategy_state(strategy: Any) -> Dict[str, Any]:
     auto_stage = getattr(strategy._stages_manager, "_auto_stage", None)
-    return {
+    recorded = {
         "type": type(strategy).__name__,
         "auto_stage": None if auto_stage is None else int(auto_stage),
-        "blocks": {block: stage._stage_id for block, stage in strategy._block_map.items()},
+        "blocks": {
+            block: {"stage": stage._stage_id, "phase": stage._phase_id, "ipu": stage._ipu}
+            for block, stage in strategy._block_map.items()
+        },
     }
+    if hasattr(strategy, "_phases"):
+        recorded["phases"] = [[list(stage.blocks) for stage in phase.stages] for phase in strategy._phases]
+    return recorded
 
 
 def state(opts: Any) -> Dict[str, Any]:
@@ -141,9 +147,11 @@ def state(opts: Any) -> Dict[str, Any]:
     - enum members become their value (``ReductionType.Mean`` -> ``1``);
     - lists and tuples become lists, sets become sorted lists;
     - any other object becomes ``"<TypeName>"`` (``compilation_progress_bar_fn`` -> ``"<ProgressBar>"``);
-    - ``toDict()`` only says ``execution_mode`` (0 pipelined, 1 sharded), so the key
-      ``"_execution_strategy"`` adds what ``Options`` keeps of the strategy:
-      ``{"type": class name, "auto_stage": AutoStage value or None, "blocks": {block id: stage id}}``.
+    - ``toDict()`` only says ``execution_mode`` (0 pipelined, 1 sharded, 2 phased) and the phased options, so the
+      key ``"_execution_strategy"`` adds what ``Options`` keeps of the strategy:
+      ``{"type": class name, "auto_stage": AutoStage value or None,
+      "blocks": {block id: {"stage": stage id, "phase": phase id, "ipu": IPU or None}}}``, what the backend is
+      given for each block; a phased strategy adds ``"phases"``: the blocks of each stage of each phase.
     """
     options = opts.toDict()
     poptorch_core._parse_session_options(options)

@@ -25,7 +25,10 @@ from .poptorch_core import Error
 from .options import (
     ConfigFileError,
     Options,
+    ParallelPhasedExecution,
+    Phase,
     PipelinedExecution,
+    SerialPhasedExecution,
     ShardedExecution,
     Stage,
     TensorLocationSettings,

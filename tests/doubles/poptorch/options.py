@@ -247,6 +247,7 @@ class Stage:
         _require(all(isinstance(block, str) for block in block_ids), f"Block ids must be strings, got {block_ids!r}")
         self._blocks = block_ids
         self._stage_id = -1
+        self._phase_id = -1
         self._ipu = None
 
     @property
@@ -324,6 +325,93 @@ class ShardedExecution(PipelinedExecution):
 
     def backendOptions(self):
         return {"execution_mode": 1}
+
+
+class Phase:
+    """Stages that run in parallel in one execution phase: ``Stage`` objects, or block ids making one stage."""
+
+    def __init__(self, *arg: Union[BlockId, Stage]):
+        if all(isinstance(stage, Stage) for stage in arg):
+            self.stages = arg
+        else:
+            _require(
+                all(isinstance(block, str) for block in arg),
+                f"A phase takes block ids (strings) or Stages, got {[type(item) for item in arg]}",
+            )
+            self.stages = [Stage(*arg)]
+
+    def stage(self, idx):
+        return self.stages[idx]
+
+    def ipus(self, *ipus):
+        _require(
+            len(ipus) == len(self.stages), f"The phase has {len(self.stages)} stages but {len(ipus)} IPUs were given"
+        )
+        for stage, ipu in zip(self.stages, ipus):
+            stage.ipu(ipu)
+
+
+class _IPhasedExecution(_IExecutionStrategy):
+    """Run the blocks in phases: each argument a ``Phase``, a list of ``Stage`` or a list of block ids (one stage)."""
+
+    def __init__(self, *phases: Union[Phase, List[Stage], List[BlockId]]):
+        self._tensors_liveness = enums.Liveness.AlwaysLive
+        self._separate_backward_phase = False
+        self._phases = []
+        block_map = {}
+        for phase_id, arg in enumerate(phases):
+            if isinstance(arg, Phase):
+                phase = arg
+            else:
+                phase = Phase(*(arg if isinstance(arg, list) else [arg]))
+            self._phases.append(phase)
+            for stage in phase.stages:
+                stage._phase_id = phase_id
+                for block in stage.blocks:
+                    _require(block not in block_map, f"Block {block!r} is associated with more than one stage")
+                    block_map[block] = stage
+        _require(phases, "Phased execution has no AutoStage: give the phases explicitly")
+        super().__init__(_ExplicitStageManager(block_map), block_map)
+
+    def phase(self, phase: int) -> Phase:
+        _require(isinstance(phase, int) and phase >= 0, f"Phases are numbered from 0, got {phase!r}")
+        return self._phases[phase]
+
+    def useSeparateBackwardPhase(self, use: bool = True):
+        _require(isinstance(use, bool), f"useSeparateBackwardPhase needs a bool, got {use!r}")
+        self._separate_backward_phase = use
+        return self
+
+    def backendOptions(self) -> Dict[str, Union[int, bool]]:
+        return {
+            "execution_mode": 2,
+            "separate_backward_phase": self._separate_backward_phase,
+            "tensors_liveness": self._tensors_liveness.value,
+        }
+
+
+class ParallelPhasedExecution(_IPhasedExecution):
+    """Phases alternate between two groups of IPUs."""
+
+    def backendOptions(self) -> Dict[str, Union[int, bool]]:
+        return {**super().backendOptions(), "serial_phases_execution": False}
+
+    def sendTensorsOffChipAfterFwd(self, off_chip: bool = True) -> "ParallelPhasedExecution":
+        _require(isinstance(off_chip, bool), f"sendTensorsOffChipAfterFwd needs a bool, got {off_chip!r}")
+        self._tensors_liveness = enums.Liveness.OffChipAfterFwd if off_chip else enums.Liveness.AlwaysLive
+        return self
+
+
+class SerialPhasedExecution(_IPhasedExecution):
+    """Every phase runs on the same group of IPUs, one after the other."""
+
+    def setTensorsLiveness(self, liveness: "enums.Liveness") -> "SerialPhasedExecution":
+        _require(isinstance(liveness, enums.Liveness), f"setTensorsLiveness needs a poptorch.Liveness, got {liveness!r}")
+        self._tensors_liveness = liveness
+        return self
+
+    def backendOptions(self) -> Dict[str, Union[int, bool]]:
+        return {**super().backendOptions(), "serial_phases_execution": True}
 
 
 class Options(OptionsDict):
