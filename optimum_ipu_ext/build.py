@@ -10,7 +10,7 @@ IPUs themselves. Nothing here imports the Poplar SDK.
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from .errors import IncompatibleSettingsError, UnsupportedOptionsError
-from .plan import Construct, OptionCall, OptionsPlan, Ref, sdk_value
+from .plan import Construct, OptionCall, OptionsPlan, sdk_value
 from .popdist import PopDistLaunch
 from .settings import EXECUTION_STRATEGIES, PHASED_STRATEGIES, SETTINGS, STRATEGY_SETTINGS, StageSetting
 

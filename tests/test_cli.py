@@ -14,8 +14,8 @@ import pytest
 
 from expected_states import PRESET_TRAINING_PLAN, preset_training_plan_data
 from hub_fixtures import hub_env
+from cli_helpers import run
 from optimum_ipu_ext import IPUConfig
-from optimum_ipu_ext.cli import main
 from optimum_ipu_ext.cli.output import Stream
 from optimum_ipu_ext.cli.reports import reserved_ipus
 from optimum_ipu_ext.cli.sources import presets
@@ -69,16 +69,6 @@ Differs from optimum-graphcore's defaults (16)
 Options: the calls to_options() makes
 {plan}
 """
-
-
-def run(capsys, *argv):
-    """`main(argv)` in this process: (exit code, stdout, stderr). argparse's exits are returned, not raised."""
-    try:
-        code = main([str(arg) for arg in argv])
-    except SystemExit as exit:
-        code = exit.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def run_script(*argv, env=None, cwd=None):

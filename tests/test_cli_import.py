@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from doubles import installed
+from cli_helpers import run
 from optimum_ipu_ext import BuilderError
-from optimum_ipu_ext.cli import builder, main, named_value
+from optimum_ipu_ext.cli import builder, named_value
 from optimum_ipu_ext.core import PlainIPUConfig
 from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
@@ -45,16 +46,6 @@ IMPORTED = {
     "recomputation_mode": "pipeline",
     "popart_options": {"decomposeGradSum": True},
 }
-
-
-def run(capsys, *argv):
-    """`ipu-config` in this process: (exit code, stdout, stderr)."""
-    try:
-        code = main([str(arg) for arg in argv])
-    except SystemExit as exit:
-        code = exit.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def saved(folder):

@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from cli_helpers import run
 from optimum_ipu_ext import (
     ConfigFileError,
     IncompatibleSettingsError,
@@ -29,12 +30,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PRESET = str(ROOT / "configs" / "pipelined-2ipu.json")
 SCRIPT = str(Path(sys.executable).with_name("ipu-config"))
 SHARDING_UNUSED = "`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)"
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def accepted(make, kwargs) -> bool:
