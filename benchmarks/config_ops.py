@@ -79,6 +79,15 @@ def main() -> None:
             lambda: theirs_unseeded.to_options(compile_only=True),
         ),
     }
+    # the floor of any build of these options: the printed plan run as Python, the same calls with no planning
+    floors = {
+        "floor: the calls alone": compile(str(ours.options_plan(compile_only=True)), "<plan>", "exec"),
+        "floor: the calls alone, no seed": compile(str(ours_unseeded.options_plan(compile_only=True)), "<plan>", "exec"),
+    }
+    operations["floor: the calls alone"] = (lambda: exec(floors["floor: the calls alone"], {}),
+                                            operations["build poptorch.Options (doubles)"][1])
+    operations["floor: the calls alone, no seed"] = (lambda: exec(floors["floor: the calls alone, no seed"], {}),
+                                                     operations["build poptorch.Options, no seed"][1])
     print(f"{'operation':34} {'ours (us)':>10} {'optimum-graphcore (us)':>23} {'ratio':>7}  goal")
     with installed():
         for name, (our_call, their_call) in operations.items():

@@ -23,6 +23,12 @@ SIMPLE_ROWS = {
            and mode in setting.modes]
     for mode in ("training", "inference")
 }
+# What the loop needs of each: (name, setting, whether its call is a PopART session option's, which go last)
+_LOOP = {mode: [(name, setting, setting.call.startswith("_Popart.")) for name, setting in rows]
+         for mode, rows in SIMPLE_ROWS.items()}
+
+
+NEW_OPTIONS = Construct("poptorch.Options")
 
 
 def build_plan(
@@ -43,7 +49,7 @@ def build_plan(
     replication_setting = f"{prefix}replication_factor"
     replicas = settings[replication_setting]
     if popdist is None:
-        options, notes = Construct("poptorch.Options"), ()
+        options, notes = NEW_OPTIONS, ()
     else:
         replicas = popdist.job_replicas(replication_setting, replicas)
         ipus = settings[f"{prefix}ipus_per_replica"]
@@ -53,12 +59,13 @@ def build_plan(
 
     calls: List[OptionCall] = []
     popart_calls: List[OptionCall] = []  # PopART session options go last, as in optimum-graphcore's build
-    for name, setting in SIMPLE_ROWS[mode]:
-        argument = setting.argument(values[name] if name in values else settings[name])
+    for name, setting, popart in _LOOP[mode]:
+        value = values[name] if name in values else settings[name]
+        argument = None if value is None else setting.argument(value)  # most new settings are null: no call
         if argument is not None:
             arguments = argument if type(argument) is tuple else (argument,)
             call = OptionCall(setting.call, (setting.key, *arguments) if setting.key else arguments)
-            (popart_calls if setting.call.startswith("_Popart.") else calls).append(call)
+            (popart_calls if popart else calls).append(call)
     composite = {
         "TensorLocations.setOptimizerLocation": _optimizer_location(settings, replicas),
         "setExecutionStrategy": _execution_strategy(settings, prefix),
@@ -123,11 +130,11 @@ def check_execution_strategies(settings: Dict[str, Any]) -> None:
     """The rules between the strategy settings: a strategy's own settings are given only when a build uses that
     strategy, a phased build has its phases, and its tensors' liveness is one the strategy can set."""
     strategies = {field: settings[field] for field in STRATEGY_FIELDS}
-    chosen = ", ".join(f"`{field}={strategy!r}`" for field, strategy in strategies.items())
     read = {name for strategy in strategies.values() if strategy for name in STRATEGY_SETTINGS[strategy]}
     for name in sorted({name for names in STRATEGY_SETTINGS.values() for name in names} - read):
         if settings[name] is not None:
             readers = [strategy for strategy, names in STRATEGY_SETTINGS.items() if name in names]
+            chosen = ", ".join(f"`{field}={strategy!r}`" for field, strategy in strategies.items())
             raise IncompatibleSettingsError(
                 name, settings[name], f"only the {' and '.join(readers)} strategies read it, and no build uses them ({chosen})"
             )

@@ -81,6 +81,10 @@ class Setting:
         object.__setattr__(self, "_conforms", type_checker(self.annotation))
         if self.key and not self.state:
             object.__setattr__(self, "state", (self.key,))
+        # each choice's enum member, made once: plans are made on every `to_options()`
+        members = {choice: Ref(self.sdk_member(choice), as_int=self.key is not None) for choice in self.choices} \
+            if self.sdk_enum else {}
+        object.__setattr__(self, "_members", members)
 
     def default_value(self) -> Any:
         """A fresh copy of the default, safe to mutate (defaults are flat lists and dicts)."""
@@ -123,7 +127,7 @@ class Setting:
         if self.encode is not None:
             return self.encode(value)
         if self.sdk_enum:
-            return Ref(self.sdk_member(value), as_int=self.key is not None)
+            return self._members[value]
         return value
 
     def read(self, state: Mapping[str, Any]) -> Any:
