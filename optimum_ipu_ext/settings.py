@@ -3,9 +3,10 @@ ones this package adds (`EXTENSION_SETTINGS`).
 
 Each row says what the setting does and which `poptorch.Options` call it drives (`call`, dotted as
 `OptionCall.method`). Rows with a `call` that is not `composite` are turned into calls by one generic
-loop in `build.py`; a value that encodes to `None` makes no call, leaving poptorch's / PopART's default.
-The same row says which `toDict()` keys the call writes (`state`) and how the value reads back (`decode`):
-`IPUConfig.from_options` imports options through it. The README's attribute tables and the JSON Schema (`documents.py`) are generated from these rows.
+loop in `build.py`; `null`, or a value that encodes to `None`, makes no call, leaving poptorch's / PopART's
+default. The same row says which `toDict()` keys the call writes (`state`) and how the value reads back
+(`decode`): `IPUConfig.from_options` imports options through it. The README's attribute and method tables and
+the JSON Schema (`documents.py`) are generated from these rows and the tables of methods held otherwise or refused.
 
 Defaults reproduce the build optimum-graphcore 0.7.1 makes, so an existing config behaves the same
 under our class. Adding a setting is one row here plus a test. Nothing here imports transformers.

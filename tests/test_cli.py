@@ -71,6 +71,20 @@ Options: the calls to_options() makes
 """
 
 
+NULLS = {"matmul_proportion": None, "stochastic_rounding": None, "optimizer_state_offchip": None,
+         "optimizer_location": {"useOnChipStorage": False}}
+
+
+def test_show_says_which_calls_a_config_leaves_to_poptorch(capsys, tmp_path):
+    path = tmp_path / "ipu_config.json"
+    path.write_text(json.dumps(NULLS))
+    code, out, err = run(capsys, "show", path)
+    assert (code, err) == (0, "")
+    assert "  memory proportion per IPU   not set  (poptorch's default)\n" in out
+    assert "  stochastic rounding         not set  (PopART's default)\n" in out
+    assert '  placement                   {"useOnChipStorage": false}  (TensorLocationSettings calls)\n' in out
+
+
 def run_script(*argv, env=None, cwd=None):
     """The installed `ipu-config` console script, in a fresh process kept off the network."""
     full_env = dict(os.environ, HF_HUB_OFFLINE="1")
@@ -242,7 +256,7 @@ def test_show_json_is_the_same_summary(capsys):
     assert data["precision"] == {"half_partials": False, "stochastic_rounding": True}
     assert data["recomputation"] == {"recomputation_mode": "pipeline", "recompute_checkpoint_every_layer": False}
     assert data["optimizer_state"] == {
-        "offchip": False, "replicated_tensor_sharding": False, "note": "requested, unused with 1 replica"
+        "offchip": False, "location": None, "replicated_tensor_sharding": False, "note": "requested, unused with 1 replica"
     }
     assert data["options_plan"] == preset_training_plan_data(replicas=1, sharded=False)
     _, text, _ = run(capsys, "show", PRESET)

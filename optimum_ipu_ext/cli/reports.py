@@ -90,6 +90,7 @@ def summary(
         },
         "optimizer_state": {
             "offchip": config.optimizer_state_offchip,
+            "location": config.optimizer_location,
             "replicated_tensor_sharding": sharded,
             "note": "requested, unused with 1 replica" if config.replicated_tensor_sharding and not sharded else None,
         },
@@ -131,7 +132,12 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
     def on(flag: bool) -> str:
         return "on" if flag else "off"
 
+    def unless_unset(value: Any, text: str, default_of: str) -> Tuple[str, Optional[str]]:
+        """`text`, or "not set" with whose default stays where the setting makes no call (`value` None)."""
+        return ("not set", f"{default_of}'s default") if value is None else (text, None)
+
     pipeline, replication, batch = data["pipeline"], data["replication"], data["batch_size_factor"]
+    proportions = pipeline["memory_proportion_per_ipu"]
     precision, recomputation, optimizer = data["precision"], data["recomputation"], data["optimizer_state"]
     out.write(f"{out.style(data['source'], 'bold')} ({data['mode']})")
     out.write()
@@ -139,8 +145,8 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
         ("IPUs per replica", str(pipeline["ipus_per_replica"]), None),
         ("layers per IPU", as_json(pipeline["layers_per_ipu"]),
          "-1: the remaining layers, spread evenly" if -1 in pipeline["layers_per_ipu"] else None),
-        ("memory proportion per IPU",
-         ", ".join(f"{ipu}={proportion}" for ipu, proportion in pipeline["memory_proportion_per_ipu"].items()), None),
+        ("memory proportion per IPU", *unless_unset(proportions, ", ".join(
+            f"{ipu}={proportion}" for ipu, proportion in (proportions or {}).items()), "poptorch")),
         ("execution", _execution(pipeline), None),
     ])
     total = replication["total_ipus"]
@@ -160,12 +166,13 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
     mode = recomputation["recomputation_mode"]
     section("Precision and recomputation", [
         ("matmul/conv partials", "float16" if precision["half_partials"] else "float32", None),
-        ("stochastic rounding", on(precision["stochastic_rounding"]), None),
+        ("stochastic rounding", *unless_unset(precision["stochastic_rounding"], on(precision["stochastic_rounding"]), "PopART")),
         ("recomputation", mode or "not set", None if mode else "PopART's default"),
         ("checkpoint every layer", on(recomputation["recompute_checkpoint_every_layer"]), None),
     ])
     section("Optimizer state", [
-        ("placement", "off chip" if optimizer["offchip"] else "on chip", None),
+        ("placement", as_json(optimizer["location"]), "TensorLocationSettings calls") if optimizer["location"] is not None
+        else ("placement", *unless_unset(optimizer["offchip"], "off chip" if optimizer["offchip"] else "on chip", "poptorch")),
         ("sharding across replicas", on(optimizer["replicated_tensor_sharding"]), optimizer["note"]),
     ])
     render_differences(data["differs_from_defaults"], out)
