@@ -105,13 +105,13 @@ def read_optimizer_location(states: List[Dict[str, Any]]) -> Dict[str, Any]:
     values: Dict[str, Any] = {}
     for state in states:
         location = state.get("location_optimizer")
-        sharded = bool(location.get("useReplicatedTensorSharding")) if location else False
         if location is None or set(location) != {"onChip", "useReplicatedTensorSharding"} \
-                or (sharded and state["replication_factor"] == 1):
+                or (location["useReplicatedTensorSharding"] and state["replication_factor"] == 1):
             return {"optimizer_state_offchip": None, "replicated_tensor_sharding": None}
         values.update(optimizer_state_offchip=not location["onChip"], optimizer_location=None)
-        if sharded or state["replication_factor"] > 1:  # with one replica, the build shards nothing either way
-            values["replicated_tensor_sharding"] = sharded
+        if location["useReplicatedTensorSharding"] or state["replication_factor"] > 1:
+            values["replicated_tensor_sharding"] = bool(location["useReplicatedTensorSharding"])
+        # else one replica, which shards nothing either way: the other build's replicas tell
     return values
 
 
@@ -241,8 +241,8 @@ def read_memory_proportions(state: Dict[str, Any], prefix: str, ipus: Optional[i
     """The proportions of IPUs 0 to `ipus - 1` (default: every IPU the state names, as many as the pipeline has);
     null where the call was not made."""
     proportions = state.get("available_memory_proportion") or {}
-    if not proportions:
-        return {f"{prefix}matmul_proportion": None}
+    if not proportions:  # no call; an inference build makes none only where the training one makes none too
+        return {"matmul_proportion": None, f"{prefix}matmul_proportion": None}
     ipus = len(proportions) if ipus is None else ipus
     if not ipus or any(index not in proportions for index in range(ipus)):
         raise UnsupportedOptionsError(

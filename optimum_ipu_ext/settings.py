@@ -97,13 +97,18 @@ def _location_setting(kind: str, tensors: str) -> Setting:
     return Setting(
         f"{kind}_location", Optional[Dict[str, Union[bool, int]]], None, doc,
         call=f"TensorLocations.{method}", state=(f"location_{kind}",), constraint=_location_calls,
-        encode=lambda calls: Construct(
-            "poptorch.TensorLocationSettings", chain=tuple((name, (argument,)) for name, argument in calls.items())
-        ),
-        decode=lambda written: None if written is None else {
-            name: to(written[field]) for name, (field, to) in TENSOR_LOCATION_CALLS.items() if field in written
-        },
+        encode=_location, decode=_read_location,
     )
+
+
+def _location(calls: Dict[str, Any]) -> Construct:
+    return Construct("poptorch.TensorLocationSettings", chain=tuple((name, (argument,)) for name, argument in calls.items()))
+
+
+def _read_location(written: Optional[Dict[str, int]]) -> Optional[Dict[str, Any]]:
+    if written is None:
+        return None
+    return {name: to(written[field]) for name, (field, to) in TENSOR_LOCATION_CALLS.items() if field in written}
 
 
 REPLICA_GROUPINGS = {"consecutive": "Consecutive", "orthogonal": "Orthogonal"}

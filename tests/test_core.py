@@ -4,6 +4,7 @@ tables, and the `ipu-config` commands that run on it."""
 import importlib
 import json
 import os
+import tempfile
 import subprocess
 import sys
 import warnings
@@ -20,6 +21,7 @@ from optimum_ipu_ext import (
     IPUConfig,
     UnknownSettingError,
 )
+from optimum_ipu_ext.build import shards_optimizer_state
 from optimum_ipu_ext.bundled_base import transformers_defaults
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext.core import PlainIPUConfig
@@ -662,3 +664,45 @@ def test_a_plain_config_becomes_an_ipu_config_with_the_same_settings():
     assert isinstance(config, IPUConfig)
     assert (config.replication_factor, config.recomputation_mode) == (4, "pipeline")
     assert config.options_plan() == plain.options_plan()
+
+
+def test_a_null_count_does_not_stop_the_check_of_the_keys_after_it():
+    with pytest.warns(FutureWarning, match="`random_seed` is no longer an IPUConfig setting"):
+        config = PlainIPUConfig(**{"device_iterations": None, "random_seed": 3})
+    assert config.device_iterations == 1
+    with pytest.raises(UnknownSettingError):
+        PlainIPUConfig(**{"device_iterations": None, "replicaton_factor": 2})
+
+
+@pytest.mark.parametrize("options", [
+    {"partialsTypeMatMuls": "float", "outlineThreshold": 5},  # free (no partials call), then a setting's
+    {"decomposeGradSum": True, "random_seed": 1},  # PopART's own, then poptorch's
+])
+def test_popart_options_check_every_key_not_only_the_first(options):
+    with pytest.raises(IncompatibleSettingsError):
+        PlainIPUConfig(enable_half_partials=False, popart_options=options)
+
+
+@pytest.mark.parametrize("name, drawn", [
+    (os.path.join(tempfile.gettempdir(), "tmpab12cd"), True),
+    (os.path.join(tempfile.gettempdir(), "weights.onnx"), False),
+    (os.path.join("/data", "tmpab12cd"), False),
+])
+def test_a_temporary_file_name_is_told_from_a_chosen_one(name, drawn):
+    assert TempFile.drew(name) is drawn
+
+
+def test_none_as_an_argument_prints_as_none():
+    plan = PlainIPUConfig(executable_cache_dir=False).options_plan()
+    assert "\nopts.enableExecutableCaching(None)\n" in str(plan)
+    assert [call for call in plan.to_dict()["calls"] if call["method"] == "enableExecutableCaching"] == [
+        {"method": "enableExecutableCaching", "args": [None]}]
+
+
+def test_an_optimizer_location_without_sharding_shards_nothing():
+    config = PlainIPUConfig(optimizer_state_offchip=None, optimizer_location={"useOnChipStorage": False},
+                            replication_factor=4)
+    assert not shards_optimizer_state(config.options_plan())
+    sharded = PlainIPUConfig(optimizer_state_offchip=None, replication_factor=4,
+                             optimizer_location={"useReplicatedTensorSharding": True})
+    assert shards_optimizer_state(sharded.options_plan())

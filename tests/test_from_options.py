@@ -1,7 +1,9 @@
 """`IPUConfig.from_options`: hand-written `poptorch.Options` (on the strict doubles) import into a config whose
 options have the same state; what no config rebuilds is refused, every such option named at once."""
 
+import os
 import pickle
+import tempfile
 import types
 
 import pytest
@@ -13,6 +15,7 @@ from doubles import installed
 from expected_states import seed_state
 from optimum_ipu_ext import IncompatibleSettingsError, IPUConfig, UnknownSettingError, UnsupportedOptionsError
 from optimum_ipu_ext.core import PlainIPUConfig
+from optimum_ipu_ext.importer import python_state
 from test_properties import PROFILE, full_settings
 from test_to_options import comparable
 
@@ -415,3 +418,112 @@ def test_the_core_imports_too(hand_written):
     config = PlainIPUConfig.from_options(training=hand_written)
     assert {name: getattr(config, name) for name in HAND_WRITTEN_SETTINGS} == HAND_WRITTEN_SETTINGS
     assert comparable(config.options_plan().build()) == _resolved(hand_written, doubles.poptorch.OutputMode.Final)
+
+
+# --- what the import says, word for word --------------------------------------------------------------------------
+
+def test_options_are_named_when_missing(sdk):
+    with pytest.raises(TypeError) as raised:
+        IPUConfig.from_options()
+    assert str(raised.value) == "from_options() needs `training` or `inference` options (poptorch.Options), or both"
+
+
+def test_a_popart_options_override_replaces_what_the_options_hold(hand_written):
+    config = IPUConfig.from_options(training=hand_written, popart_options={"decomposeGradSum": True})
+    assert config.popart_options == {"decomposeGradSum": True}
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=hand_written, popart_options={})
+    assert raised.value.options == {"decomposeGradSum": "True given, 'not set' rebuilt"}
+
+
+def test_what_is_dropped_is_said_once_for_both_builds_at_the_callers_line(sdk):
+    poptorch = doubles.poptorch
+    training = poptorch.Options().setAvailableMemoryProportion({"IPU0": 0.1, "IPU1": 0.2, "IPU2": 0.3})
+    inference = poptorch.Options().setAvailableMemoryProportion({"IPU0": 0.4, "IPU1": 0.5})
+    with pytest.warns(UserWarning) as warned:
+        config = IPUConfig.from_options(training=training, inference=inference, ipus_per_replica=2,
+                                        inference_ipus_per_replica=1)
+    assert [str(warning.message) for warning in warned] == [
+        "from_options() could not read, and dropped: the inference memory proportions of IPU1, beyond the 1 IPUs per "
+        "replica given; the training memory proportions of IPU2, beyond the 2 IPUs per replica given"
+    ]
+    assert warned[0].filename == __file__
+    assert (config.matmul_proportion, config.inference_matmul_proportion) == ([0.1, 0.2], 0.4)
+
+
+def test_a_reader_refusal_says_which_build(sdk):
+    training = doubles.poptorch.Options()
+    inference = doubles.poptorch.Options().setAvailableMemoryProportion({"IPU0": 0.1, "IPU2": 0.1})
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=training, inference=inference)
+    assert raised.value.options["setAvailableMemoryProportion (available_memory_proportion) (inference)"] == (
+        "{IPU0: 0.1, IPU2: 0.1}: the settings give IPU0 to IPU<n-1>, n >= 1"
+    )
+
+
+def test_sharding_read_from_the_build_with_replicas(sdk):
+    poptorch = doubles.poptorch
+
+    def build(replicas, sharded):
+        opts = poptorch.Options().replicationFactor(replicas)
+        opts.TensorLocations.setOptimizerLocation(
+            poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(sharded))
+        return opts
+
+    training, inference = build(1, False), build(2, True)
+    config = IPUConfig.from_options(training=training, inference=inference)
+    assert (config.replicated_tensor_sharding, config.optimizer_location) == (True, None)
+    config = IPUConfig.from_options(training=inference, inference=training)
+    assert (config.replicated_tensor_sharding, config.optimizer_location) == (True, None)
+
+
+def test_an_inference_build_without_memory_proportions_imports_alone(sdk):
+    config = IPUConfig.from_options(inference=doubles.poptorch.Options())
+    assert (config.matmul_proportion, config.inference_matmul_proportion) == (None, None)
+
+
+def test_a_difference_with_no_reason_says_what_was_given_and_rebuilt(sdk):
+    inference = doubles.poptorch.Options()
+    inference.Training.gradientAccumulation(4)  # an inference build never makes this call
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(inference=inference)
+    assert raised.value.options == {"Training.gradientAccumulation (gradient_accumulation)": "4 given, 1 rebuilt"}
+
+
+def test_a_fresh_initializer_file_does_not_hide_what_follows_it(sdk):
+    opts = doubles.poptorch.Options().useIpuModel(True)
+    opts._Popart.set("saveInitializersToFile", os.path.join(tempfile.gettempdir(), "tmp_initializers"))
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=opts)
+    assert list(raised.value.options) == ["useIpuModel (use_model)"]
+
+
+def test_an_initializer_file_that_is_not_a_name_is_refused(sdk):
+    opts = doubles.poptorch.Options()
+    opts._Popart.set("saveInitializersToFile", 5)
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=opts)
+    assert list(raised.value.options) == ["saveInitializersToFile"]
+
+
+def test_a_strategy_no_setting_names_is_refused(sdk):
+    class MyPipeline(doubles.poptorch.PipelinedExecution):
+        """A strategy of the builder's own."""
+
+    opts = doubles.poptorch.Options().setExecutionStrategy(MyPipeline())
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=opts)
+    assert raised.value.options == {"setExecutionStrategy": "MyPipeline: the settings express PipelinedExecution, "
+                                    "ShardedExecution, SerialPhasedExecution, ParallelPhasedExecution"}
+
+
+def test_the_state_toDict_leaves_out_tells_strategies_apart(sdk):
+    poptorch = doubles.poptorch
+    states = [
+        python_state(poptorch.Options().setExecutionStrategy(strategy))
+        for strategy in (poptorch.PipelinedExecution(poptorch.AutoStage.SameAsIpu),
+                         poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement),
+                         poptorch.ShardedExecution(poptorch.AutoStage.SameAsIpu))
+    ]
+    assert states[0]["setExecutionStrategy"][:2] == ("PipelinedExecution", poptorch.AutoStage.SameAsIpu)
+    assert len({repr(state) for state in states}) == 3

@@ -357,6 +357,7 @@ READ_BACK = [
     ("input_replica_grouping", {"input_group_size": 1, "input_cgt": 2}, {"size": 1, "type": "orthogonal"}),
     ("input_replica_grouping", {"input_group_size": 4, "input_cgt": 1}, {"size": 4, "type": "consecutive"}),
     ("input_replica_grouping", {"input_group_size": 1, "input_cgt": 1}, None),
+    ("input_replica_grouping", {"input_group_size": 2}, {"size": 2, "type": "consecutive"}),
     ("connection_type", {"connection_type": 1}, "on_demand"),
     ("connection_type", {"connection_type": 2}, "never"),
     ("connection_type", {"connection_type": 0}, None),

@@ -208,6 +208,8 @@ UNREADABLE = [
     ('engine_options=["a"]', "`engine_options='[\"a\"]'` is invalid: expected object of string to string."),
     ("engine_options={a}", "`engine_options='{a}'` is invalid: expected object of string to string."),
     ("seed", "`seed='seed'` is invalid: expected key=value."),
+    ("matmul_proportion=lots", "`matmul_proportion='lots'` is invalid: expected a number."),
+    ("matmul_proportion=[0.1 x]", "`matmul_proportion='[0.1 x]'` is invalid: expected list of number, written as [a b c]."),
 ]
 
 
@@ -314,3 +316,40 @@ def test_a_setting_of_any_class_names_it():
     setting = Setting("probe", bytes, b"", "")
     with pytest.raises(SettingTypeError, match=r"^`probe='s'` has type `str`, expected bytes\.$"):
         setting.check("s")
+
+
+# values a setting's own check refuses, with what the error says is allowed
+LOCATION_KEYS = ("useOnChipStorage, useReplicatedTensorSharding, useIOTilesToLoad, useIOTilesToStore, "
+                 "minElementsForOffChip, minElementsForReplicatedTensorSharding")
+GROUPING = "give {\"size\": a positive integer, \"type\": one of 'consecutive', 'orthogonal'}"
+CONSTRAINED = [
+    ("executable_cache_dir", True, "give a folder, or false to turn caching off"),
+    ("num_io_tiles", 33, "the number must be even"),
+    ("weight_location", {"useOnChip": True}, f"keys are TensorLocationSettings methods: {LOCATION_KEYS}"),
+    ("weight_location", {"useOnChipStorage": 1}, "`useOnChipStorage` takes true or false"),
+    ("activation_location", {"useIOTilesToLoad": True, "minElementsForOffChip": True},
+     "`minElementsForOffChip` takes an unsigned integer"),
+    ("accumulator_location", {"minElementsForReplicatedTensorSharding": -1},
+     "`minElementsForReplicatedTensorSharding` takes an unsigned integer"),
+    ("input_replica_grouping", {"size": 2}, GROUPING),
+    ("input_replica_grouping", {"size": 0, "type": "consecutive"}, GROUPING),
+    ("input_replica_grouping", {"size": 2, "type": "all"}, GROUPING),
+    ("input_replica_grouping", {"size": "2", "type": "orthogonal"}, GROUPING),
+    ("input_replica_grouping", {"size": 2, "type": "orthogonal", "extra": 1}, GROUPING),
+]
+
+
+@pytest.mark.parametrize("name, value, allowed", CONSTRAINED, ids=[f"{n}={v!r}" for n, v, _ in CONSTRAINED])
+def test_a_settings_own_check_names_what_is_allowed(name, value, allowed):
+    with pytest.raises(InvalidSettingError) as raised:
+        IPUConfig.SETTINGS[name].check(value)
+    assert str(raised.value) == f"`{name}={value!r}` is invalid: {allowed}."
+
+
+@pytest.mark.parametrize("name, value", [
+    ("executable_cache_dir", False), ("num_io_tiles", 32), ("weight_location", {}),
+    ("weight_location", {"useOnChipStorage": False, "minElementsForOffChip": 0}),
+    ("input_replica_grouping", {"size": 1, "type": "orthogonal"}),
+])
+def test_a_settings_own_check_takes_what_poptorch_takes(name, value):
+    assert IPUConfig.SETTINGS[name].check(value) == value
