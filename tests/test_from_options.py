@@ -447,8 +447,9 @@ def test_what_is_dropped_is_said_once_for_both_builds_at_the_callers_line(sdk):
         "from_options() could not read, and dropped: the inference memory proportions of IPU1, beyond the 1 IPUs per "
         "replica given; the training memory proportions of IPU2, beyond the 2 IPUs per replica given"
     ]
-    assert warned[0].filename == __file__
     assert (config.matmul_proportion, config.inference_matmul_proportion) == ([0.1, 0.2], 0.4)
+    if os.path.basename(os.path.dirname(os.path.dirname(__file__))) != "mutants":  # mutmut's trampolines add frames
+        assert warned[0].filename == __file__
 
 
 def test_a_reader_refusal_says_which_build(sdk):
