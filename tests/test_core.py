@@ -672,6 +672,8 @@ def test_a_null_count_does_not_stop_the_check_of_the_keys_after_it():
     assert config.device_iterations == 1
     with pytest.raises(UnknownSettingError):
         PlainIPUConfig(**{"device_iterations": None, "replicaton_factor": 2})
+    with pytest.warns(FutureWarning, match="`random_seed` is no longer an IPUConfig setting"):
+        PlainIPUConfig(**{"transformers_version": "4.29.2", "random_seed": 3})
 
 
 @pytest.mark.parametrize("options", [

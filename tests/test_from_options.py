@@ -346,6 +346,11 @@ REFUSED = {
         lambda p, o: o.setExecutionStrategy(p.PipelinedExecution(p.Stage("embeddings"), p.Stage("encoder").ipu(-1))),
         {"setExecutionStrategy": "PipelinedExecution: stage 1: `ipu` must be an integer >= 0"},
     ),
+    "a null for PopART": (
+        lambda p, o: o._Popart.set("customCodelets", None),
+        {"customCodelets": "None: values must be what PopART options take: booleans, finite numbers, strings, "
+                           "unsigned integers, and lists or objects of strings and unsigned integers"},
+    ),
     "a set for PopART": (
         lambda p, o: o._Popart.set("customCodelets", {"a.gp"}),
         {"customCodelets": "{'a.gp'}: values must be what PopART options take: booleans, finite numbers, strings, "
@@ -492,6 +497,25 @@ def test_sharding_read_from_the_build_with_replicas(sdk):
 def test_an_inference_build_without_memory_proportions_imports_alone(sdk):
     config = IPUConfig.from_options(inference=doubles.poptorch.Options())
     assert (config.matmul_proportion, config.inference_matmul_proportion) == (None, None)
+
+
+def test_the_import_rebuilds_for_one_host_inside_a_poprun_launch(poprun):
+    environment = {"POPDIST_NUM_TOTAL_REPLICAS": "4", "POPDIST_NUM_IPUS_PER_REPLICA": "1",
+                   "POPDIST_NUM_LOCAL_REPLICAS": "2", "POPDIST_UNIFORM_REPLICAS_PER_INSTANCE": "1",
+                   "POPDIST_REPLICA_INDEX_OFFSET": "2", "POPDIST_LOCAL_INSTANCE_INDEX": "0",
+                   "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1"}
+    with poprun(environment):
+        built = hand_written_build(doubles.poptorch, doubles.popart)
+        config = IPUConfig.from_options(training=built)
+        assert comparable(config.options_plan(popdist=False).build()) == _resolved(built, doubles.poptorch.OutputMode.Final)
+
+
+def test_each_build_is_compared_with_its_own_rebuild(sdk):
+    training = doubles.poptorch.Options()  # no stochastic rounding call
+    inference = doubles.poptorch.Options()
+    inference.Precision.enableStochasticRounding(True)
+    config = IPUConfig.from_options(training=training, inference=inference)
+    assert (config.stochastic_rounding, config.inference_stochastic_rounding, config.popart_options) == (None, True, {})
 
 
 def test_a_difference_with_no_reason_says_what_was_given_and_rebuilt(sdk):
