@@ -240,7 +240,7 @@ def _parse(field: str, text: str, annotation: Any) -> Any:
         return _parse(field, text, (scalars or lists)[-1])
     try:
         if origin is list:
-            return json.loads(text.replace(" ", ",")) if text.startswith("[") else _not_written(field, text, annotation)
+            return _list(text) if text.startswith("[") else _not_written(field, text, annotation)
         if origin is dict:
             value = json.loads(text)
             return value if isinstance(value, dict) else _not_written(field, text, annotation)
@@ -253,6 +253,14 @@ def _parse(field: str, text: str, annotation: Any) -> Any:
     except ValueError:
         return _not_written(field, text, annotation)
     return text
+
+
+def _list(text: str) -> Any:
+    """A list written as JSON (`[{"blocks": ["a"]}]`) or with spaces between its items (`[0.1 0.2]`)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return json.loads(text.replace(" ", ","))
 
 
 def _not_written(field: str, text: str, annotation: Any):
