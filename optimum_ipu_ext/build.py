@@ -10,7 +10,7 @@ IPUs themselves. Nothing here imports the Poplar SDK.
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from .errors import IncompatibleSettingsError, UnsupportedOptionsError
-from .plan import Construct, OptionCall, OptionsPlan, sdk_value
+from .plan import Construct, OptionCall, OptionsPlan
 from .popdist import PopDistLaunch
 from .settings import EXECUTION_STRATEGIES, PHASED_STRATEGIES, SETTINGS, STRATEGY_SETTINGS, StageSetting
 
@@ -23,10 +23,6 @@ SIMPLE_ROWS = {
            and mode in setting.modes]
     for mode in ("training", "inference")
 }
-# What the loop needs of each: (name, setting, whether its call is a PopART session option's, which go last)
-_LOOP = {mode: [(name, setting, setting.call.startswith("_Popart.")) for name, setting in rows]
-         for mode, rows in SIMPLE_ROWS.items()}
-
 
 NEW_OPTIONS = Construct("poptorch.Options")
 
@@ -59,13 +55,13 @@ def build_plan(
 
     calls: List[OptionCall] = []
     popart_calls: List[OptionCall] = []  # PopART session options go last, as in optimum-graphcore's build
-    for name, setting, popart in _LOOP[mode]:
+    for name, setting in SIMPLE_ROWS[mode]:
         value = values[name] if name in values else settings[name]
         argument = None if value is None else setting.argument(value)  # most new settings are null: no call
         if argument is not None:
             arguments = argument if type(argument) is tuple else (argument,)
             call = OptionCall(setting.call, (setting.key, *arguments) if setting.key else arguments)
-            (popart_calls if popart else calls).append(call)
+            (popart_calls if setting.call.startswith("_Popart.") else calls).append(call)
     composite = {
         "TensorLocations.setOptimizerLocation": _optimizer_location(settings, replicas),
         "setExecutionStrategy": _execution_strategy(settings, prefix),
@@ -209,9 +205,7 @@ def _read_stages(strategy: Any, kind: str) -> Dict[str, Any]:
         raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind} with a stage of no blocks"})
     if stages:
         return {"execution_stages": [_stage_setting(stage) for stage in stages]}
-    auto_stage = SETTINGS["auto_stage"]
-    members = {int(sdk_value(auto_stage.sdk_member(choice))): choice for choice in auto_stage.choices}
-    return {"execution_stages": None, "auto_stage": members[int(strategy._stages_manager._auto_stage)]}
+    return {"execution_stages": None, "auto_stage": SETTINGS["auto_stage"].choice(strategy._stages_manager._auto_stage)}
 
 
 def _read_phases(strategy: Any) -> Dict[str, Any]:

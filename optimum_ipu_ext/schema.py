@@ -138,9 +138,14 @@ class Setting:
         else:
             value = state.get(self.state[0])
             if self.sdk_enum and value is not None:
-                members = {int(sdk_value(self.sdk_member(choice))): choice for choice in self.choices}
-                value = members.get(int(value), value)
+                value = self.choice(value)
         return None if self.sdk_default is not None and value == self.sdk_default else value
+
+    def choice(self, member: Any) -> Any:
+        """The choice whose enum member is `member` (a member or its value); `member` itself where none is. Needs
+        the SDK."""
+        members = {int(sdk_value(self.sdk_member(choice))): choice for choice in self.choices}
+        return members.get(int(member), member)
 
     @property
     def call_text(self) -> str:
