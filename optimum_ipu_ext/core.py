@@ -27,6 +27,7 @@ from .settings import (
     SETTINGS,
     TRANSFORMERS_KEYS,
     VERSION_KEYS,
+    setting_writing,
 )
 
 if TYPE_CHECKING:
@@ -158,10 +159,10 @@ def check_extension_rules(config: Any) -> None:
         )
     popart_options = settings["popart_options"] or {}
     for key in popart_options:
-        owner = POPART_KEYS_WITH_A_SETTING.get(key)
-        if owner and SETTINGS[owner].argument(settings[owner]) is None:
-            continue  # that setting makes no call: the option is free
-        if owner:
+        if key in POPART_KEYS_WITH_A_SETTING:
+            owner = setting_writing(key, settings)
+            if owner is None:
+                continue  # its setting makes no call: the option is free
             problem = f"set `{owner}` instead (or make it null and set the option here)"
         elif key in POPTORCH_KEYS_WITH_A_SETTING:
             problem = f"`{key}` is poptorch's own option, not PopART's: set `{POPTORCH_KEYS_WITH_A_SETTING[key]}` instead"

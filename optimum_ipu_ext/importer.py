@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
 from .errors import IncompatibleSettingsError, UnsupportedOptionsError
 from .plan import TempFile, sdk_value
-from .settings import POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS
+from .settings import POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS, setting_writing
 
 if TYPE_CHECKING:
     from .core import SettingsMixin
@@ -129,7 +129,7 @@ def _other_popart_options(config: Any, states: Dict[str, Dict[str, Any]], proble
     for mode, state in states.items():
         rebuilt = config.options_plan(for_inference=mode == "inference", popdist=False).build().toDict()
         for key, value in state.items():
-            if key in POPTORCH_OPTION_KEYS or _written_by_a_call(config, key) or rebuilt.get(key, _MISSING) == value:
+            if key in POPTORCH_OPTION_KEYS or setting_writing(key, vars(config)) or rebuilt.get(key, _MISSING) == value:
                 continue
             problem = SETTINGS["popart_options"].constraint({key: value})
             if problem:
@@ -137,11 +137,6 @@ def _other_popart_options(config: Any, states: Dict[str, Dict[str, Any]], proble
             else:
                 found[key] = value
     return found
-
-
-def _written_by_a_call(config: Any, key: str) -> bool:
-    owner = POPART_KEYS_WITH_A_SETTING.get(key)
-    return owner is not None and SETTINGS[owner].argument(getattr(config, owner)) is not None
 
 
 def _config(config_class: Any, values: Dict[str, Any], overrides: Dict[str, Any], problems: Dict[str, str]) -> Any:

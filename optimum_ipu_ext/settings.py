@@ -423,7 +423,6 @@ POPTORCH_OPTION_KEYS = frozenset("""
 """.split())
 
 
-
 # What a config does not hold, by the state key (of `toDict()` or `importer.python_state`) the method writes: each
 # belongs to one machine, one launch or one run, not to the build. {state key: (method, why)}
 UNSUPPORTED_CALLS = {
@@ -463,9 +462,9 @@ METHODS_HELD_OTHERWISE = {
     "Precision.runningStatisticsAlwaysFloat": "nothing: deprecated, it writes no option",
     "enableProfiling": "`engine_options`: the `autoReport.*` and `debug.allowOutOfMemory` options it writes",
     "loadFromFile": "the settings of the calls the file makes: import the options it built",
-    "appendToLocationExcludes": "not held: the debug information of one run",
-    "Distributed.disable": "not held: the processes of one launch, which poprun sets",
-    "Distributed.setEnvVarNames": "not held: the processes of one launch, which poprun sets",
+    "appendToLocationExcludes": f"not held: {UNSUPPORTED_CALLS['sourceLocationExcludes'][1]}",
+    "Distributed.disable": f"not held: {UNSUPPORTED_CALLS['distributed_process_id'][1]}",
+    "Distributed.setEnvVarNames": f"not held: {UNSUPPORTED_CALLS['distributed_process_id'][1]}",
 }
 
 
@@ -482,6 +481,13 @@ def _keys_with_a_setting(poptorch_own: bool) -> Dict[str, str]:
 
 POPTORCH_KEYS_WITH_A_SETTING = _keys_with_a_setting(poptorch_own=True)
 POPART_KEYS_WITH_A_SETTING = _keys_with_a_setting(poptorch_own=False)
+
+
+def setting_writing(key: str, values: Dict[str, Any]) -> Optional[str]:
+    """The setting whose call, with these setting `values`, writes the PopART option `key`; `None` where none does
+    (its setting makes no call): `popart_options` may set it then."""
+    owner = POPART_KEYS_WITH_A_SETTING.get(key)
+    return owner if owner is not None and SETTINGS[owner].argument(values[owner]) is not None else None
 
 # transformers' own configuration attributes (the union over the releases this package supports, 4.29.2 to 5.x).
 # A saved config may carry them (its versions, say): they are not IPU settings and are accepted as upstream

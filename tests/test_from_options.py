@@ -395,11 +395,6 @@ def test_refusals_say_which_build_when_both_are_given(sdk):
     assert raised.value.options["logDir (log_dir) (inference)"] == "'/inference-logs' given: where one run writes its logs"
 
 
-def test_options_are_needed(sdk):
-    with pytest.raises(TypeError, match="needs `training` or `inference` options"):
-        IPUConfig.from_options()
-
-
 def test_overrides_replace_what_the_options_say(hand_written):
     config = IPUConfig.from_options(training=hand_written, layers_per_ipu=[1, 2, 3, 4], inference_replication_factor=8)
     assert (config.layers_per_ipu, config.inference_replication_factor) == ([1, 2, 3, 4], 8)
