@@ -7,15 +7,12 @@ launch the options are PopDist's `popdist.poptorch.Options`, which set the insta
 IPUs themselves. Nothing here imports the Poplar SDK.
 """
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from .errors import IncompatibleSettingsError, UnsupportedOptionsError
 from .plan import Construct, OptionCall, OptionsPlan
 from .popdist import PopDistLaunch
 from .settings import EXECUTION_STRATEGIES, PHASED_STRATEGIES, SETTINGS, STRATEGY_SETTINGS, StageSetting
-
-if TYPE_CHECKING:
-    from .core import SettingsMixin
 
 # The rows the generic loop turns into calls, per build
 SIMPLE_ROWS = {
@@ -23,25 +20,29 @@ SIMPLE_ROWS = {
            and mode in setting.modes]
     for mode in ("training", "inference")
 }
+# What the loop reads of each: (setting, method, leading key or None, encoder, whether it is a PopART session option)
+_CALL_ROWS = {
+    mode: [(name, setting.call, setting.key, setting.encoder, setting.call.startswith("_Popart."))
+           for name, setting in rows]
+    for mode, rows in SIMPLE_ROWS.items()
+}
 
 NEW_OPTIONS = Construct("poptorch.Options")
 
 
 def build_plan(
-    config: "SettingsMixin",
+    settings: Dict[str, Any],
     for_inference: bool = False,
     compile_only: bool = False,
     popdist: Optional[PopDistLaunch] = None,
 ) -> OptionsPlan:
-    """The options plan of `config` for training (default) or inference, for a real or an offline target,
-    on one host or (`popdist`) as one instance of a poprun launch."""
-    # settings are stored in the instance on either base: reading them there skips transformers' attribute hooks
-    settings = vars(config)
+    """The options plan of a config's `settings` (its `vars()`, where either base stores them) for training
+    (default) or inference, for a real or an offline target, on one host or (`popdist`) as one instance of a
+    poprun launch."""
     if settings["execute_encoder_on_cpu_for_generation"]:
         raise NotImplementedError("execute_encoder_on_cpu_for_generation is not supported yet.")
     mode = "inference" if for_inference else "training"
     prefix = "inference_" if for_inference else ""
-    values: Dict[str, Any] = {}
     replication_setting = f"{prefix}replication_factor"
     replicas = settings[replication_setting]
     if popdist is None:
@@ -51,17 +52,18 @@ def build_plan(
         ipus = settings[f"{prefix}ipus_per_replica"]
         options = Construct("popdist.poptorch.Options", kwargs=(("ipus_per_replica", ipus),))
         notes = (popdist.describe(),)
-        values[replication_setting] = None  # PopDist's options set the instance's share of the replicas themselves
+        # PopDist's options set the instance's share of the replicas themselves
+        settings = {**settings, replication_setting: None}
 
     calls: List[OptionCall] = []
     popart_calls: List[OptionCall] = []  # PopART session options go last, as in optimum-graphcore's build
-    for name, setting in SIMPLE_ROWS[mode]:
-        value = values[name] if name in values else settings[name]
-        argument = None if value is None else setting.argument(value)  # most new settings are null: no call
-        if argument is not None:
+    for name, method, key, encoder, sets_popart_option in _CALL_ROWS[mode]:
+        argument = settings[name]
+        if argument is not None and encoder is not None:
+            argument = encoder(argument)
+        if argument is not None:  # most new settings are null: no call
             arguments = argument if type(argument) is tuple else (argument,)
-            call = OptionCall(setting.call, (setting.key, *arguments) if setting.key else arguments)
-            (popart_calls if setting.call.startswith("_Popart.") else calls).append(call)
+            (popart_calls if sets_popart_option else calls).append(OptionCall(method, (key, *arguments) if key else arguments))
     composite = {
         "TensorLocations.setOptimizerLocation": _optimizer_location(settings, replicas),
         "setExecutionStrategy": _execution_strategy(settings, prefix),

@@ -134,7 +134,7 @@ class IPUConfig(BaseConfig):
 
     def _validate_ipu_config(self) -> "IPUConfig":
         """Checks that the settings agree with each other, in both modes."""
-        check_base_rules(self)
+        check_base_rules(vars(self))
         return self
 
     def to_dict(self) -> Dict[str, Any]:

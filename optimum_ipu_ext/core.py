@@ -96,13 +96,15 @@ def derive_base_settings(given: Mapping[str, Any]) -> Dict[str, Any]:
     return values
 
 
-def check_base_rules(config: Any) -> None:
+def check_base_rules(settings: Dict[str, Any]) -> None:
     """Checks that optimum-graphcore's settings agree with each other in both modes, as its own class does,
     and that the job fits the largest IPU system. Like upstream, defaults a serialization factor to 1 when
-    neither it nor its splits are given."""
-    settings = vars(config)  # where settings are stored on either base: no attribute hooks on the way
+    neither it nor its splits are given.
+
+    `settings` is a config's `vars()`, where either base stores its settings (read there, no attribute hooks run).
+    """
     for prefix in ("", "inference_"):
-        _check_pipeline_lengths(config, settings, prefix)
+        _check_pipeline_lengths(settings, prefix)
         replicas_name, ipus_name = f"{prefix}replication_factor", f"{prefix}ipus_per_replica"
         replicas, ipus = settings[replicas_name], settings[ipus_name]
         if replicas * ipus > MAX_IPUS_IN_A_JOB:
@@ -113,7 +115,7 @@ def check_base_rules(config: Any) -> None:
             )
 
 
-def _check_pipeline_lengths(config: Any, settings: Dict[str, Any], prefix: str) -> None:
+def _check_pipeline_lengths(settings: Dict[str, Any], prefix: str) -> None:
     ipus_name = f"{prefix}ipus_per_replica"
     ipus = settings[ipus_name]
 
@@ -138,12 +140,11 @@ def _check_pipeline_lengths(config: Any, settings: Dict[str, Any], prefix: str) 
         if splits:
             require_pipeline_length(splits_name)
         elif not factor:
-            setattr(config, factor_name, 1)
+            settings[factor_name] = 1
 
 
-def check_extension_rules(config: Any) -> None:
-    """Checks that the settings this package adds agree with optimum-graphcore's."""
-    settings = vars(config)
+def check_extension_rules(settings: Dict[str, Any]) -> None:
+    """Checks that the settings this package adds agree with optimum-graphcore's (`settings`: a config's `vars()`)."""
     ipus, graphs = settings["ipus_per_replica"], settings["accumulate_outer_fragment_excluded_virtual_graphs"]
     for graph in graphs or []:
         if graph >= ipus:
@@ -193,10 +194,10 @@ def _check_replacements(settings: Dict[str, Any]) -> None:
         )
 
 
-def check_rules(config: Any) -> None:
-    """Every rule between settings, base and extension."""
-    check_base_rules(config)
-    check_extension_rules(config)
+def check_rules(settings: Dict[str, Any]) -> None:
+    """Every rule between settings, base and extension (`settings`: a config's `vars()`)."""
+    check_base_rules(settings)
+    check_extension_rules(settings)
 
 
 def read_config_file(path: Union[str, os.PathLike]) -> Dict[str, Any]:
@@ -290,7 +291,7 @@ class SettingsMixin:
 
     def _validate_ipu_config(self):
         """Checks that the settings agree with each other, in both modes."""
-        check_rules(self)
+        check_rules(vars(self))
         return self
 
     def options_plan(
@@ -311,14 +312,14 @@ class SettingsMixin:
                 (read from the environment, as PopDist does), else a single-host build; a `PopDistLaunch`
                 previews that instance of a launch, on any machine; `False` plans a single-host build.
         """
-        check_rules(self)
-        return build_plan(self, for_inference, compile_only, popdist=resolve_launch(popdist))
+        settings = vars(self)
+        check_rules(settings)
+        return build_plan(settings, for_inference, compile_only, popdist=resolve_launch(popdist))
 
     def warn_about_unused_settings(self, plan: OptionsPlan, for_inference: bool) -> None:
         """Warns, once per process, about a setting that the build `plan` of this final config leaves unused."""
         # inference has no optimizer state: only a training build can leave the sharding unused
-        sharded = shards_optimizer_state(plan)
-        if self.replicated_tensor_sharding and not sharded and not for_inference:
+        if not for_inference and self.replicated_tensor_sharding and not shards_optimizer_state(plan):
             # stacklevel 3: the line that called `to_options()`
             warn_once("`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)", 3)
 
@@ -391,7 +392,7 @@ class PlainIPUConfig(SettingsMixin):
             setattr(self, name, values[name] if name in values else setting.default_value())
         for name, value in derive_base_settings(values).items():
             setattr(self, name, value)
-        check_rules(self)  # transformers' own keys are accepted and, as optimum-graphcore does, not kept
+        check_rules(vars(self))  # transformers' own keys are accepted and, as optimum-graphcore does, not kept
 
     @classmethod
     def from_dict(cls, config_dict: Dict[str, Any], **overrides: Any) -> "PlainIPUConfig":
@@ -419,7 +420,7 @@ class PlainIPUConfig(SettingsMixin):
 
     def save_pretrained(self, save_directory: Union[str, os.PathLike]) -> str:
         """Writes `save_directory/ipu_config.json` atomically, after checking the settings; returns its path."""
-        check_rules(self)
+        check_rules(vars(self))
         os.makedirs(save_directory, exist_ok=True)
         path = os.path.join(save_directory, CONFIG_NAME)
         write_text_atomically(path, self.to_json_string())

@@ -5,13 +5,15 @@ A plan can be printed as the equivalent Python, turned into data (`to_dict()`) o
 the package that touches the Poplar SDK.
 """
 
+import functools
 import importlib
 import json
+import operator
 import os
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Any, Dict, NamedTuple, Sequence, Tuple
 
 from .errors import PoplarSDKNotFoundError
 
@@ -59,11 +61,10 @@ class Construct:
         return text
 
     def resolve(self, sdk: Dict[str, Any]) -> Any:
-        made = _lookup(self.path, sdk)(
-            *[resolve(a, sdk) for a in self.args], **{k: resolve(v, sdk) for k, v in self.kwargs}
-        )
+        keywords = {k: resolve(v, sdk) for k, v in self.kwargs} if self.kwargs else {}
+        made = _lookup(self.path, sdk)(*resolve_arguments(self.args, sdk), **keywords)
         for method, args in self.chain:
-            made = getattr(made, method)(*[resolve(a, sdk) for a in args])
+            made = getattr(made, method)(*resolve_arguments(args, sdk))
         return made
 
     def to_dict(self) -> Dict[str, Any]:
@@ -84,11 +85,11 @@ class TempFile:
 
     def resolve(self, sdk: Dict[str, Any]) -> str:
         # A name is all PopART takes: optimum-graphcore's `NamedTemporaryFile().name` creates the file and deletes
-        # it at once, leaving the same unused name that `mktemp` draws without the round trip to the disk.
+        # it at once, leaving an unused name. 128 random bits make one no file has, with no round trip to the disk.
         # (Imported here: planning, what the CLI does, never draws one.)
         import tempfile
 
-        return tempfile.mktemp()
+        return os.path.join(tempfile.gettempdir(), tempfile.gettempprefix() + os.urandom(16).hex())
 
     def to_dict(self) -> Dict[str, Any]:
         return {"temp_file": True}
@@ -186,10 +187,7 @@ class OptionsPlan:
         sdk = _SDK()
         options = self.options.resolve(sdk)
         for method, args in self.calls:
-            target = options
-            for attribute in method.split("."):
-                target = getattr(target, attribute)
-            target(*[argument if type(argument) in _SCALARS else resolve(argument, sdk) for argument in args])
+            _attributes(method)(options)(*resolve_arguments(args, sdk))
         return options
 
 
@@ -212,6 +210,11 @@ def sdk_value(path: str) -> Any:
 
 def _lookup(path: str, sdk: Dict[str, Any]) -> Any:
     """The SDK object named by the dotted `path`, from its top-level module in `sdk`."""
+    root, members_of = _split_path(path)
+    try:
+        return members_of(sdk[root])
+    except AttributeError:
+        pass
     root, *members = path.split(".")
     value = sdk[root]
     for index, member in enumerate(members, start=1):
@@ -227,6 +230,24 @@ def _lookup(path: str, sdk: Dict[str, Any]) -> Any:
 
 _SCALARS = frozenset({bool, int, float, str, type(None)})
 
+# a dotted name -> the getter of what it names from an object (`"Training.gradientAccumulation"`: the bound method
+# of an options object); the names plans use are few
+_attributes = functools.lru_cache(maxsize=None)(operator.attrgetter)
+
+
+@functools.lru_cache(maxsize=None)
+def _split_path(path: str) -> Tuple[str, Any]:
+    """The top-level module of a dotted SDK name, and the getter of the rest from it."""
+    root, _, members = path.partition(".")
+    return root, operator.attrgetter(members)
+
+
+def resolve_arguments(arguments: Tuple[Any, ...], sdk: Dict[str, Any]) -> Sequence[Any]:
+    """A call's `arguments` with every SDK value in them looked up in `sdk` (themselves when they hold none)."""
+    if _SCALARS.issuperset(map(type, arguments)):
+        return arguments
+    return [resolve(argument, sdk) for argument in arguments]
+
 
 def resolve(value: Any, sdk: Dict[str, Any]) -> Any:
     """`value` with every SDK value in it looked up in `sdk` (lists and dicts are copied)."""
@@ -234,8 +255,10 @@ def resolve(value: Any, sdk: Dict[str, Any]) -> Any:
     if kind in _SDK_TYPES:
         return value.resolve(sdk)
     if kind is list:
-        return [resolve(item, sdk) for item in value]
+        return list(value) if _SCALARS.issuperset(map(type, value)) else [resolve(item, sdk) for item in value]
     if kind is dict:
+        if _SCALARS.issuperset(map(type, value.values())):
+            return dict(value)
         return {key: resolve(item, sdk) for key, item in value.items()}
     return value
 

@@ -85,6 +85,8 @@ class Setting:
         members = {choice: Ref(self.sdk_member(choice), as_int=self.key is not None) for choice in self.choices} \
             if self.sdk_enum else {}
         object.__setattr__(self, "_members", members)
+        # what turns a value into the call's argument; `None`: the value itself
+        object.__setattr__(self, "encoder", self.encode or (members.__getitem__ if self.sdk_enum else None))
 
     def default_value(self) -> Any:
         """A fresh copy of the default, safe to mutate (defaults are flat lists and dicts)."""
@@ -122,13 +124,9 @@ class Setting:
 
     def argument(self, value: Any) -> Any:
         """The argument `call` takes for the stored `value`; `None`: make no call."""
-        if value is None:
-            return None
-        if self.encode is not None:
-            return self.encode(value)
-        if self.sdk_enum:
-            return self._members[value]
-        return value
+        if value is None or self.encoder is None:
+            return value
+        return self.encoder(value)
 
     def read(self, state: Mapping[str, Any]) -> Any:
         """The stored value that gives `state` (a `poptorch.Options.toDict()`), read back through `decode`. Needs

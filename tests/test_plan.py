@@ -1,6 +1,7 @@
 """The options plan as data: how its values print, serialise and resolve, the imports its printed form needs, and
 which failure to import the SDK is reported as a missing Poplar SDK."""
 
+import os
 import sys
 import textwrap
 import types
@@ -141,3 +142,9 @@ def test_a_dependency_missing_under_poptorch_is_not_a_missing_sdk(broken_poptorc
         IPUConfig().to_options()
     assert not isinstance(raised.value, PoplarSDKNotFoundError)
     assert raised.value.name == "a_module_that_is_not_installed"
+
+
+def test_each_build_draws_a_new_temporary_file_name_and_creates_no_file(sdk):
+    plan = IPUConfig(save_initializers_to_file=True).options_plan(compile_only=True)
+    names = {plan.build().toDict()["saveInitializersToFile"] for _ in range(3)}
+    assert len(names) == 3 and all(TempFile.drew(name) and not os.path.exists(name) for name in names)
