@@ -226,3 +226,18 @@ def test_each_build_is_new_options_that_a_model_may_freeze(sdk):
     assert fresh.replicationFactor(2).replication_factor == 2
     with pytest.raises(AttributeError, match="Can't modify frozen Options"):
         used.replicationFactor(2)
+
+
+def test_options_keep_copies_of_the_configs_lists_and_dicts(sdk):
+    config = IPUConfig(popart_options={"customCodelets": ["a.cpp"], "gclOptions": {"maxBytesPerTile": "256"}},
+                       engine_options={"opt.useAutoloader": "true"})
+    options = config.to_options()
+    built = comparable(options)
+    config.popart_options["customCodelets"].append("b.cpp")
+    config.popart_options["gclOptions"]["maxBytesPerTile"] = "512"
+    config.engine_options["opt.useAutoloader"] = "false"
+    config.popart_patterns["TiedGather"] = False
+    assert differences(comparable(options), built) == {}
+    assert differences(comparable(config.to_options()), built).keys() == {
+        "customCodelets", "gclOptions", "engineOptions", "patterns"
+    }
