@@ -20,7 +20,7 @@ SIMPLE_ROWS = {
            and mode in setting.modes]
     for mode in ("training", "inference")
 }
-# What the loop reads of each: (setting, method, leading key or None, encoder, whether it is a PopART session option)
+# What the loop reads of each: (setting name, method, leading key or None, encoder, whether it sets a PopART option)
 _CALL_ROWS = {
     mode: [(name, setting.call, setting.key, setting.encoder, setting.call.startswith("_Popart."))
            for name, setting in rows]
@@ -63,7 +63,8 @@ def build_plan(
             argument = encoder(argument)
         if argument is not None:  # most new settings are null: no call
             arguments = argument if type(argument) is tuple else (argument,)
-            (popart_calls if sets_popart_option else calls).append(OptionCall(method, (key, *arguments) if key else arguments))
+            call = OptionCall(method, (key, *arguments) if key else arguments)
+            (popart_calls if sets_popart_option else calls).append(call)
     composite = {
         "TensorLocations.setOptimizerLocation": _optimizer_location(settings, replicas),
         "setExecutionStrategy": _execution_strategy(settings, prefix),
