@@ -54,6 +54,9 @@ class Setting:
         decode: the other direction of `encode`: the stored value for what the state holds under the keys of
             `state`, one argument each (`None` where the call was not made). Default: the value of `state[0]`, an
             enum member's value becoming its choice. Composite rows are read back where `build.py` makes their call.
+
+    `encoder` is what `argument()` applies: `encode`, else the choice-to-member lookup, else `None` (the value is
+    the argument).
     """
 
     name: str
@@ -85,7 +88,6 @@ class Setting:
         members = {choice: Ref(self.sdk_member(choice), as_int=self.key is not None) for choice in self.choices} \
             if self.sdk_enum else {}
         object.__setattr__(self, "_members", members)
-        # what turns a value into the call's argument; `None`: the value itself
         object.__setattr__(self, "encoder", self.encode or (members.__getitem__ if self.sdk_enum else None))
 
     def default_value(self) -> Any:

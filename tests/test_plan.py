@@ -2,7 +2,9 @@
 which failure to import the SDK is reported as a missing Poplar SDK."""
 
 import os
+import re
 import sys
+import tempfile
 import textwrap
 import types
 
@@ -144,7 +146,14 @@ def test_a_dependency_missing_under_poptorch_is_not_a_missing_sdk(broken_poptorc
     assert raised.value.name == "a_module_that_is_not_installed"
 
 
-def test_each_build_draws_a_new_temporary_file_name_and_creates_no_file(sdk):
+def test_each_build_draws_a_new_temporary_file_name_of_128_random_bits_and_creates_no_file(sdk):
     plan = IPUConfig(save_initializers_to_file=True).options_plan(compile_only=True)
     names = {plan.build().toDict()["saveInitializersToFile"] for _ in range(3)}
     assert len(names) == 3 and all(TempFile.drew(name) and not os.path.exists(name) for name in names)
+    assert all(re.fullmatch(f"{tempfile.gettempprefix()}[0-9a-f]{{32}}", os.path.basename(name)) for name in names)
+
+
+def test_a_plans_argument_to_a_method_is_that_of_its_first_call_and_none_without_one():
+    plan = OptionsPlan(Construct("poptorch.Options"), (OptionCall("deviceIterations", (2,)), OptionCall("deviceIterations", (3,))))
+    assert plan.argument("deviceIterations") == 2
+    assert plan.argument("replicationFactor") is None
