@@ -15,7 +15,6 @@ how much of the peer's time that is.
 
 import argparse
 import importlib.util
-import os
 import sys
 import tempfile
 import timeit
@@ -59,13 +58,12 @@ def best_of_both(ours, theirs, repeat: int, number: int) -> Tuple[float, float]:
     return min(our_times) / number * 1e6, min(their_times) / number * 1e6
 
 
-def hand_written_build(plan: OptionsPlan, folder: str) -> Callable[[], Any]:
-    """The calls of `plan` as a function in a module of its own, as one writes a build by hand."""
+def hand_written_build(plan: OptionsPlan, path: Path) -> Callable[[], Any]:
+    """The calls of `plan` as a function in a module of its own (at `path`), as one writes a build by hand."""
     lines = str(plan).replace(TempFile().render(), "draw_temporary_name()").splitlines()
     imports = [line for line in lines if line.startswith("import ")]
     body = [f"    {line}" for line in lines if line and not line.startswith("import ")]
     source = "\n".join([*imports, "", "", "def build():", *body, "    return opts", ""])
-    path = Path(folder, f"hand_written_{len(os.listdir(folder))}.py")
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
@@ -91,8 +89,8 @@ def main() -> None:
     )
     print(f"{'operation':34} {'ours (us)':>10} {'optimum-graphcore (us)':>23} {'ratio':>7}  goal")
     with installed():
-        floor = hand_written_build(ours.options_plan(compile_only=True), directory)
-        floor_unseeded = hand_written_build(ours_unseeded.options_plan(compile_only=True), directory)
+        floor = hand_written_build(ours.options_plan(compile_only=True), Path(directory, "seeded.py"))
+        floor_unseeded = hand_written_build(ours_unseeded.options_plan(compile_only=True), Path(directory, "unseeded.py"))
         operations = {
             "construct from dict": (lambda: IPUConfig.from_dict(CONFIG), lambda: theirs_class.from_dict(CONFIG)),
             "save to JSON": (lambda: ours.save_pretrained(directory), lambda: theirs.save_pretrained(directory)),
