@@ -97,6 +97,7 @@ def main() -> None:
             "build the options plan": (lambda: ours.options_plan(compile_only=True), seeded_build[1]),
             "build poptorch.Options (doubles)": seeded_build,
             "build poptorch.Options, no seed": unseeded_build,
+            # called through a lambda, as the builds are: torch.manual_seed costs more the deeper the stack
             "floor: the calls by hand": (lambda: floor(), seeded_build[1]),
             "floor: the calls by hand, no seed": (lambda: floor_unseeded(), unseeded_build[1]),
         }

@@ -210,9 +210,9 @@ def sdk_value(path: str) -> Any:
 
 def _lookup(path: str, sdk: Dict[str, Any]) -> Any:
     """The SDK object named by the dotted `path`, from its top-level module in `sdk`."""
-    root, members_of = _split_path(path)
+    root, _, dotted_members = path.partition(".")
     try:
-        return members_of(sdk[root])
+        return _attributes(dotted_members)(sdk[root])
     except AttributeError:
         pass
     root, *members = path.split(".")
@@ -233,13 +233,6 @@ _SCALARS = frozenset({bool, int, float, str, type(None)})
 # a dotted name -> the getter of what it names from an object (`"Training.gradientAccumulation"`: the bound method
 # of an options object); the names plans use are few
 _attributes = functools.lru_cache(maxsize=None)(operator.attrgetter)
-
-
-@functools.lru_cache(maxsize=None)
-def _split_path(path: str) -> Tuple[str, Any]:
-    """The top-level module of a dotted SDK name, and the getter of the rest from it."""
-    root, _, members = path.partition(".")
-    return root, operator.attrgetter(members)
 
 
 def resolve_arguments(arguments: Tuple[Any, ...], sdk: Dict[str, Any]) -> Sequence[Any]:
