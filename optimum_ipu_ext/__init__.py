@@ -26,11 +26,13 @@ from .popdist import PopDistLaunch
 
 if TYPE_CHECKING:
     from .configuration import IPUConfig
+    from .plain import PlainIPUConfig
 
 __version__ = "0.1.0"
 
 __all__ = [
     "IPUConfig",
+    "PlainIPUConfig",
     "OptionsPlan",
     "PopDistLaunch",
     "IPUConfigError",
@@ -54,9 +56,14 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """`IPUConfig` is imported on first use: it imports transformers (and, on IPU hosts, optimum-graphcore)."""
+    """The config classes are imported on first use: `IPUConfig` imports transformers (and, on IPU hosts,
+    optimum-graphcore); `PlainIPUConfig` needs neither, and `ipu-config` on local files imports nothing else."""
     if name == "IPUConfig":
         from .configuration import IPUConfig
 
         return IPUConfig
+    if name == "PlainIPUConfig":
+        from .plain import PlainIPUConfig
+
+        return PlainIPUConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,8 +8,9 @@ from huggingface_hub import CommitInfo
 from . import hub
 from .base import BaseIPUConfig
 from .bundled_base import transformers_defaults
-from .core import SettingsMixin, check_keys, dump, read_config_file, write_text_atomically
+from .core import check_keys, dump, read_config_file, write_text_atomically
 from .errors import IPUConfigError
+from .mixin import SettingsMixin
 from .settings import EXTENSION_SETTINGS, VERSION_KEYS
 
 

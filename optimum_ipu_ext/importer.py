@@ -8,24 +8,19 @@ what stands in for it): it reads the options the SDK made.
 """
 
 import warnings
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
+from typing import Any, Dict, List, Optional, Tuple
 
 from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
 from .errors import IncompatibleSettingsError, UnsupportedOptionsError
 from .plan import TempFile, sdk_value
 from .settings import POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS, setting_writing
 
-if TYPE_CHECKING:
-    from .core import SettingsMixin
-
 MODES = ("inference", "training")  # training last: a setting both builds make is read from the training options
 _MISSING = "not set"
 
 
-def import_options(
-    config_class: "Type[SettingsMixin]", training: Any = None, inference: Any = None, **overrides: Any
-) -> "SettingsMixin":
-    """The config of `config_class` whose `to_options()` / `to_options(for_inference=True)` build the options
+def import_options(config_class: type, training: Any = None, inference: Any = None, **overrides: Any) -> Any:
+    """The config of `config_class` (a class of `SettingsMixin`) whose `to_options()` / `to_options(for_inference=True)` build the options
     `training` / `inference` hold; `overrides` give settings the options cannot tell (`layers_per_ipu`) or replace
     what they tell. See `SettingsMixin.from_options`."""
     given = {mode: options for mode, options in zip(MODES, (inference, training)) if options is not None}

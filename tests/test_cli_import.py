@@ -14,7 +14,7 @@ from doubles import installed
 from cli_helpers import run
 from optimum_ipu_ext import BuilderError
 from optimum_ipu_ext.cli import builder, named_value
-from optimum_ipu_ext.core import PlainIPUConfig
+from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
 FOLDER = Path(__file__).resolve().parent / "builders" / "recorded"

@@ -24,7 +24,7 @@ from optimum_ipu_ext import (
 from optimum_ipu_ext.build import shards_optimizer_state
 from optimum_ipu_ext.bundled_base import transformers_defaults
 from optimum_ipu_ext.cli import main
-from optimum_ipu_ext.core import PlainIPUConfig
+from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.documents import attribute_table, json_schema, json_schema_string, method_table
 from optimum_ipu_ext.plan import NONE, Construct, OptionCall, Ref, TempFile
 from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS

@@ -15,7 +15,7 @@ import doubles
 from doubles import installed
 from expected_states import seed_state
 from optimum_ipu_ext import IncompatibleSettingsError, IPUConfig, UnknownSettingError, UnsupportedOptionsError
-from optimum_ipu_ext.core import PlainIPUConfig
+from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.importer import python_state
 from test_properties import PROFILE, full_settings
 from test_to_options import comparable

@@ -12,7 +12,7 @@ import torch
 
 import doubles
 from doubles import installed
-from optimum_ipu_ext.core import PlainIPUConfig
+from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.recorder import sdk_modules
 
 REMOVED = object()  # a key the call takes out of the state
@@ -549,7 +549,7 @@ def test_from_options_reads_the_recorders_options_as_the_doubles():
 def test_the_recorder_imports_no_torch():
     code = (
         "import sys\n"
-        "from optimum_ipu_ext.core import PlainIPUConfig\n"
+        "from optimum_ipu_ext import PlainIPUConfig\n"
         "from optimum_ipu_ext.recorder import sdk_modules\n"
         "with sdk_modules():\n"
         "    import popart, poptorch\n"

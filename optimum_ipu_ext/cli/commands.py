@@ -10,9 +10,9 @@ import os
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..core import PlainIPUConfig
 from ..documents import json_schema_string
 from ..errors import UnsupportedOptionsError
+from ..plain import PlainIPUConfig
 from ..popdist import PopDistLaunch
 from ..recorder import run_builder, sdk_modules
 from ..schema import parse_update_string

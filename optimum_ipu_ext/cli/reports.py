@@ -4,8 +4,9 @@ import copy
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..build import shards_optimizer_state
-from ..core import PlainIPUConfig, SettingsMixin
 from ..errors import IncompatibleSettingsError
+from ..mixin import SettingsMixin
+from ..plain import PlainIPUConfig
 from ..popdist import PopDistLaunch
 from ..settings import PHASED_STRATEGIES
 from .output import Stream, as_json, one_line

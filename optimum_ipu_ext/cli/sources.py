@@ -12,8 +12,10 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-from ..core import CONFIG_NAME, PlainIPUConfig, SettingsMixin, looks_like_path, read_config_file
+from ..core import CONFIG_NAME, looks_like_path, read_config_file
 from ..errors import ConfigFileError
+from ..mixin import SettingsMixin
+from ..plain import PlainIPUConfig
 from .output import Stream, one_line, progress
 
 PRESETS_PACKAGE = "optimum_ipu_ext.presets"

@@ -6,7 +6,7 @@ strategy, the relaxed optimizer checks, ...), so `IPUConfig.from_options` reads 
 `popdist` is that of a process `poprun` did not launch. It never imports torch.
 
 ```python
-from optimum_ipu_ext.core import PlainIPUConfig
+from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
 with sdk_modules():  # the real SDK where poptorch imports, else the recorder

@@ -1,0 +1,123 @@
+"""`SettingsMixin`: what `IPUConfig` and `PlainIPUConfig` share on top of the core: checked assignment, the
+rules, the options plan, the import of `poptorch.Options`."""
+
+from typing import Any, Dict, Tuple, Union
+
+from .build import build_plan, shards_optimizer_state
+from .core import CONFIG_NAME, check_rules, update_settings_from_string, warn_once
+from .errors import UnknownSettingError
+from .plan import OptionsPlan
+from .popdist import PopDistLaunch, resolve_launch
+from .settings import BASE_SETTINGS, EXTENSION_SETTINGS, SETTINGS, TRANSFORMERS_KEYS
+
+
+class SettingsMixin:
+    """What `IPUConfig` and `PlainIPUConfig` share: checked assignment, the rules, the options plan.
+
+    Settings are checked against their rows when assigned and stored as they are, on either base class, so the
+    core is the one validator (optimum-graphcore's own type checks never see a value the core refused).
+    """
+
+    SETTINGS = SETTINGS
+    CONFIG_NAME = CONFIG_NAME
+
+    def __setattr__(self, name: str, value: Any):
+        setting = SETTINGS.get(name)
+        if setting is not None:
+            self.__dict__[name] = setting.check(value)
+            return
+        if not name.startswith("_") and name not in TRANSFORMERS_KEYS and not hasattr(type(self), name):
+            raise UnknownSettingError(name, SETTINGS)
+        super().__setattr__(name, value)
+
+    @classmethod
+    def from_options(cls, training: Any = None, inference: Any = None, **overrides: Any):
+        """The config whose `to_options()` / `to_options(for_inference=True)` build the same options as the
+        `poptorch.Options` `training` / `inference` (either or both): equal `toDict()`, execution strategy and
+        relaxed optimizer checks, as `trainingModel` / `inferenceModel` see them (the default output mode resolved).
+
+        `overrides` are settings: those the options cannot tell (`layers_per_ipu`, the serialization settings) and
+        `ipus_per_replica` when memory proportions name more IPUs than a replica's pipeline has (the others are
+        dropped, with a warning saying which). Needs poptorch, which made the options.
+
+        Raises:
+            UnsupportedOptionsError: naming every option no config rebuilds, at once.
+        """
+        from .importer import import_options
+
+        return import_options(cls, training, inference, **overrides)
+
+    def _validate_ipu_config(self):
+        """Checks that the settings agree with each other, in both modes."""
+        check_rules(vars(self))
+        return self
+
+    def options_plan(
+        self,
+        for_inference: bool = False,
+        compile_only: bool = False,
+        popdist: Union[PopDistLaunch, bool, None] = None,
+    ) -> OptionsPlan:
+        """The `poptorch.Options` calls `to_options()` makes, as data. Needs no Poplar SDK.
+
+        `print(config.options_plan())` shows them as the equivalent Python; `.to_dict()` as data and
+        `.to_json_string()` as JSON.
+
+        Args:
+            for_inference: plan the inference build rather than the training one.
+            compile_only: plan a build for an offline IPU target.
+            popdist: the poprun launch to plan for. By default, the one this process is an instance of
+                (read from the environment, as PopDist does), else a single-host build; a `PopDistLaunch`
+                previews that instance of a launch, on any machine; `False` plans a single-host build.
+        """
+        settings = vars(self)
+        check_rules(settings)
+        return build_plan(settings, for_inference, compile_only, popdist=resolve_launch(popdist))
+
+    def warn_about_unused_settings(self, plan: OptionsPlan, for_inference: bool) -> None:
+        """Warns, once per process, about a setting that the build `plan` of this final config leaves unused."""
+        # inference has no optimizer state: only a training build can leave the sharding unused
+        if not for_inference and self.replicated_tensor_sharding and not shards_optimizer_state(plan):
+            # stacklevel 3: the line that called `to_options()`
+            warn_once("`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)", 3)
+
+    def batch_size_factor(
+        self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None
+    ) -> int:
+        """The factor from the micro batch size to the combined batch size: replicas x gradient accumulation
+        steps x device iterations (inference: replicas x device iterations).
+
+        The replicas are those of the whole job, or with `per_instance=True` those of this instance, which are
+        what its `poptorch.DataLoader` batches. On one host both are the configured replicas; under poprun they
+        are poprun's total and this instance's share. `popdist` is as for `options_plan()`.
+        """
+        launch = resolve_launch(popdist)
+        if launch is None:
+            replicas = self.inference_replication_factor if for_inference else self.replication_factor
+        else:
+            replicas = launch.local_replicas if per_instance else launch.num_replicas
+        if for_inference:
+            return replicas * self.inference_device_iterations
+        return replicas * self.gradient_accumulation_steps * self.device_iterations
+
+    def non_default_settings(self) -> Dict[str, Tuple[Any, Any]]:
+        """`{name: (value, default)}` for every setting whose value differs from a default config's
+        (optimum-graphcore 0.7.1's defaults)."""
+        default = type(self)()
+        return {
+            name: (getattr(self, name), getattr(default, name))
+            for name in SETTINGS
+            if getattr(self, name) != getattr(default, name)
+        }
+
+    update_from_string = update_settings_from_string
+
+    def settings_dict(self) -> Dict[str, Any]:
+        """The settings as saved: every base setting, and the extension settings that are not at their default
+        (so a config that uses none of them stays loadable by optimum-graphcore's own `IPUConfig`)."""
+        saved = {name: getattr(self, name) for name in BASE_SETTINGS}
+        for name, setting in EXTENSION_SETTINGS.items():
+            value = getattr(self, name)
+            if value != setting.default:
+                saved[name] = value
+        return saved

@@ -1,0 +1,83 @@
+"""`PlainIPUConfig`: an IPU config without transformers, for what only checks, previews or writes configs
+(`ipu-config` on local files, editors, pre-commit hooks)."""
+
+import os
+from typing import TYPE_CHECKING, Any, Dict, Union
+
+from .core import (
+    CONFIG_NAME,
+    check_keys,
+    check_rules,
+    derive_base_settings,
+    dump,
+    installed_versions,
+    read_config_file,
+    write_text_atomically,
+)
+from .mixin import SettingsMixin
+from .settings import EXTENSION_SETTINGS
+
+if TYPE_CHECKING:
+    from .configuration import IPUConfig
+
+
+class PlainIPUConfig(SettingsMixin):
+    """An IPU config without transformers: the same settings, validation, options plan and JSON as `IPUConfig`.
+
+    What `ipu-config` uses for local files and presets, and what a tool that only checks or previews configs
+    can use; `to_ipu_config()` gives the `IPUConfig` for training.
+
+    Example:
+
+    ```python
+    >>> from optimum_ipu_ext import PlainIPUConfig
+    >>> config = PlainIPUConfig.from_json_file("configs/pipelined-2ipu.json", replication_factor=4)
+    >>> print(config.options_plan())
+    ```
+    """
+
+    def __init__(self, **values: Any):
+        check_keys(values)
+        for name, setting in EXTENSION_SETTINGS.items():  # first, as IPUConfig does: errors come in the same order
+            setattr(self, name, values[name] if name in values else setting.default_value())
+        for name, value in derive_base_settings(values).items():
+            setattr(self, name, value)
+        check_rules(vars(self))  # transformers' own keys are accepted and, as optimum-graphcore does, not kept
+
+    @classmethod
+    def from_dict(cls, config_dict: Dict[str, Any], **overrides: Any) -> "PlainIPUConfig":
+        """The config of `config_dict`, with `overrides` replacing its values."""
+        return cls(**{**config_dict, **overrides})
+
+    @classmethod
+    def from_json_file(cls, path: Union[str, os.PathLike], **overrides: Any) -> "PlainIPUConfig":
+        """Loads `path`; an error about a setting names the file."""
+        config_dict = read_config_file(path)
+        try:
+            return cls.from_dict(config_dict, **overrides)
+        except (ValueError, TypeError) as error:
+            error.args = (f"{error} (loading {str(path)!r})",)
+            raise
+
+    def to_ipu_config(self) -> "IPUConfig":
+        """An `IPUConfig` of these settings (imports transformers): for training, or to share on the Hub."""
+        from .configuration import IPUConfig
+
+        return IPUConfig.from_dict(self.settings_dict())
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The settings as saved (see `settings_dict`)."""
+        return self.settings_dict()
+
+    def to_json_string(self) -> str:
+        """The text of `ipu_config.json`, as `IPUConfig.save_pretrained` writes it with this release of
+        transformers and optimum installed."""
+        return dump({**self.to_dict(), **installed_versions()})
+
+    def save_pretrained(self, save_directory: Union[str, os.PathLike]) -> str:
+        """Writes `save_directory/ipu_config.json` atomically, after checking the settings; returns its path."""
+        check_rules(vars(self))
+        os.makedirs(save_directory, exist_ok=True)
+        path = os.path.join(save_directory, CONFIG_NAME)
+        write_text_atomically(path, self.to_json_string())
+        return path
