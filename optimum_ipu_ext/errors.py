@@ -96,6 +96,23 @@ class ConfigFileError(IPUConfigError, OSError):
         super().__init__(f"Cannot load the IPU config file '{path}': {problem}.")
 
 
+class ModelFileError(IPUConfigError, OSError):
+    """A file of a model (its `config.json`, a checkpoint's safetensors header or index) that cannot be read.
+
+    Attributes:
+        path: the file.
+        problem: what is wrong with it.
+
+    Example message: ``Cannot read the model file 'bert/model.safetensors': truncated: the header says 4096 bytes,
+    the file holds 100 after it.``
+    """
+
+    def __init__(self, path: str, problem: str):
+        self.path = path
+        self.problem = problem
+        super().__init__(f"Cannot read the model file '{path}': {problem}.")
+
+
 class HubError(IPUConfigError, OSError):
     """Loading an IPU config from the Hugging Face Hub, or pushing one, failed.
 
