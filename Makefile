@@ -49,7 +49,7 @@ $(HOST):
 	$(PYTHON) -m venv .venv/host
 	$(HOST) -m pip install -q --upgrade pip
 	$(HOST) -m pip install -q $(TORCH)
-	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" pytest hypothesis typeguard jsonschema pre-commit argcomplete "setuptools>=61"
+	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" safetensors pytest hypothesis typeguard jsonschema pre-commit argcomplete "setuptools>=61"
 	$(HOST) -m pip install -q --no-deps -e . optimum-graphcore==0.7.1
 
 clean:
