@@ -10,7 +10,7 @@ checked by the core only; `RULES_NOT_IN_SCHEMA` lists it in the schema's descrip
 import json
 from typing import Any, Dict, List, Mapping, Union, get_args, get_origin
 
-from .legacy import LEGACY_KEYS
+from .legacy import LEGACY_KEYS, LegacyKey
 from .schema import NoneType, Setting, describe, union_members
 from .settings import MAX_IPUS_IN_A_JOB, METHODS_HELD_OTHERWISE, SETTINGS, TRANSFORMERS_KEYS, UNSUPPORTED_CALLS
 
@@ -43,8 +43,8 @@ _SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string", Non
 def json_schema() -> Dict[str, Any]:
     """The JSON Schema of `ipu_config.json`."""
     properties: Dict[str, Any] = {name: _property(setting) for name, setting in SETTINGS.items()}
-    for key, replaced in LEGACY_KEYS.items():
-        properties[key] = {"deprecated": True, "description": f"Ignored: {replaced}"}
+    for key, legacy in LEGACY_KEYS.items():
+        properties[key] = _legacy_property(legacy)
     for key in sorted(TRANSFORMERS_KEYS):
         properties[key] = {"description": "An attribute of transformers' own configurations; not an IPU setting."}
     rules = "; ".join(RULES_NOT_IN_SCHEMA)
@@ -62,6 +62,14 @@ def json_schema() -> Dict[str, Any]:
 def json_schema_string() -> str:
     """The schema as the JSON text `ipu-config schema` prints and the package ships."""
     return json.dumps(json_schema(), indent=2) + "\n"
+
+
+def _legacy_property(legacy: LegacyKey) -> Dict[str, Any]:
+    """A key of an earlier release: its value is carried over to the setting that holds it now, else ignored."""
+    if legacy.carry is None:
+        return {"deprecated": True, "description": f"Ignored, with a warning: {legacy.note}"}
+    return {"deprecated": True, "type": [_SCALARS[legacy.kind], "null"],
+            "description": f"Carried over, with a warning, to the setting that holds it now: {legacy.note}"}
 
 
 def _property(setting: Setting) -> Dict[str, Any]:

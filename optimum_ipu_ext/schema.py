@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, get_args, get_origin
 
-from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError
+from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError, as_json
 from .plan import Ref, sdk_value
 
 
@@ -105,7 +105,7 @@ class Setting:
             self._check_number(field, value, number)
         if self.choices:
             if value is not None and value not in self.choices:
-                allowed = ", ".join(repr(choice) for choice in self.choices)
+                allowed = ", ".join(map(as_json, self.choices))
                 raise InvalidSettingError(field, value, f"allowed values are {allowed}")
         problem = self.constraint(value) if self.constraint and value is not None else None
         if problem:

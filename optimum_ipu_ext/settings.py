@@ -15,6 +15,7 @@ under our class. Adding a setting is one row here plus a test. Nothing here impo
 import math
 from typing import Any, Callable, Dict, List, Optional, Union
 
+from .errors import as_json
 from .plan import NONE, Construct, Ref, TempFile, sdk_value
 from .schema import Setting, table
 
@@ -117,7 +118,7 @@ REPLICA_GROUPINGS = {"consecutive": "Consecutive", "orthogonal": "Orthogonal"}
 def _replica_grouping(grouping: Dict[str, Any]) -> Optional[str]:
     size, kind = grouping.get("size"), grouping.get("type")
     if set(grouping) != {"size", "type"} or not (_unsigned(size) and size >= 1) or kind not in REPLICA_GROUPINGS:
-        return f"give {{\"size\": a positive integer, \"type\": one of {', '.join(map(repr, REPLICA_GROUPINGS))}}}"
+        return f"give {{\"size\": a positive integer, \"type\": one of {', '.join(map(as_json, REPLICA_GROUPINGS))}}}"
     return None
 
 
@@ -239,7 +240,7 @@ StageSetting = Dict[str, Union[List[str], int]]
 def _stage_problem(stage: StageSetting) -> Optional[str]:
     unknown = sorted(set(stage) - {"blocks", "ipu"})
     if unknown:
-        return f"keys {unknown}: a stage has `blocks` and, optionally, `ipu`"
+        return f"keys {as_json(unknown)}: a stage has `blocks` and, optionally, `ipu`"
     blocks = stage.get("blocks")
     if not isinstance(blocks, list) or not blocks or not all(isinstance(block, str) for block in blocks):
         return "`blocks` must be a non-empty list of block ids (strings, as `poptorch.Block` names them)"
@@ -262,7 +263,7 @@ def _stages_problem(stages: List[StageSetting], where: str = "") -> Optional[str
 def _blocks_once(stages: List[StageSetting]) -> Optional[str]:
     blocks = [block for stage in stages for block in stage["blocks"]]
     repeated = sorted({block for block in blocks if blocks.count(block) > 1})
-    return f"blocks {repeated} are in more than one stage" if repeated else None
+    return f"blocks {as_json(repeated)} are in more than one stage" if repeated else None
 
 
 def _execution_stages(stages: List[StageSetting]) -> Optional[str]:

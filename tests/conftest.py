@@ -69,14 +69,6 @@ def upstream():
     return load_upstream_ipu_configuration()
 
 
-@pytest.fixture(autouse=True)
-def fresh_process_warnings():
-    """Warnings shown once per process are shown again in each test, as each test stands for a fresh process."""
-    from optimum_ipu_ext import core
-
-    core._warned.clear()
-
-
 @pytest.fixture(scope="module")
 def seed_module():
     if not SEED_PATH.is_file():

@@ -183,7 +183,6 @@ def test_optimum_graphcore_build_imports_and_rebuilds_both_modes(upstream, sdk):
     }
 
 
-@pytest.mark.filterwarnings("ignore:`replicated_tensor_sharding=true` has no effect")
 @PROFILE
 @given(full_settings())
 def test_config_to_options_from_options_to_options_builds_equal_state(config_dict):
@@ -339,7 +338,7 @@ REFUSED = {
     ),
     "output every N": (
         lambda p, o: o.outputMode(p.OutputMode.EveryN, 5),
-        {"outputMode (output_mode)": "1: `output_mode=1` has type `int`, expected string, or null.",
+        {"outputMode (output_mode)": "1: `output_mode=1` is an integer, expected string, or null.",
          "outputMode (output_return_period)": "5 given: OutputMode.EveryN: the settings give all, sum, final or default"},
     ),
     "a stage on a negative IPU": (
