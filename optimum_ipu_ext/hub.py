@@ -89,6 +89,10 @@ def _token_keyword(function) -> str:
 
 
 LOAD_TOKEN_KEYWORD = _token_keyword(cached_file)
+# transformers 4.x passes `resume_download=False` to the client unless told otherwise, and huggingface_hub 0.2x+
+# warns (FutureWarning) whenever it is not None; `None` is what the client does anyway (it always resumes)
+DEFAULT_LOAD_ARGUMENTS = {"resume_download": None} if "resume_download" in inspect.signature(cached_file).parameters \
+    else {}
 
 
 def with_token_keyword(kwargs: Dict[str, Any], keyword: str) -> Dict[str, Any]:
@@ -105,7 +109,7 @@ def with_token_keyword(kwargs: Dict[str, Any], keyword: str) -> Dict[str, Any]:
 
 def load_arguments(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """`from_pretrained` keyword arguments, as the installed optimum and transformers take them."""
-    return with_token_keyword(kwargs, LOAD_TOKEN_KEYWORD)
+    return with_token_keyword({**DEFAULT_LOAD_ARGUMENTS, **kwargs}, LOAD_TOKEN_KEYWORD)
 
 
 def _token(kwargs: Dict[str, Any]) -> Any:

@@ -64,25 +64,25 @@ def test_the_explicit_pipeline_builds_the_stages_it_shows():
     assert inference == [code.strip().replace("PipelinedExecution", "ShardedExecution")]
 
 
-def test_importing_the_reference_build_prints_what_the_readme_says(seed_module, tmp_path):
+def test_importing_the_reference_build_prints_what_the_readme_says(seed_build, tmp_path):
     section = readme_section("Bring your own builder")
     example = section[section.index("#### Example: the reference build"):]
     command = re.search(r"```bash\n(.*?)\n```", example).group(1)
     printed, warned = re.findall(r"```console\n(.*?)```", example, re.DOTALL)[:2]
     builder = tmp_path / "path" / "to" / "ipu_config.py"
     builder.parent.mkdir(parents=True)
-    shutil.copy(seed_module.__file__, builder)
+    shutil.copy(seed_build.__file__, builder)
     script = os.path.join(os.path.dirname(sys.executable), "ipu-config")
     result = subprocess.run([script, *shlex.split(command)[1:]], cwd=str(tmp_path), capture_output=True, text=True)
     assert (result.returncode, result.stdout, result.stderr) == (0, printed, warned)
 
 
-def test_the_imported_reference_build_is_the_preset_it_says(sdk, seed_module, tmp_path):
+def test_the_imported_reference_build_is_the_preset_it_says(sdk, seed_build, tmp_path):
     from optimum_ipu_ext import IPUConfig
     from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
     with sdk_modules():
-        built = run_builder(seed_module.__file__, "build_ipu_config", {"replication_factor": 4,
+        built = run_builder(seed_build.__file__, "build_ipu_config", {"replication_factor": 4,
                                                                        "optimizer_state_offchip": False}, {})
     with pytest.warns(UserWarning, match="memory proportions of IPU2, IPU3, IPU4, IPU5, IPU6, IPU7"):
         imported = IPUConfig.from_options(training=built, ipus_per_replica=2)

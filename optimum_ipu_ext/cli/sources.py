@@ -63,12 +63,13 @@ def load_dict(source: str, revision: Optional[str] = None) -> Dict[str, Any]:
     if is_local(source):
         return read_config_file(local_config_file(source))
     from ..configuration import IPUConfig
+    from ..hub import load_arguments
 
     try:
         load(source, revision)  # into the cache, or a Hub error; the settings are checked by the caller
     except (ValueError, TypeError):
         pass
-    return IPUConfig.get_config_dict(source, revision=revision, local_files_only=True)[0]
+    return IPUConfig.get_config_dict(source, **load_arguments({"revision": revision, "local_files_only": True}))[0]
 
 
 def parsed_updates(updates: Sequence[str]) -> Dict[str, Any]:
