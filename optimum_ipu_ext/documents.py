@@ -30,6 +30,8 @@ RULES_NOT_IN_SCHEMA = (
     "`popart_options` values are what PopART options take: booleans, finite numbers, strings, unsigned integers, "
     "and lists or objects of strings and unsigned integers",
     f"replicas x IPUs per replica is at most {MAX_IPUS_IN_A_JOB}",
+    "with `auto_round_num_ipus` not true (and `connection_type` not `never`), replicas x IPUs per replica is a power "
+    "of two in each build (on one host, up to 64; under poprun, each instance's replicas)",
     "splits per IPU sit on consecutive IPUs",
     "a stage has `blocks`, a non-empty list of block ids each in no other stage, and optionally an `ipu` >= 0",
     "`execution_stages`, `execution_phases`, `separate_backward_phase` and `tensors_liveness` are given only for a "
