@@ -44,6 +44,8 @@ def test_the_schema_lists_the_rules_it_leaves_to_the_class():
     assert "replicas x IPUs per replica is a power of two" in SCHEMA["description"]
 
 
+@pytest.mark.xfail(strict=True, reason="found: the schema takes `layers_per_ipu: []`, which the class refuses "
+                   "(`ipus_per_replica=0`); the schema needs minItems 1 or the rule listed")
 @AGREEMENT
 @given(from_schema(SETTINGS_SCHEMA))
 def test_a_document_the_schema_accepts_is_accepted_unless_it_breaks_a_listed_rule(document):
@@ -52,12 +54,8 @@ def test_a_document_the_schema_accepts_is_accepted_unless_it_breaks_a_listed_rul
             config = config_class.from_dict(json.loads(json.dumps(document)))
         except (ValueError, TypeError) as error:
             assert breaks_a_rule_the_schema_leaves_out(error), f"{config_class.__name__}: {error}"
-        else:
-            assert json.loads(config.to_json_string()).items() >= {
-                name: value for name, value in document.items() if value is not None
-                and name not in ("inference_matmul_proportion",)  # a falsy one means "as in training"
-                and SETTINGS[name].null_as is None
-            }.items() or True
+        else:  # and what it saves, the schema accepts
+            assert VALIDATOR.is_valid(json.loads(config.to_json_string())), config.to_json_string()
 
 
 @AGREEMENT
