@@ -19,7 +19,9 @@ from ..schema import parse_update_string
 from ..settings import SETTINGS
 from .output import PROG, Stream, recorded_warnings
 from .reports import differences_from_defaults, problems, render_diff, render_differences, render_summary, summary
-from .sources import CONFIG_NAME, CommandError, apply_updates, is_local, load, load_local, presets, push, write_config
+from .sources import (
+    CONFIG_NAME, CommandError, apply_updates, is_local, load, load_local, parsed_updates, presets, push, write_config,
+)
 
 
 def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
@@ -51,10 +53,11 @@ def expand(sources: Sequence[str]) -> List[str]:
 
 def command_validate(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     sources = expand(args.sources)
+    updates = parsed_updates(args.set or ())
     invalid = 0
     for source in sources:
         with recorded_warnings() as messages:
-            found = problems(source, args.revision)
+            found = problems(source, args.revision, updates)
         for message in messages:
             err.write(f"{PROG}: warning: {source}: {message}")
         for line in found:
