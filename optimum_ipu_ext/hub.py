@@ -249,14 +249,22 @@ def load_errors(source: Optional[HubSource]) -> Iterator[None]:
 def push_errors(repo_id: str, kwargs: Dict[str, Any]) -> Iterator[None]:
     """Re-raises what pushing to `repo_id` raised as a `HubError` that says what happened."""
     action = "open a pull request on" if kwargs.get("create_pr") else "push the IPU config to"
+    with hub_errors(repo_id, action, kwargs.get("revision"), _token_given(kwargs), writing=True):
+        yield
+
+
+@contextlib.contextmanager
+def hub_errors(repo_id: str, action: str, revision: Optional[str], token_given: bool, writing: bool) -> Iterator[None]:
+    """Re-raises the client's errors (and those of its transport) as the `HubError` they stand for; other errors
+    pass unchanged."""
     try:
         yield
     except Exception as error:
-        found = _classify(list(_chain(error)), _token_given(kwargs), writing=True)
+        found = _classify(list(_chain(error)), token_given, writing)
         if found is None:
             raise
         error_class, problem = found
-        raise error_class(repo_id, problem, action, kwargs.get("revision")) from error
+        raise error_class(repo_id, problem, action, revision) from error
 
 
 def _chain(error: Optional[BaseException]) -> Iterator[BaseException]:
