@@ -25,8 +25,8 @@ or a partial mirror answers).
 
 Files are always committed inline ("regular" upload mode, no LFS). Repositories are model repos named
 `namespace/name`. Tests can seed and inspect repos directly, read a request log, per-file download counts and the
-bytes of each file served, and inject faults (an HTTP status, a connection cut mid-body, or a stopped server) and
-disarm them.
+bytes of each file served, and inject faults (an HTTP status, a connection cut mid-body, a stalled answer, a range
+ignored, or a stopped server) and disarm them.
 """
 import base64
 import collections
@@ -34,6 +34,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -211,6 +212,11 @@ class HubServer:
         with self._lock:
             self._faults.append({"prefix": path_prefix, "method": method, "times": times, "cut": after_bytes})
 
+    def stall_next(self, path_prefix, seconds, times=1, method=None):
+        """Wait `seconds` before answering the next `times` requests whose unquoted path starts with `path_prefix`."""
+        with self._lock:
+            self._faults.append({"prefix": path_prefix, "method": method, "times": times, "stall": seconds})
+
     def ignore_range_next(self, path_prefix, times=1):
         """Answer the next `times` range requests whose unquoted path starts with `path_prefix` with the whole file
         (200), as a proxy that ignores `Range` does."""
@@ -271,6 +277,8 @@ class _Handler(BaseHTTPRequestHandler):
             fault = hub._take_fault(self.command, self.unquoted_path)
         self.cut_after = fault.get("cut") if fault else None
         self.ignore_range = bool(fault and fault.get("ignore_range"))
+        if fault and "stall" in fault:
+            time.sleep(fault["stall"])
         if fault and fault.get("bare_404"):
             self._send(404, b"<html><body>404 Not Found</body></html>", {"Content-Type": "text/html"})
             return
@@ -292,7 +300,9 @@ class _Handler(BaseHTTPRequestHandler):
         cut = self.cut_after is not None
         with hub._lock:  # logged before answering, so the test thread sees it once the client returns
             hub._log.append(LoggedRequest(self.command, self.unquoted_path, 0 if cut else status, self.query))
-        if not cut or self.command != "HEAD":
+        if cut and self.command == "HEAD":
+            return
+        try:
             self.send_response(status)
             headers.setdefault("Content-Type", "application/json")
             for name, value in dict(headers, **{"Content-Length": str(len(body))}).items():
@@ -300,6 +310,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body[: self.cut_after] if cut else body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (a stalled answer)
+            pass
 
     def _route(self, hub):
         seg, method = self.segments, self.command
