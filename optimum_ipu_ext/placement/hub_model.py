@@ -26,8 +26,16 @@ from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_st
 from ..core import write_text_atomically
 from ..errors import HubFileNotFoundError, ModelFileError
 from ..hub import HubSource, hub_errors, load_errors, load_promptly
-from .checkpoint import INDEX_FILE, SINGLE_FILE, TensorHeader, header_length, parse_config, parse_header, \
-    parse_index, sharded_tensors
+from .checkpoint import (
+    INDEX_FILE,
+    SINGLE_FILE,
+    TensorHeader,
+    header_length,
+    parse_config,
+    parse_header,
+    parse_index,
+    sharded_tensors,
+)
 
 CONFIG_FILE = "config.json"
 # Bytes asked for first: the header's length and, in most files, the whole header. huggingface_hub asks for as much,
