@@ -20,6 +20,7 @@ SHELL = {
     "optimum_ipu_ext", "optimum_ipu_ext.mixin", "optimum_ipu_ext.plain", "optimum_ipu_ext.configuration",
     "optimum_ipu_ext.base", "optimum_ipu_ext.bundled_base", "optimum_ipu_ext.hub", "optimum_ipu_ext.importer",
     "optimum_ipu_ext.presets",  # data: the preset configs the CLI writes
+    "optimum_ipu_ext.placement.hub_model",
 }
 
 
