@@ -86,6 +86,9 @@ def test_every_architecture_is_placed_on_the_pipeline(architecture, for_inferenc
     assert result["unused"] == UNUSED.get((architecture, for_inference), [])
     assert result["copies"] == COPIES.get(architecture, {})
     assert (result["spread"], result["created"], result["several_ipus"]) == ({}, {}, {})
+    # the CTC models freeze their feature encoder in parallelize()
+    frozen = [name for name in counts if ".feature_extractor." in name] if architecture.endswith("ForCTC") else []
+    assert result["frozen"] == frozen
     user_ids = {user_id for user_id, _ in result["blocks"]}
     assert all(user_id in user_ids or user_id.isdigit() for user_id, _ in result["started"])
     # LXMERT's parallelize() puts its layers on IPUs 1, 2 and 3 whatever the config says
@@ -251,6 +254,15 @@ def test_a_padded_vocabulary_creates_elements_of_no_original_parameter():
     assert result["created"] == {"transformer.wte.split_embeddings.1.weight": {"ipu": 0, "elements": 16}}
     assert result["parameters"]["transformer.wte.weight"] == 0
     assert result["parameter_counts"]["transformer.wte.weight"] == 63 * 16
+
+
+def test_mt5_splits_its_embedding_and_its_head_over_the_ipus_it_is_given():
+    splits = {"serialized_embedding_splits_per_ipu": [1, 1], "serialized_projection_splits_per_ipu": [1, 1]}
+    result = upstream_placement("MT5ForConditionalGeneration", None, dict(TWO_IPUS, **splits))
+    assert result["blocks"][:2] == [["Embedding-0", 0], ["Embedding-1", 1]]
+    assert result["blocks"][-2:] == [["Linear-0", 0], ["Linear-1", 1]]
+    assert result["spread"] == {"shared.weight": {0: 512, 1: 512}, "lm_head.weight": {0: 512, 1: 512}}
+    assert "shared.weight" not in result["parameters"] and "lm_head.weight" not in result["unused"]
 
 
 def test_serializing_the_mpnet_decoder_ties_it_again():

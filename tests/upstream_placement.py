@@ -287,6 +287,15 @@ def _holders(
     return holders
 
 
+def _frozen(holders: List[Dict[str, Any]], numbering: _Numbering) -> List[str]:
+    """The original parameters that `parallelize()` left with no gradient: each holder of them is frozen."""
+    trained = set()
+    for holder in holders:
+        if holder["parameter"].requires_grad:
+            trained.update(numbering.names_holding(holder["origin"][holder["origin"] >= 0]))
+    return [name for name in numbering.names if name not in trained]
+
+
 def _placement(trace: _Trace, holders: List[Dict[str, Any]], numbering: _Numbering) -> Dict[str, Any]:
     """Where one executor used the original parameters' elements: the IPU of the first use of each."""
     used = [holder for holder in holders if id(holder["parameter"]) in trace.first_use]
@@ -378,6 +387,7 @@ def upstream_placement(
     - `blocks`: `[user_id, ipu_id]` of each `poptorch.BeginBlock` call, in call order;
     - `layer_ipus`: the IPU of each layer, one list per `get_layer_ipu` call, in call order;
     - `parameter_counts`: `{name: number of elements}` of the original model's parameters;
+    - `frozen`: the names of the parameters `parallelize()` leaves without gradient (`requires_grad` off);
     - the placement (for a generation build, one under `executors["encoder"]` and `executors["decoder"]`):
       `started` (`[user_id, ipu_id]` of each block begun in the forward pass), `parameters` (`{name: IPU}`
       where first used), `spread` (`{name: {IPU or None (unused): elements}}` for a parameter that
@@ -421,7 +431,12 @@ def upstream_placement(
         holders = _holders(model, numbering, original_of)
         inputs = tiny.inputs(model.config, model.training)
         traces = _generate(model, inputs) if for_generation else _run_model(model, inputs)
-    result = {"blocks": blocks, "layer_ipus": layer_ipus, "parameter_counts": dict(numbering.counts)}
+    result = {
+        "blocks": blocks,
+        "layer_ipus": layer_ipus,
+        "parameter_counts": dict(numbering.counts),
+        "frozen": _frozen(holders, numbering),
+    }
     placements = {name: _placement(trace, holders, numbering) for name, trace in traces.items()}
     if for_generation:
         result["executors"] = placements
