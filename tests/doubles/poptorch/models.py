@@ -210,7 +210,7 @@ class DataLoader(torch.utils.data.DataLoader):
         if batch_sampler is not None:
             raise NotImplementedError("poptorch double: DataLoader(batch_sampler=...) is not modelled")
         if mode != enums.DataLoaderMode.Sync:
-            raise NotImplementedError(f"poptorch double: DataLoader(mode={mode}) is not modelled, only Sync")
+            raise NotImplementedError(f"poptorch double: DataLoader(mode={mode!r}) is not modelled, only Sync")
         assert isinstance(options, Options)
         if options.Distributed.numProcesses > 1:
             raise NotImplementedError("poptorch double: DataLoader over several processes is not modelled")
