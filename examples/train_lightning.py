@@ -3,10 +3,10 @@
     python examples/train_lightning.py [--config configs/pipelined-2ipu.json] [--replication-factor 2]
                                        [--steps 2] [--out out/lightning]
 
-Needs `pip install lightning-graphcore pytorch-lightning==2.0.*` (lightning-graphcore 0.1.0 works with
-Lightning 2.0). The model is two layers, the data random features made in memory. The preset pipelines 2 IPUs, so
-the second layer begins a second block; 2 replicas use 4 IPUs. Without the Poplar SDK it stops before training,
-with one line.
+Needs `pip install lightning-graphcore==0.1.0 "pytorch-lightning==2.0.*" "setuptools<80.9"`: lightning-graphcore
+0.1.0 imports modules of Lightning 2.0, and Lightning 2.0 imports pkg_resources. The model is two layers, the data
+random features made in memory. The preset pipelines 2 IPUs, so the second layer begins a second block; 2 replicas
+use 4 IPUs. Without the Poplar SDK it stops before training, with one line.
 """
 
 import argparse
@@ -77,6 +77,7 @@ def main() -> None:
     trainer = pl.Trainer(accelerator=IPUAccelerator(), strategy=strategy, max_steps=args.steps,
                          num_sanity_val_steps=0, default_root_dir=args.out)
     trainer.fit(model, train_loader, val_loader)  # compiles for the IPU, then trains
+
 
 if __name__ == "__main__":
     try:

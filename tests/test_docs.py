@@ -141,6 +141,8 @@ def environment(session: Session, block: Block) -> Dict[str, str]:
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
                COLUMNS="120", NO_COLOR="1")
     env.pop("OPTIMUM_IPU_EXT_TEST_BASE", None)
+    for variable in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):  # under `make test`, a `make` here would print its folders
+        env.pop(variable, None)
     if "against a local test Hub" in block.modes:
         env.update(session.hub_environment)
     return env
