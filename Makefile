@@ -5,6 +5,9 @@
 # torch is pinned to the CPU build first: optimum asks for torch, and an unpinned one is a multi-GB CUDA build.
 PYTHON ?= python3
 TORCH := torch==2.13.0
+# Test-only: the Lightning example runs with lightning-graphcore 0.1.0, which imports PyTorch Lightning 2.0's modules
+# (2.1 moved them); Lightning 2.0 imports pkg_resources, which setuptools 81 removed and 80.9 warns about on stderr.
+LIGHTNING := pytorch-lightning==2.0.9.post0 lightning-graphcore==0.1.0 "setuptools>=61,<80.9"
 MODERN := .venv/modern/bin/python
 HOST := .venv/host/bin/python
 
@@ -45,6 +48,7 @@ $(MODERN):
 	$(MODERN) -m pip install -q $(TORCH)
 	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4"
 	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
+	$(MODERN) -m pip install -q $(LIGHTNING)
 
 $(HOST):
 	$(PYTHON) -m venv .venv/host
@@ -52,6 +56,7 @@ $(HOST):
 	$(HOST) -m pip install -q $(TORCH)
 	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" safetensors scipy pytest "hypothesis==6.120.0" hypothesis-jsonschema typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4"
 	$(HOST) -m pip install -q --no-deps -e . optimum-graphcore==0.7.1
+	$(HOST) -m pip install -q $(LIGHTNING)
 
 clean:
 	rm -rf .venv

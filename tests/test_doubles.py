@@ -279,7 +279,7 @@ def test_popart_enums_behave_like_pybind11_enums(popart):
         lambda p: p.ParallelPhasedExecution("A").setTensorsLiveness,
         lambda p: p.SerialPhasedExecution("A").sendTensorsOffChipAfterFwd,
         lambda p: p.Phase("A").blocks,
-        lambda p: p.trainingModel,
+        lambda p: p.AsynchronousDataAccessor,
     ],
 )
 def test_unknown_attribute_raises_attribute_error(reach, poptorch):

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any, Dict, Iterator, Optional
 
 from . import popart, popdist, poptorch
-from .poptorch import _impl, _options_impl, enums, ops, options, poptorch_core
+from .poptorch import _impl, _options_impl, enums, ops, optim, options, poptorch_core
 
 __all__ = ["installed", "load_upstream_ipu_configuration", "popart", "popdist", "poptorch", "state"]
 
@@ -27,6 +27,7 @@ _MODULES = {
     "poptorch._options_impl": _options_impl,
     "poptorch.enums": enums,
     "poptorch.ops": ops,
+    "poptorch.optim": optim,
     "poptorch.options": options,
     "poptorch.poptorch_core": poptorch_core,
     "popart": popart,

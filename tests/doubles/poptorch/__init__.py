@@ -1,10 +1,11 @@
 """Strict test double of Graphcore's ``poptorch`` (Poplar SDK 3.4): options, enums, hardware queries,
-pipeline blocks and the tensor ops optimum-graphcore's models call on CPU.
+pipeline blocks and the tensor ops optimum-graphcore's models call on CPU, model wrappers that stop where
+compiling starts, the data loader and optimizers.
 
 Only what option builders and those models use is here; anything else raises ``AttributeError``.
 Install it with ``doubles.installed()`` rather than importing it directly.
 """
-from . import _impl, blocks, enums, ops, options, poptorch_core
+from . import _impl, blocks, enums, models, ops, optim, options, poptorch_core
 from ._impl import isRunningOnIpu
 from .blocks import BeginBlock, Block, removeBlocks
 from .enums import (
@@ -24,6 +25,7 @@ from .enums import (
     SyncPattern,
     VariableRetrievalMode,
 )
+from .models import DataLoader, PoplarExecutor, inferenceModel, trainingModel
 from .poptorch_core import Error
 from .ops import cond, dynamic_slice, dynamic_update, identity_loss, recomputationCheckpoint, serializedMatMul
 from .options import (
