@@ -14,6 +14,7 @@ CORE = {
     "optimum_ipu_ext.errors", "optimum_ipu_ext.legacy", "optimum_ipu_ext.plan", "optimum_ipu_ext.schema",
     "optimum_ipu_ext.settings", "optimum_ipu_ext.popdist", "optimum_ipu_ext.build", "optimum_ipu_ext.core",
     "optimum_ipu_ext.documents", "optimum_ipu_ext.placement", "optimum_ipu_ext.placement.checkpoint",
+    "optimum_ipu_ext.sdk_enums",
 }
 SHELL_PACKAGES = ("optimum_ipu_ext.recorder", "optimum_ipu_ext.cli")
 SHELL = {
