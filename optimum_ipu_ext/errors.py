@@ -7,7 +7,7 @@ the built-in type that optimum-graphcore raises in the same situation (`ValueErr
 
 import difflib
 import json
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 
 def as_json(value: Any) -> str:
@@ -266,11 +266,19 @@ class BuilderError(IPUConfigError, RuntimeError):
     Attributes:
         builder: the builder, as `path.py:function`.
         problem: what happened, e.g. `raised KeyError: 'replicas'`.
+        namespace_names: where the builder raised after it was given a namespace of `args` as its first argument,
+            the names in it that are parameters of the builder (which were most likely meant as keyword arguments).
 
     Example message: ``builders/bert.py:get_options raised KeyError: 'replicas'``
     """
 
-    def __init__(self, builder: str, problem: str):
+    def __init__(self, builder: str, problem: str, namespace_names: Tuple[str, ...] = ()):
         self.builder = builder
         self.problem = problem
-        super().__init__(f"{builder} {problem}")
+        self.namespace_names = tuple(namespace_names)
+        hint = ""
+        if self.namespace_names:
+            names = ", ".join(f"`{name}`" for name in self.namespace_names)
+            kind = "keyword arguments, give them" if len(self.namespace_names) > 1 else "a keyword argument, give it"
+            hint = f"; it was given an argparse.Namespace of `args` as its first argument: to pass {names} as {kind} in `kwargs`"
+        super().__init__(f"{builder} {problem}{hint}")
