@@ -4,14 +4,13 @@ options no config rebuilds are one clear error each."""
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from doubles import installed
-from cli_helpers import run
+from cli_helpers import run, run_alone
 from optimum_ipu_ext import BuilderError
 from optimum_ipu_ext.cli import import_source, named_value
 from optimum_ipu_ext import PlainIPUConfig
@@ -191,14 +190,7 @@ def test_run_builder_raises_a_builder_error_naming_the_builder():
 
 
 def test_import_needs_neither_torch_nor_transformers(tmp_path):
-    code = (
-        "import sys\n"
-        "from optimum_ipu_ext.cli import main\n"
-        f"code = main({['import', *FULL_IMPORT[:1], str(tmp_path), *FULL_IMPORT[1:]]!r})\n"
-        "print(code, sorted(name for name in ('torch', 'transformers', 'poptorch') if name in sys.modules))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines()[-1] == "0 []"
+    assert run_alone("import", *FULL_IMPORT[:1], tmp_path, *FULL_IMPORT[1:]) == "0 []"
     assert saved(tmp_path)["replication_factor"] == 2
 
 

@@ -3,12 +3,11 @@ builder for one build and a file for the other) into a config. Refusals are one 
 the line; a builder that fails on the namespace it was given says to pass `--kwarg`."""
 
 import json
-import subprocess
-import sys
+import pickle
 
 import pytest
 
-from cli_helpers import run
+from cli_helpers import run, run_alone
 from doubles import installed
 from expected_states import differences
 from option_file_helpers import EXAMPLE, PRESETS, built, loaded
@@ -66,15 +65,9 @@ def test_export_needs_an_output(capsys):
     assert code == 2 and "-o/--output" in err
 
 
-def test_export_imports_neither_torch_nor_transformers(tmp_path):
-    code = (
-        "import sys\n"
-        "from optimum_ipu_ext.cli import main\n"
-        f"code = main(['export', {PRESET!r}, '-o', {str(tmp_path / 'run.cfg')!r}])\n"
-        "print(code, sorted(name for name in ('torch', 'transformers', 'poptorch') if name in sys.modules))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines()[-1] == "0 []"
+def test_export_and_the_import_of_a_file_need_neither_torch_nor_transformers(tmp_path):
+    assert run_alone("export", PRESET, "-o", tmp_path / "run.cfg") == "0 []"
+    assert run_alone("import", EXAMPLE, tmp_path / "out") == "0 []"
 
 
 def test_import_of_exported_files_writes_the_config_back(capsys, tmp_path):
@@ -198,3 +191,20 @@ def test_a_builder_failing_for_another_reason_gets_no_suggestion(capsys, tmp_pat
     code, _, err = run(capsys, "import", f"{BUILDER}:get_options", tmp_path, "--arg", "replicas=2")
     assert code == 1 and err == (f"ipu-config: error: {BUILDER}:get_options raised AttributeError: 'Namespace' object "
                                  "has no attribute 'accumulation'\n")
+
+
+def test_run_builder_says_the_same_in_the_terms_of_its_arguments(tmp_path):
+    from optimum_ipu_ext import BuilderError
+    from optimum_ipu_ext.recorder import run_builder, sdk_modules
+
+    (tmp_path / "builder.py").write_text(README_BUILDER)
+    with sdk_modules(), pytest.raises(BuilderError) as raised:
+        run_builder(str(tmp_path / "builder.py"), "get_options", args={"replicas": 4, "other": 1})
+    error = raised.value
+    assert error.namespace_names == ("replicas",)
+    assert str(error).endswith("Expected <class 'int'>; it was given an argparse.Namespace of `args` as its first "
+                               "argument: to pass `replicas` as a keyword argument, give it in `kwargs`")
+    assert pickle.loads(pickle.dumps(error)).namespace_names == ("replicas",)
+    with sdk_modules(), pytest.raises(BuilderError) as raised:
+        run_builder(str(tmp_path / "builder.py"), "get_options", args={"other": 1})
+    assert raised.value.namespace_names == () and "argparse.Namespace of `args`" not in str(raised.value)

@@ -10,7 +10,7 @@ from doubles import installed
 from expected_states import differences
 from option_file_helpers import MODES, PRESETS, built, loaded, untold
 from optimum_ipu_ext import IPUConfig, PlainIPUConfig
-from test_builders import CASES, builders  # noqa: F401 (`builders` is the fixture of the builder modules)
+from test_builders import CASES, builders, imported  # noqa: F401 (`builders` is the fixture of the builder modules)
 from test_properties import PROFILE, full_settings
 
 
@@ -37,6 +37,7 @@ def assert_both_ways(config, folder, as_imported=True):
         assert differences(built(again, mode), built(config, mode)) == {}, mode
 
 
+@pytest.mark.filterwarnings("ignore:`replicated_tensor_sharding=true` has no effect")  # the preset's one replica
 @pytest.mark.parametrize("preset", PRESETS, ids=[preset.stem for preset in PRESETS])
 def test_each_preset_both_ways(tmp_path, preset):
     assert_both_ways(IPUConfig.from_pretrained(str(preset)), tmp_path)
@@ -51,12 +52,7 @@ def test_each_preset_both_ways_without_transformers(tmp_path, preset):
 def test_each_builder_fixture_both_ways(builders, tmp_path, name):  # noqa: F811
     case = CASES[name]
     with installed(hardware_version=2, popdist_environment={}):
-        options = {mode: build(builders) for mode, build in zip(MODES, (case.training, case.inference)) if build}
-        if case.dropped:
-            with pytest.warns(UserWarning, match=case.dropped):
-                config = IPUConfig.from_options(**options, **case.overrides)
-        else:
-            config = IPUConfig.from_options(**options, **case.overrides)
+        _, config = imported(case, builders)
     # imported from its inference build alone, a config keeps the default training strategy, `pipelined`, with the
     # `auto_stage` of its inference build, `same_as_ipu`: poptorch's default strategy, which imports as null
     assert_both_ways(config, tmp_path, as_imported=case.training is not None)
