@@ -280,5 +280,6 @@ class BuilderError(IPUConfigError, RuntimeError):
         if self.namespace_names:
             names = ", ".join(f"`{name}`" for name in self.namespace_names)
             kind = "keyword arguments, give them" if len(self.namespace_names) > 1 else "a keyword argument, give it"
-            hint = f"; it was given an argparse.Namespace of `args` as its first argument: to pass {names} as {kind} in `kwargs`"
+            hint = (f"; it was given an argparse.Namespace of `args` as its first argument: to pass {names} as {kind} "
+                    "in `kwargs`")
         super().__init__(f"{builder} {problem}{hint}")

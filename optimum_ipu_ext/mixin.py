@@ -69,8 +69,8 @@ class SettingsMixin:
         """
         from .option_file_import import import_option_sources, option_file_sources
 
-        sources = {mode: option_file_sources(mode, paths) for mode, paths in (("training", training), ("inference", inference))
-                   if paths is not None}
+        given = {"training": training, "inference": inference}
+        sources = {mode: option_file_sources(mode, paths) for mode, paths in given.items() if paths is not None}
         return import_option_sources(cls, sources, overrides)
 
     @classmethod
@@ -79,8 +79,8 @@ class SettingsMixin:
         a YAML config holds) or one string. Errors name the lines as `the training lines, line 3`."""
         from .option_file_import import given_lines, import_option_sources
 
-        sources = {mode: [given_lines(lines, mode)] for mode, lines in (("training", training), ("inference", inference))
-                   if lines is not None}
+        given = {"training": training, "inference": inference}
+        sources = {mode: [given_lines(lines, mode)] for mode, lines in given.items() if lines is not None}
         return import_option_sources(cls, sources, overrides)
 
     def to_options_file(

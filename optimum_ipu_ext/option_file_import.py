@@ -38,7 +38,7 @@ def read_option_file(path: Union[str, "os.PathLike[str]"]) -> OptionLines:
         with open(where, encoding=None) as file:  # poptorch's `open(filepath)`
             return OptionLines(where, list(file))
     except FileNotFoundError:
-        problem = "no such file"
+        problem = "no such file or directory"
     except IsADirectoryError:
         problem = "a directory, not an option file"
     except UnicodeDecodeError as error:
@@ -108,7 +108,8 @@ def options_from_lines(poptorch: Any, sources: Sequence[OptionLines], mode: str)
     options = poptorch.Options()
     written: Dict[str, str] = {}
     if not sum(run_lines(options, poptorch, source, mode, written) for source in sources):
-        raise OptionsFileError(", ".join(source.where for source in sources), "no option call, only blank lines and comments")
+        where = ", ".join(source.where for source in sources)
+        raise OptionsFileError(where, "no option call, only blank lines and comments")
     return options, written
 
 
@@ -120,7 +121,8 @@ def import_located(
     it was set (`written`, `{mode: {state key: where}}`). `stacklevel` places a warning, as `warnings.warn` counts
     it from here."""
     try:
-        return import_options(config_class, options.get("training"), options.get("inference"), overrides, stacklevel + 1)
+        training, inference = options.get("training"), options.get("inference")
+        return import_options(config_class, training, inference, overrides, stacklevel + 1)
     except UnsupportedOptionsError as error:
         locations = {
             name_in_mode(name, mode, options): where

@@ -44,8 +44,9 @@ def options_file_text(plan: OptionsPlan, for_inference: bool, name: Optional[str
     """The text of the option file of `plan`: a header of comments, then one call a line. ASCII only, so that
     poptorch reads it in whatever encoding the locale gives `open()`."""
     source = f"the IPU config {json.dumps(name)}" if name else "an IPU config"
+    build = "inference" if for_inference else "training"
     header = [
-        f"# poptorch options for {'inference' if for_inference else 'training'}, from {source} (optimum-ipu-ext {version})",
+        f"# poptorch options for {build}, from {source} (optimum-ipu-ext {version})",
         "# Load them into a plain poptorch.Options: options = poptorch.Options(); options.loadFromFile(path)",
         "# Not into popdist.poptorch.Options: under poprun it sets the replicas and process of its instance itself",
         "# (it refuses replicationFactor); build those with IPUConfig.to_options()",

@@ -130,7 +130,8 @@ def test_a_line_poptorch_refuses_is_one_error_naming_file_and_line(capsys, tmp_p
 
 def test_a_missing_file_is_one_error(capsys, tmp_path):
     code, _, err = run(capsys, "import", tmp_path / "run.cfg", tmp_path / "out")
-    assert (code, err) == (1, f"ipu-config: error: Cannot read the poptorch options of {tmp_path / 'run.cfg'}: no such file.\n")
+    assert (code, err) == (1, f"ipu-config: error: Cannot read the poptorch options of {tmp_path / 'run.cfg'}: "
+                              "no such file or directory.\n")
 
 
 def test_options_no_config_rebuilds_are_listed_with_their_lines(capsys, tmp_path):

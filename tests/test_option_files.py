@@ -463,7 +463,7 @@ def test_a_failing_line_of_a_later_file_names_that_file(tmp_path):
 def test_a_missing_file(tmp_path):
     with pytest.raises(OptionsFileError) as raised:
         PlainIPUConfig.from_options_file(training=tmp_path / "run.cfg")
-    assert str(raised.value) == f"Cannot read the poptorch options of {tmp_path / 'run.cfg'}: no such file."
+    assert str(raised.value) == f"Cannot read the poptorch options of {tmp_path / 'run.cfg'}: no such file or directory."
     assert (raised.value.line, raised.value.text) == (None, None)
 
 
