@@ -23,6 +23,8 @@ from .recorder import sdk_modules
 PathOrPaths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 Lines = Union[str, Sequence[str]]
 
+_MISSING = object()
+
 
 class OptionLines(NamedTuple):
     """The lines of an option file, or lines given as they are, and how errors name them (the file's path)."""
@@ -88,9 +90,6 @@ def run_lines(options: Any, poptorch: Any, source: OptionLines, mode: str, writt
     return len(run)
 
 
-_MISSING = object()
-
-
 def _problem(error: Exception) -> str:
     problem = f"{type(error).__name__}: {error}"
     if isinstance(error, NameError):
@@ -98,13 +97,15 @@ def _problem(error: Exception) -> str:
     return problem
 
 
-def options_from_lines(poptorch: Any, sources: Sequence[OptionLines], mode: str) -> Tuple[Any, Dict[str, str]]:
-    """A fresh `poptorch.Options` with the lines of `sources` run on it in turn, as repeated `loadFromFile` calls
-    run files, and where each option was last changed (see `run_lines`).
+def options_from_lines(sources: Sequence[OptionLines], mode: str) -> Tuple[Any, Dict[str, str]]:
+    """A fresh `poptorch.Options` of the poptorch in use (call it under `sdk_modules()`) with the lines of `sources`
+    run on it in turn, as repeated `loadFromFile` calls run files, and where each option was last changed (see
+    `run_lines`).
 
     Raises:
         OptionsFileError: a line fails, or no source has a line to run (an empty file imports nothing).
     """
+    poptorch = importlib.import_module("poptorch")
     options = poptorch.Options()
     written: Dict[str, str] = {}
     if not sum(run_lines(options, poptorch, source, mode, written) for source in sources):
@@ -137,11 +138,11 @@ def import_option_sources(config_class: type, sources: Dict[str, List[OptionLine
     if not sources:
         raise TypeError("option files or lines are needed for `training` or `inference`, or both")
     with sdk_modules():
-        poptorch = importlib.import_module("poptorch")
-        made = {mode: options_from_lines(poptorch, mode_sources, mode) for mode, mode_sources in sources.items()}
+        made = {mode: options_from_lines(mode_sources, mode) for mode, mode_sources in sources.items()}
         options = {mode: options for mode, (options, _) in made.items()}
         written = {mode: where for mode, (_, where) in made.items()}
-        return import_located(config_class, options, written, overrides, stacklevel=4)  # the caller of SettingsMixin's
+        # 4: the line that called `from_options_file` or `from_options_lines`
+        return import_located(config_class, options, written, overrides, stacklevel=4)
 
 
 def option_file_sources(mode: str, paths: PathOrPaths) -> List[OptionLines]:

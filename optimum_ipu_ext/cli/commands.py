@@ -7,7 +7,6 @@ commands that reach the Hub, when they do.
 import argparse
 import json
 import os
-import sys
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -103,12 +102,13 @@ def command_import(args: argparse.Namespace, out: Stream, err: Stream) -> int:
         args.parser.error("--arg and --kwarg are passed to a builder (PATH.py:FUNCTION); an option file takes none")
     overrides = parse_update_string(",".join(args.set), SETTINGS) if args.set else {}
     files = {mode: option_file_sources(mode, path) for mode, (path, function) in sources.items() if function is None}
-    names = " and ".join(f"{path}{':' + function if function else ''} ({mode})" for mode, (path, function) in sources.items())
+    names = " and ".join(f"{path}{':' + function if function else ''} ({mode})"
+                         for mode, (path, function) in sources.items())
     with sdk_modules() as recorded:
         options, written = {}, {}
         for mode, (path, function) in sources.items():
             if function is None:
-                options[mode], written[mode] = options_from_lines(sys.modules["poptorch"], files[mode], mode)
+                options[mode], written[mode] = options_from_lines(files[mode], mode)
             else:
                 options[mode] = _run_builder(path, function, args)
         try:
