@@ -50,7 +50,7 @@ def test_export_keeps_an_existing_file_unless_forced(capsys, tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["missing.json"], "missing.json: no such file or directory"),
+        (["missing.json"], "Cannot load the IPU config file 'missing.json': no such file or directory."),
         ([PRESET, "--set", "replication_factor=0"], "--set: `replication_factor=0` is invalid: numbers must be >= 1."),
     ],
 )
