@@ -17,19 +17,20 @@ from .errors import (
     InvalidSettingError,
     IPUConfigError,
     ModelFileError,
+    OptionsFileError,
+    OutputExistsError,
     PoplarSDKNotFoundError,
     SettingTypeError,
     UnknownSettingError,
     UnsupportedOptionsError,
 )
+from ._version import __version__
 from .plan import OptionsPlan
 from .popdist import PopDistLaunch
 
 if TYPE_CHECKING:
     from .configuration import IPUConfig
     from .plain import PlainIPUConfig
-
-__version__ = "0.1.0"
 
 __all__ = [
     "IPUConfig",
@@ -44,6 +45,8 @@ __all__ = [
     "UnsupportedOptionsError",
     "ConfigFileError",
     "ModelFileError",
+    "OptionsFileError",
+    "OutputExistsError",
     "PoplarSDKNotFoundError",
     "HubError",
     "HubRepositoryNotFoundError",

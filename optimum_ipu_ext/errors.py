@@ -7,7 +7,7 @@ the built-in type that optimum-graphcore raises in the same situation (`ValueErr
 
 import difflib
 import json
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 
 def as_json(value: Any) -> str:
@@ -98,17 +98,27 @@ class UnsupportedOptionsError(IPUConfigError, ValueError):
     Attributes:
         options: `{option: what the given options hold and the settings cannot}`, an option being a `toDict()` key
             (`"log_dir"`) or the `poptorch.Options` method whose state `toDict()` omits (`"setExecutionStrategy"`).
+        locations: `{option: where it was set}` for options read from option files (`"run.cfg, line 4"`).
 
     Example message: ``No IPU config rebuilds these options: `log_dir` ('/logs' given, '.' rebuilt).``
     """
 
-    def __init__(self, options: Dict[str, str]):
+    def __init__(self, options: Dict[str, str], locations: Optional[Dict[str, str]] = None):
         self.options = dict(options)
-        listed = "; ".join(f"`{option}` ({problem})" for option, problem in sorted(self.options.items()))
+        self.locations = {option: where for option, where in (locations or {}).items() if option in self.options}
+        listed = "; ".join(
+            f"`{option}` ({self.locations[option] + ': ' if option in self.locations else ''}{problem})"
+            for option, problem in sorted(self.options.items())
+        )
         super().__init__(f"No IPU config rebuilds these options: {listed}.")
 
+    def located(self, locations: Dict[str, str]) -> "UnsupportedOptionsError":
+        """The same error, saying where each option was set (`{option: "run.cfg, line 4"}`, options it does not
+        name ignored)."""
+        return type(self)(self.options, {**self.locations, **locations})
+
     def __reduce__(self):
-        return type(self), (self.options,)
+        return type(self), (self.options, self.locations)
 
 
 class UnknownSettingError(IPUConfigError, ValueError):
@@ -146,6 +156,39 @@ class ModelFileError(IPUConfigError, OSError):
         self.path = path
         self.problem = problem
         super().__init__(f"Cannot read the model file '{path}': {problem}.")
+
+
+class OptionsFileError(ConfigFileError):
+    """A poptorch option file (or a list of option lines) that cannot be read: missing, not text, a line poptorch
+    would refuse (a `SyntaxError`, which poptorch raises as its own `ConfigFileError`, an unknown method, a wrong
+    call), or no call at all.
+
+    Attributes:
+        path: the file, or what stands for the lines (`"the training lines"`).
+        line: the number of the line that fails, from 1 (`None`: the file as a whole).
+        text: that line, as written.
+        problem: what is wrong, e.g. `AttributeError: Invalid attribute deviceIteration.`
+
+    Example message: ``Cannot read the poptorch options of run.cfg, line 3 (`deviceIteration(4)`): AttributeError:
+    Invalid attribute deviceIteration.``
+    """
+
+    def __init__(self, path: str, problem: str, line: Optional[int] = None, text: Optional[str] = None):
+        self.path = path
+        self.problem = problem
+        self.line = line
+        self.text = text
+        at = "" if line is None else f", line {line}" + (f" (`{text}`)" if text else "")
+        end = "" if problem.endswith(".") else "."
+        OSError.__init__(self, f"Cannot read the poptorch options of {path}{at}: {problem}{end}")
+
+
+class OutputExistsError(IPUConfigError, FileExistsError):
+    """A file the package was asked to write exists, and overwriting it was not asked for."""
+
+    def __init__(self, path: str, how: str):
+        self.path = path
+        OSError.__init__(self, f"'{path}' exists: {how} to overwrite it")
 
 
 class HubError(IPUConfigError, OSError):
@@ -223,11 +266,20 @@ class BuilderError(IPUConfigError, RuntimeError):
     Attributes:
         builder: the builder, as `path.py:function`.
         problem: what happened, e.g. `raised KeyError: 'replicas'`.
+        namespace_names: where the builder raised after it was given a namespace of `args` as its first argument,
+            the names in it that are parameters of the builder (which were most likely meant as keyword arguments).
 
     Example message: ``builders/bert.py:get_options raised KeyError: 'replicas'``
     """
 
-    def __init__(self, builder: str, problem: str):
+    def __init__(self, builder: str, problem: str, namespace_names: Tuple[str, ...] = ()):
         self.builder = builder
         self.problem = problem
-        super().__init__(f"{builder} {problem}")
+        self.namespace_names = tuple(namespace_names)
+        hint = ""
+        if self.namespace_names:
+            names = ", ".join(f"`{name}`" for name in self.namespace_names)
+            kind = "keyword arguments, give them" if len(self.namespace_names) > 1 else "a keyword argument, give it"
+            hint = (f"; it was given an argparse.Namespace of `args` as its first argument: to pass {names} as {kind} "
+                    "in `kwargs`")
+        super().__init__(f"{builder} {problem}{hint}")

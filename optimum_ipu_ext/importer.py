@@ -19,10 +19,13 @@ MODES = ("inference", "training")  # training last: a setting both builds make i
 _MISSING = "not set"
 
 
-def import_options(config_class: type, training: Any = None, inference: Any = None, **overrides: Any) -> Any:
+def import_options(
+    config_class: type, training: Any, inference: Any, overrides: Dict[str, Any], stacklevel: int = 3
+) -> Any:
     """The config of `config_class` (a class of `SettingsMixin`) whose `to_options()` / `to_options(for_inference=True)` build the options
     `training` / `inference` hold; `overrides` give settings the options cannot tell (`layers_per_ipu`) or replace
-    what they tell. See `SettingsMixin.from_options`."""
+    what they tell. See `SettingsMixin.from_options`. `stacklevel` places the warning about what was dropped (3:
+    the caller of the caller)."""
     given = {mode: options for mode, options in zip(MODES, (inference, training)) if options is not None}
     if not given:
         raise TypeError("from_options() needs `training` or `inference` options (poptorch.Options), or both")
@@ -40,7 +43,7 @@ def import_options(config_class: type, training: Any = None, inference: Any = No
     if problems:
         raise UnsupportedOptionsError(problems)
     if dropped:
-        warnings.warn("from_options() could not read, and dropped: " + "; ".join(dropped), UserWarning, stacklevel=3)
+        warnings.warn("from_options() could not read, and dropped: " + "; ".join(dropped), UserWarning, stacklevel=stacklevel)
     return config
 
 
@@ -62,7 +65,7 @@ def _read_settings(
             try:
                 values.update(read())
             except UnsupportedOptionsError as error:
-                problems.update(_in_mode({_option(key): why for key, why in error.options.items()}, mode, given))
+                problems.update(_in_mode({option_name(key): why for key, why in error.options.items()}, mode, given))
         dropped += _beyond_the_pipeline(states[mode], ipus, mode)
     values.update(read_optimizer_location(list(states.values())))
     values.update(overrides)
@@ -91,6 +94,12 @@ def resolved_state(options: Any, mode: str) -> Dict[str, Any]:
     return options.toDict()
 
 
+def full_state(options: Any, mode: str) -> Dict[str, Any]:
+    """Everything `trainingModel` / `inferenceModel` take of `options`, by state key: `resolved_state` and
+    `python_state`, values that are not plain data by their type (the progress bar callback)."""
+    return {key: _comparable(value) for key, value in {**resolved_state(options, mode), **python_state(options)}.items()}
+
+
 def python_state(options: Any) -> Dict[str, Any]:
     """What `trainingModel` / `inferenceModel` use of the options besides `toDict()`, where poptorch 3.4 keeps it,
     by the method that sets it."""
@@ -113,7 +122,7 @@ def _read_rows(state: Dict[str, Any], mode: str, problems: Dict[str, str]) -> Di
         try:
             values[name] = setting.check(setting.read(state))
         except (ValueError, TypeError) as error:
-            problems[_option(setting.state[0])] = f"{state.get(setting.state[0], _MISSING)!r}: {error}"
+            problems[option_name(setting.state[0])] = f"{state.get(setting.state[0], _MISSING)!r}: {error}"
     return values
 
 
@@ -128,7 +137,7 @@ def _other_popart_options(config: Any, states: Dict[str, Dict[str, Any]], proble
                 continue
             problem = SETTINGS["popart_options"].constraint({key: value})
             if problem:
-                problems[key] = f"{value!r}: {problem}"
+                problems[name_in_mode(key, mode, states)] = f"{value!r}: {problem}"
             else:
                 found[key] = value
     return found
@@ -163,7 +172,7 @@ def _differences(given: Dict[str, Any], rebuilt: Dict[str, Any]) -> Dict[str, st
             continue  # a fresh temporary file each build
         if _comparable(before) != _comparable(after):
             why = UNSUPPORTED_CALLS.get(key, (None, None))[1]
-            problems[_option(key)] = f"{before!r} given: {why}" if why else f"{before!r} given, {after!r} rebuilt"
+            problems[option_name(key)] = f"{before!r} given: {why}" if why else f"{before!r} given, {after!r} rebuilt"
     return problems
 
 
@@ -175,7 +184,7 @@ _METHODS = {
 }
 
 
-def _option(key: str) -> str:
+def option_name(key: str) -> str:
     """A state key as refusals name it: `logDir (log_dir)`, by the method that writes it (a PopART option as itself)."""
     method = _METHODS.get(key, key)
     return key if method == key else f"{method} ({key})"
@@ -189,6 +198,10 @@ def _comparable(value: Any) -> Any:
 
 
 def _in_mode(problems: Dict[str, str], mode: str, given: Dict[str, Any]) -> Dict[str, str]:
-    if len(given) == 1:
-        return problems
-    return {f"{option} ({mode})": problem for option, problem in problems.items()}
+    return {name_in_mode(option, mode, given): problem for option, problem in problems.items()}
+
+
+def name_in_mode(option: str, mode: str, given: Dict[str, Any]) -> str:
+    """How a refusal names `option` of the `mode` build when the builds `given` are imported: with its build, where
+    both are given."""
+    return option if len(given) == 1 else f"{option} ({mode})"

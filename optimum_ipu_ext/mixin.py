@@ -1,14 +1,20 @@
 """`SettingsMixin`: what `IPUConfig` and `PlainIPUConfig` share on top of the core: checked assignment, the
-rules, the options plan, the import of `poptorch.Options`."""
+rules, the options plan, the import of `poptorch.Options` and of poptorch's option files, the export to them."""
 
-from typing import Any, Dict, Tuple, Union
+import os
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
+from ._version import __version__
 from .build import build_plan
-from .core import CONFIG_NAME, check_rules, update_settings_from_string
-from .errors import UnknownSettingError
+from .core import CONFIG_NAME, check_rules, update_settings_from_string, write_text_atomically
+from .errors import OutputExistsError, UnknownSettingError
+from .option_files import options_file_text
 from .plan import OptionsPlan
 from .popdist import PopDistLaunch, resolve_launch
 from .settings import BASE_SETTINGS, EXTENSION_SETTINGS, SETTINGS, TRANSFORMERS_KEYS
+
+if TYPE_CHECKING:
+    from .option_file_import import Lines, PathOrPaths
 
 
 class SettingsMixin:
@@ -45,7 +51,59 @@ class SettingsMixin:
         """
         from .importer import import_options
 
-        return import_options(cls, training, inference, **overrides)
+        return import_options(cls, training, inference, overrides)
+
+    @classmethod
+    def from_options_file(cls, training: "PathOrPaths" = None, inference: "PathOrPaths" = None, **overrides: Any):
+        """The config whose builds are the options poptorch's `Options().loadFromFile` makes of the option files
+        `training` / `inference` (either or both): a path, or a list of paths applied in turn, as repeated
+        `loadFromFile` calls apply them. Imported as `from_options` imports options; `overrides` as there.
+
+        The files run as poptorch runs them, on the Poplar SDK's poptorch where it imports, else on the package's
+        recorder (no SDK needed). They are Python: read only files you would run.
+
+        Raises:
+            OptionsFileError: a file is missing or not text, holds no call, or has a line poptorch refuses (a
+                syntax error, an unknown method, a wrong call), named with its number.
+            UnsupportedOptionsError: naming every option no config rebuilds, and the line that set it.
+        """
+        from .option_file_import import import_option_sources, option_file_sources
+
+        given = {"training": training, "inference": inference}
+        sources = {mode: option_file_sources(mode, paths) for mode, paths in given.items() if paths is not None}
+        return import_option_sources(cls, sources, overrides)
+
+    @classmethod
+    def from_options_lines(cls, training: "Lines" = None, inference: "Lines" = None, **overrides: Any):
+        """As `from_options_file`, from the lines of an option file given as they are: a list of strings (the list
+        a YAML config holds) or one string. Errors name the lines as `the training lines, line 3`."""
+        from .option_file_import import given_lines, import_option_sources
+
+        given = {"training": training, "inference": inference}
+        sources = {mode: [given_lines(lines, mode)] for mode, lines in given.items() if lines is not None}
+        return import_option_sources(cls, sources, overrides)
+
+    def to_options_file(
+        self, path: Union[str, "os.PathLike[str]"], *, for_inference: bool = False, overwrite: bool = False,
+        name: Optional[str] = None,
+    ) -> str:
+        """Writes the build of `to_options()` (`for_inference`: of `to_options(for_inference=True)`) as a poptorch
+        option file, atomically: `poptorch.Options().loadFromFile(path)` builds options of the same state. For a
+        plain `poptorch.Options`, not PopDist's (see `OptionsPlan.to_options_lines`). Returns the path.
+
+        The header names the build, the config (`name`, e.g. where it was loaded from) and the package's version.
+        An existing file is kept unless `overwrite`: an option file is often written by hand, and one overwritten by
+        mistake is lost.
+
+        Raises:
+            OutputExistsError: `path` exists and `overwrite` is false.
+        """
+        path = str(os.fspath(path))
+        if os.path.exists(path) and not overwrite:
+            raise OutputExistsError(path, "pass overwrite=True")
+        plan = self.options_plan(for_inference=for_inference, popdist=False)
+        write_text_atomically(path, options_file_text(plan, for_inference, name, __version__))
+        return path
 
     def _validate_ipu_config(self):
         """Checks that the settings agree with each other, in both modes."""

@@ -1,21 +1,23 @@
 """The options plan: the ordered `poptorch.Options` calls a configuration implies, as plain data.
 
-A plan can be printed as the equivalent Python, turned into data (`to_dict()`) or JSON
-(`to_json_string()`), compared and tested on any machine. `OptionsPlan.apply()` is the only code in
-the package that touches the Poplar SDK.
+A plan can be printed as the equivalent Python, written as the lines of a poptorch option file
+(`to_options_lines()`), turned into data (`to_dict()`) or JSON (`to_json_string()`), compared and tested on any
+machine. `OptionsPlan.apply()` is the only code in the package that touches the Poplar SDK.
 """
 
 import functools
 import importlib
 import json
+import math
 import operator
 import os
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any, Dict, NamedTuple, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Sequence, Tuple
 
 from .errors import PoplarSDKNotFoundError
+from .sdk_enums import enum_value
 
 
 IPU_MK2_HARDWARE_VERSIONS = (2, 21)
@@ -29,8 +31,18 @@ class Ref:
     path: str
     as_int: bool = False
 
-    def render(self) -> str:
-        return f"int({self.path})" if self.as_int else self.path
+    def render(self, in_file: bool = False) -> str:
+        if not in_file:
+            return f"int({self.path})" if self.as_int else self.path
+        # an option file has only `poptorch` in scope: an enum member as its value, torch as poptorch's own import
+        root = self.path.split(".")[0]
+        if self.as_int:
+            return str(enum_value(self.path))
+        if root == "torch":
+            return f"poptorch.{self.path}"
+        if root != "poptorch":
+            raise ValueError(f"`{self.path}` cannot be written in a poptorch option file: only `poptorch` is in scope")
+        return self.path
 
     def resolve(self, sdk: Dict[str, Any]) -> Any:
         value = _lookup(self.path, sdk)
@@ -53,11 +65,13 @@ class Construct:
     kwargs: Tuple[Tuple[str, Any], ...] = ()
     chain: Tuple[Tuple[str, Tuple[Any, ...]], ...] = ()
 
-    def render(self) -> str:
-        arguments = [render(a) for a in self.args] + [f"{k}={render(v)}" for k, v in self.kwargs]
+    def render(self, in_file: bool = False) -> str:
+        if in_file and not self.path.startswith("poptorch."):
+            raise ValueError(f"`{self.path}` cannot be written in a poptorch option file: only `poptorch` is in scope")
+        arguments = [render(a, in_file) for a in self.args] + [f"{k}={render(v, in_file)}" for k, v in self.kwargs]
         text = f"{self.path}({', '.join(arguments)})"
         for method, args in self.chain:
-            text += f".{method}({', '.join(render(a) for a in args)})"
+            text += f".{method}({', '.join(render(a, in_file) for a in args)})"
         return text
 
     def resolve(self, sdk: Dict[str, Any]) -> Any:
@@ -80,8 +94,9 @@ class Construct:
 class TempFile:
     """The name of a fresh temporary file, drawn when the plan is applied."""
 
-    def render(self) -> str:
-        return "tempfile.NamedTemporaryFile().name"
+    def render(self, in_file: bool = False) -> str:
+        # an option file imports what it needs itself: only `poptorch` is in its scope
+        return '__import__("tempfile").NamedTemporaryFile().name' if in_file else "tempfile.NamedTemporaryFile().name"
 
     def resolve(self, sdk: Dict[str, Any]) -> str:
         # A name is all PopART takes: optimum-graphcore's `NamedTemporaryFile().name` creates the file and deletes
@@ -107,7 +122,7 @@ class TempFile:
 class NoneArgument:
     """`None` as a call's argument (`enableExecutableCaching(None)`): a plain `None` in a plan means "no call"."""
 
-    def render(self) -> str:
+    def render(self, in_file: bool = False) -> str:
         return "None"
 
     def resolve(self, sdk: Dict[str, Any]) -> None:
@@ -130,8 +145,11 @@ class OptionCall(NamedTuple):
     method: str
     args: Tuple[Any, ...] = ()
 
-    def render(self, variable: str = "opts") -> str:
-        return f"{variable}.{self.method}({', '.join(render(a) for a in self.args)})"
+    def render(self, variable: str = "opts", in_file: bool = False) -> str:
+        """The call as Python, on `variable`; `in_file`: as a line of a poptorch option file, which names no
+        variable and has only `poptorch` in scope."""
+        call = f"{self.method}({', '.join(render(a, in_file) for a in self.args)})"
+        return call if in_file else f"{variable}.{call}"
 
     def to_dict(self) -> Dict[str, Any]:
         return {"method": self.method, "args": [to_dict(a) for a in self.args]}
@@ -156,6 +174,27 @@ class OptionsPlan:
         lines += [f"# {note}" for note in self.notes]
         lines += [call.render() for call in self.calls]
         return "\n".join(lines)
+
+    def to_options_lines(self) -> List[str]:
+        """The calls as the lines of a poptorch option file, which `poptorch.Options().loadFromFile(path)` runs:
+        each without the `opts.` prefix, with only `poptorch` in scope (a PopART enum member written as its value,
+        the member named in a comment at the end of the line; a dtype as `poptorch.torch.float16`).
+
+        Raises:
+            ValueError: the plan makes other options than a plain `poptorch.Options` (PopDist's, under poprun).
+        """
+        if self.options != Construct("poptorch.Options"):
+            raise ValueError(
+                f"a poptorch option file is loaded into a plain poptorch.Options; this plan makes "
+                f"{self.options.render()}: plan the build with popdist=False"
+            )
+        lines = []
+        for call in self.calls:
+            line = call.render(in_file=True)
+            named = [value.path for value in _sdk_values(call.args) if isinstance(value, Ref) and value.as_int]
+            named += ["a fresh temporary file" for value in _sdk_values(call.args) if isinstance(value, TempFile)]
+            lines.append(f"{line}  # {', '.join(named)}" if named else line)
+        return lines
 
     def argument(self, method: str) -> Any:
         """The first argument of the plan's first call to `method`: what the build really sets (`None`: the plan
@@ -191,15 +230,19 @@ class OptionsPlan:
         return options
 
 
-def render(value: Any) -> str:
+def render(value: Any, in_file: bool = False) -> str:
+    """`value` as Python source; `in_file`: as a poptorch option file writes it, with only `poptorch` in scope."""
     if isinstance(value, _SDK_VALUES):
-        return value.render()
+        return value.render(in_file)
     if isinstance(value, list):
-        return "[" + ", ".join(render(v) for v in value) + "]"
+        return "[" + ", ".join(render(v, in_file) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{render(k)}: {render(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{render(k, in_file)}: {render(v, in_file)}" for k, v in value.items()) + "}"
     if isinstance(value, str):
-        return json.dumps(value)
+        # JSON's escapes are Python's, but for a character beyond U+FFFF, which JSON writes as two surrogates
+        return json.dumps(value) if all(ord(character) <= 0xFFFF for character in value) else ascii(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
     return repr(value)
 
 
@@ -276,28 +319,25 @@ def _map_sdk_values(value: Any, function) -> Any:
     return value
 
 
-def _names(plan: OptionsPlan):
+def _sdk_values(value: Any) -> Iterator[Any]:
+    """Each `Ref`, `Construct` and `TempFile` in `value`, those in a `Construct`'s arguments and chained calls too."""
+    if isinstance(value, (Ref, TempFile)):
+        yield value
+    elif isinstance(value, Construct):
+        yield value
+        yield from _sdk_values([*value.args, *(v for _, v in value.kwargs), *(a for _, args in value.chain for a in args)])
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            yield from _sdk_values(inner)
+    elif isinstance(value, dict):
+        for inner in value.values():
+            yield from _sdk_values(inner)
+
+
+def _names(plan: OptionsPlan) -> Iterator[str]:
     """The dotted names a plan refers to (for its imports)."""
-
-    def walk(value):
-        if isinstance(value, Ref):
-            yield value.path
-        elif isinstance(value, Construct):
-            yield value.path
-            for inner in list(value.args) + [v for _, v in value.kwargs] + [a for _, args in value.chain for a in args]:
-                yield from walk(inner)
-        elif isinstance(value, TempFile):
-            yield "tempfile.NamedTemporaryFile"
-        elif isinstance(value, (list, tuple)):
-            for inner in value:
-                yield from walk(inner)
-        elif isinstance(value, dict):
-            for inner in value.values():
-                yield from walk(inner)
-
-    yield from walk(plan.options)
-    for call in plan.calls:
-        yield from walk(call.args)
+    for value in _sdk_values([plan.options, *(call.args for call in plan.calls)]):
+        yield "tempfile.NamedTemporaryFile" if isinstance(value, TempFile) else value.path
 
 
 def _module(name: str) -> str:

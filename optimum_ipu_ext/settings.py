@@ -463,7 +463,7 @@ METHODS_HELD_OTHERWISE = {
     "Precision.halfFloatCasting": "nothing: deprecated, it writes no option",
     "Precision.runningStatisticsAlwaysFloat": "nothing: deprecated, it writes no option",
     "enableProfiling": "`engine_options`: the `autoReport.*` and `debug.allowOutOfMemory` options it writes",
-    "loadFromFile": "the settings of the calls the file makes: import the options it built",
+    "loadFromFile": "the settings of the calls the file makes: import the file with `from_options_file`",
     "appendToLocationExcludes": f"not held: {UNSUPPORTED_CALLS['sourceLocationExcludes'][1]}",
     "Distributed.disable": f"not held: {UNSUPPORTED_CALLS['distributed_process_id'][1]}",
     "Distributed.setEnvVarNames": f"not held: {UNSUPPORTED_CALLS['distributed_process_id'][1]}",

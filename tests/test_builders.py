@@ -137,15 +137,19 @@ def expected_state(options, mode, ipus=None):
     return expected
 
 
+def imported(case, builders):
+    """The options of the case's builds, and the config they import into (what the import drops, as the case says)."""
+    given = {mode: build(builders) for mode, build in zip(MODES, (case.training, case.inference)) if build}
+    if not case.dropped:
+        return given, IPUConfig.from_options(**given, **case.overrides)
+    with pytest.warns(UserWarning, match=case.dropped):
+        return given, IPUConfig.from_options(**given, **case.overrides)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_builder_imports_and_rebuilds_its_state(builders, sdk_off_poprun, tmp_path, name):
     case = CASES[name]
-    given = {mode: build(builders) for mode, build in zip(MODES, (case.training, case.inference)) if build}
-    if case.dropped:
-        with pytest.warns(UserWarning, match=case.dropped):
-            config = IPUConfig.from_options(**given, **case.overrides)
-    else:
-        config = IPUConfig.from_options(**given, **case.overrides)
+    given, config = imported(case, builders)
     ipus = case.overrides["ipus_per_replica"] if case.dropped else None
     config.save_pretrained(tmp_path)
     for rebuilding in (config, IPUConfig.from_pretrained(tmp_path)):

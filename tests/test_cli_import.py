@@ -4,16 +4,15 @@ options no config rebuilds are one clear error each."""
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from doubles import installed
-from cli_helpers import run
+from cli_helpers import run, run_alone
 from optimum_ipu_ext import BuilderError
-from optimum_ipu_ext.cli import builder, named_value
+from optimum_ipu_ext.cli import import_source, named_value
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
@@ -170,14 +169,16 @@ def test_an_arg_without_a_python_name_is_a_usage_error(capsys, tmp_path, text):
 
 @pytest.mark.parametrize(
     "text, parsed",
-    [("b.py:get_options", ("b.py", "get_options")), ("C:/b.py:f", ("C:/b.py", "f")), ("b.py: f ", ("b.py", "f"))],
+    [("b.py:get_options", ("b.py", "get_options")), ("C:/b.py:f", ("C:/b.py", "f")), ("b.py: f ", ("b.py", "f")),
+     ("ipu.config", ("ipu.config", None)), ("C:\\x\\ipu.cfg", ("C:\\x\\ipu.cfg", None)), (":f", (":f", None)),
+     ("a.py.cfg", ("a.py.cfg", None)), ("opts:get_options", ("opts:get_options", None))],
 )
-def test_a_builder_is_path_colon_function(text, parsed):
-    assert builder(text) == parsed
+def test_a_builder_is_path_py_colon_function_and_anything_else_an_option_file(text, parsed):
+    assert import_source(text) == parsed
 
 
-@pytest.mark.parametrize("text", ["b.py", "b.py:", ":f", "b.py:get-options"])
-def test_a_builder_without_path_or_function_is_a_usage_error(capsys, tmp_path, text):
+@pytest.mark.parametrize("text", ["b.py", "b.py:", " b.py ", "b.py:get-options"])
+def test_a_python_file_without_a_function_is_a_usage_error(capsys, tmp_path, text):
     code, _, err = run(capsys, "import", text, tmp_path)
     assert code == 2 and "PATH.py:FUNCTION" in err
 
@@ -189,14 +190,7 @@ def test_run_builder_raises_a_builder_error_naming_the_builder():
 
 
 def test_import_needs_neither_torch_nor_transformers(tmp_path):
-    code = (
-        "import sys\n"
-        "from optimum_ipu_ext.cli import main\n"
-        f"code = main({['import', *FULL_IMPORT[:1], str(tmp_path), *FULL_IMPORT[1:]]!r})\n"
-        "print(code, sorted(name for name in ('torch', 'transformers', 'poptorch') if name in sys.modules))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines()[-1] == "0 []"
+    assert run_alone("import", *FULL_IMPORT[:1], tmp_path, *FULL_IMPORT[1:]) == "0 []"
     assert saved(tmp_path)["replication_factor"] == 2
 
 

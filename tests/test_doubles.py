@@ -48,6 +48,7 @@ REAL_SIGNATURES = {
     "OptionsDict.checkIsFrozen": "(self, option=None)",
     "Options.__init__": "(self)",
     "Options.from_json": "(self, string)",
+    "Options.loadFromFile": "(self, filepath)",
     "Options.showCompilationProgressBar": "(self, show=True)",
     "Options.relaxOptimizerAttributesChecks": "(self, relax=True)",
     "Options.sourceLocationExcludes": "(self, excludes)",

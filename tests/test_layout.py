@@ -14,13 +14,14 @@ CORE = {
     "optimum_ipu_ext.errors", "optimum_ipu_ext.legacy", "optimum_ipu_ext.plan", "optimum_ipu_ext.schema",
     "optimum_ipu_ext.settings", "optimum_ipu_ext.popdist", "optimum_ipu_ext.build", "optimum_ipu_ext.core",
     "optimum_ipu_ext.documents", "optimum_ipu_ext.placement", "optimum_ipu_ext.placement.checkpoint",
+    "optimum_ipu_ext.sdk_enums", "optimum_ipu_ext._version", "optimum_ipu_ext.option_files",
 }
 SHELL_PACKAGES = ("optimum_ipu_ext.recorder", "optimum_ipu_ext.cli")
 SHELL = {
     "optimum_ipu_ext", "optimum_ipu_ext.mixin", "optimum_ipu_ext.plain", "optimum_ipu_ext.configuration",
     "optimum_ipu_ext.base", "optimum_ipu_ext.bundled_base", "optimum_ipu_ext.hub", "optimum_ipu_ext.importer",
     "optimum_ipu_ext.presets",  # data: the preset configs the CLI writes
-    "optimum_ipu_ext.placement.hub_model",
+    "optimum_ipu_ext.placement.hub_model", "optimum_ipu_ext.option_file_import",
 }
 
 

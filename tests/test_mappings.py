@@ -515,6 +515,8 @@ ERROR_BASES = {
     "HubUnavailableError": ("HubError",),
     "HubVisibilityError": ("HubError",),
     "HubConfigFileError": ("HubError", "ConfigFileError"),
+    "OptionsFileError": ("ConfigFileError",),
+    "OutputExistsError": ("IPUConfigError", "FileExistsError"),
     "PoplarSDKNotFoundError": ("IPUConfigError", "ImportError"),
     "BuilderError": ("IPUConfigError", "RuntimeError"),
 }
@@ -545,6 +547,8 @@ ERROR_EXAMPLES = {  # one instance of each exported error, as the package raises
     "HubConfigFileError": lambda: optimum_ipu_ext.HubConfigFileError("org/cfg", "not JSON", "load", "main", "x.json"),
     "PoplarSDKNotFoundError": lambda: optimum_ipu_ext.PoplarSDKNotFoundError("poptorch"),
     "UnsupportedOptionsError": lambda: optimum_ipu_ext.UnsupportedOptionsError({"log_dir": "'/logs' given"}),
+    "OptionsFileError": lambda: optimum_ipu_ext.OptionsFileError("run.cfg", "AttributeError: x", 3, "x(1)"),
+    "OutputExistsError": lambda: optimum_ipu_ext.OutputExistsError("run.cfg", "pass overwrite=True"),
     "BuilderError": lambda: optimum_ipu_ext.BuilderError("b.py:get_options", "raised KeyError: 'replicas'"),
 }
 
@@ -577,6 +581,8 @@ def test_every_exported_error_is_pinned():
         ("ConfigFileError", {OSError}),
         ("ModelFileError", {OSError}),
         ("HubConfigFileError", {OSError}),
+        ("OptionsFileError", {OSError}),
+        ("OutputExistsError", {OSError}),
         ("HubUnavailableError", {OSError}),
         ("HubVisibilityError", {OSError}),
         ("PoplarSDKNotFoundError", {ImportError}),

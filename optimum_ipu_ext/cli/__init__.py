@@ -34,12 +34,17 @@ def instance(text: str) -> Tuple[int, int]:
     return int(count), int(index)
 
 
-def builder(text: str) -> Tuple[str, str]:
-    """The argparse type of a builder: `PATH.py:FUNCTION`, split at the last colon."""
+def import_source(text: str) -> Tuple[str, Optional[str]]:
+    """The argparse type of what `import` reads: a builder, `PATH.py:FUNCTION` (split at the last colon), as
+    `(path, function)`; any other path is a poptorch option file, `(path, None)`."""
     path, colon, function = text.rpartition(":")
-    if not (colon and path.strip() and function.strip().isidentifier()):
-        raise argparse.ArgumentTypeError(f"expected PATH.py:FUNCTION, e.g. builders/bert.py:get_options, got {text!r}")
-    return path, function.strip()
+    if (colon and path.strip().endswith(".py")) or text.strip().endswith(".py"):
+        if not (colon and function.strip().isidentifier()):
+            raise argparse.ArgumentTypeError(
+                f"expected PATH.py:FUNCTION for a builder, e.g. builders/bert.py:get_options, got {text!r}"
+            )
+        return path, function.strip()
+    return text, None
 
 
 def named_value(text: str) -> Tuple[str, Any]:
@@ -111,24 +116,40 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--force", action="store_true", help="overwrite an existing ipu_config.json")
 
     import_ = command(
-        "import", "Run a hand-written builder of poptorch.Options and write the config that rebuilds its options.",
-        epilog="Without the Poplar SDK, the builder runs on the package's recorder, a stand-in for the option API of "
-        "poptorch, popart and popdist (a process poprun did not launch). Prints the settings that differ from "
+        "import", "Run a hand-written builder of poptorch.Options, or read a poptorch option file, and write the "
+        "config that rebuilds its options.",
+        epilog="Without the Poplar SDK, the builder or the file runs on the package's recorder, a stand-in for the "
+        "option API of poptorch, popart and popdist (a process poprun did not launch). An option file is read as "
+        "poptorch.Options.loadFromFile reads it (it runs as Python). Prints the settings that differ from "
         "optimum-graphcore's defaults.",
     )
-    import_.add_argument("builder", type=builder, metavar="BUILDER",
-                         help="the training builder, PATH.py:FUNCTION; its folder comes first on sys.path while it runs")
+    import_.add_argument("builder", type=import_source, metavar="SOURCE",
+                         help="the training build: a builder, PATH.py:FUNCTION (its folder comes first on sys.path "
+                         "while it runs), or a poptorch option file")
     import_.add_argument("out_dir", metavar="OUT_DIR", help="the directory to write ipu_config.json to")
     import_.add_argument("--arg", action="append", type=named_value, metavar="NAME=VALUE",
                          help="an attribute of the namespace passed as the builder's first argument; VALUE is read "
                          "as JSON (4, true, [1, 2], \"x\"), else kept as text; repeat it")
     import_.add_argument("--kwarg", action="append", type=named_value, metavar="NAME=VALUE",
                          help="a keyword argument of the builder, VALUE read as for --arg; repeat it")
-    import_.add_argument("--inference", type=builder, metavar="BUILDER",
-                         help="a separate inference builder, PATH.py:FUNCTION, called with the same --arg and --kwarg")
+    import_.add_argument("--inference", type=import_source, metavar="SOURCE",
+                         help="a separate inference build: a builder, PATH.py:FUNCTION, called with the same --arg "
+                         "and --kwarg, or a poptorch option file")
     import_.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE",
                          help="a setting the options cannot tell (layers_per_ipu, ...), written as for `show --set`")
     import_.add_argument("--force", action="store_true", help="overwrite an existing ipu_config.json")
+
+    export = command(
+        "export", "Write the options to_options() builds as a poptorch option file, for poptorch.Options.loadFromFile.",
+        epilog="The file is for a plain poptorch.Options: under poprun, popdist.poptorch.Options sets the replicas "
+        "and process of its instance itself (build those with IPUConfig.to_options()).",
+    )
+    export.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="the option file to write")
+    export.add_argument("--revision", help="branch, tag or commit, for a Hub repository")
+    export.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=SET_HELP)
+    export.add_argument("--inference", action="store_true", help="write the inference build rather than training's")
+    export.add_argument("--force", action="store_true", help="overwrite an existing FILE")
 
     command("schema", "Print the JSON Schema of ipu_config.json, for editors (draft 2020-12).",
             epilog="The same schema ships in the package as optimum_ipu_ext/ipu_config.schema.json.")

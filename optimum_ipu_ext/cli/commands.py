@@ -11,7 +11,8 @@ import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..documents import json_schema_string
-from ..errors import UnsupportedOptionsError
+from ..errors import BuilderError, UnsupportedOptionsError
+from ..option_file_import import import_located, option_file_sources, options_from_lines
 from ..plain import PlainIPUConfig
 from ..popdist import PopDistLaunch
 from ..recorder import run_builder, sdk_modules
@@ -96,21 +97,29 @@ def command_import(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     target = os.path.join(args.out_dir, CONFIG_NAME)
     if os.path.exists(target) and not args.force:  # before the builder runs: it may take a while
         raise CommandError(f"{target}: exists; pass --force to overwrite it")
+    sources = dict(_given({"training": args.builder, "inference": args.inference}))
+    if (args.arg or args.kwarg) and all(function is None for _, function in sources.values()):
+        args.parser.error("--arg and --kwarg are passed to a builder (PATH.py:FUNCTION); an option file takes none")
     overrides = parse_update_string(",".join(args.set), SETTINGS) if args.set else {}
-    arguments = None if args.arg is None else dict(args.arg)
-    builders = {"training": args.builder, "inference": args.inference}
-    names = " and ".join(f"{path}:{function} ({mode})" for mode, (path, function) in _given(builders))
+    files = {mode: option_file_sources(mode, path) for mode, (path, function) in sources.items() if function is None}
+    names = " and ".join(f"{path}{':' + function if function else ''} ({mode})"
+                         for mode, (path, function) in sources.items())
     with sdk_modules() as recorded:
-        options = {mode: run_builder(path, function, arguments, dict(args.kwarg or ()))
-                   for mode, (path, function) in _given(builders)}
+        options, written = {}, {}
+        for mode, (path, function) in sources.items():
+            if function is None:
+                options[mode], written[mode] = options_from_lines(files[mode], mode)
+            else:
+                options[mode] = _run_builder(path, function, args)
         try:
             with warnings.catch_warnings(record=True) as dropped:
                 warnings.simplefilter("always")
-                config = PlainIPUConfig.from_options(**options, **overrides)
+                config = import_located(PlainIPUConfig, options, written, overrides)
         except UnsupportedOptionsError as error:
             err.write(f"{PROG}: {err.style('error', 'red')}: no IPU config rebuilds these options of {names}:")
             for option, problem in sorted(error.options.items()):
-                err.write(f"  {option}: {problem}")
+                where = f"{error.locations[option]}: " if option in error.locations else ""
+                err.write(f"  {where}{option}: {problem}")
             return 1
     for warning in dropped:
         err.write(f"{PROG}: warning: {warning.message}")
@@ -122,9 +131,47 @@ def command_import(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     return 0
 
 
-def _given(builders: Dict[str, Optional[Tuple[str, str]]]) -> List[Tuple[str, Tuple[str, str]]]:
-    """The (mode, (path, function)) of the builders given."""
-    return [(mode, spec) for mode, spec in builders.items() if spec is not None]
+def _given(sources: Dict[str, Optional[Tuple[str, Optional[str]]]]) -> List[Tuple[str, Tuple[str, Optional[str]]]]:
+    """The (mode, (path, function)) of the sources given, function `None` for an option file."""
+    return [(mode, source) for mode, source in sources.items() if source is not None]
+
+
+def _run_builder(path: str, function: str, args: argparse.Namespace):
+    """The options of the builder, called with `--arg` and `--kwarg`; where it fails on a namespace given for
+    parameters it has, the error says to pass them with `--kwarg`."""
+    arguments = None if args.arg is None else dict(args.arg)
+    try:
+        return run_builder(path, function, arguments, dict(args.kwarg or ()))
+    except BuilderError as error:
+        if not error.namespace_names:
+            raise
+        given = ", ".join(f"`{name}={_typed(arguments[name])}`" for name in error.namespace_names)
+        flags = " ".join(f"--kwarg {name}={_typed(arguments[name])}" for name in error.namespace_names)
+        kind = "keyword arguments" if len(error.namespace_names) > 1 else "a keyword argument"
+        raise CommandError(
+            f"{error.builder} {error.problem}; it was given an argparse.Namespace as its first argument (--arg): "
+            f"to pass {given} as {kind}, use {flags}"
+        ) from error
+
+
+def _typed(value) -> str:
+    """A value of `--arg` as typed: JSON, or the text that is not JSON."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value)
+
+
+def command_export(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    if os.path.exists(args.output) and not args.force:  # before loading: the source may be on the Hub
+        raise CommandError(f"{args.output}: exists; pass --force to overwrite it")
+    config = load(args.source, args.revision, args.set or ())
+    path = config.to_options_file(args.output, for_inference=args.inference, overwrite=args.force, name=args.source)
+    out.write(f"Wrote {path}: the {'inference' if args.inference else 'training'} build of {args.source}, for "
+              "poptorch.Options().loadFromFile")
+    return 0
 
 
 def command_schema(args: argparse.Namespace, out: Stream, err: Stream) -> int:

@@ -90,7 +90,8 @@ def run_builder(
 
     Raises:
         BuilderError: the file or function cannot be loaded, the function cannot take these arguments, raises,
-            or returns something other than `poptorch.Options`.
+            or returns something other than `poptorch.Options`. Where it raises after being given a namespace
+            holding names of its parameters, the error says to pass them in `kwargs`.
     """
     builder = f"{path}:{function}"
     kwargs = dict(kwargs or {})
@@ -106,7 +107,8 @@ def run_builder(
         try:
             options = call(*positional, **kwargs)
         except Exception as error:
-            raise BuilderError(builder, f"raised {type(error).__name__}: {error}") from error
+            meant = tuple(name for name in args or () if name in inspect.signature(call).parameters)
+            raise BuilderError(builder, f"raised {type(error).__name__}: {error}", meant) from error
     poptorch = sys.modules.get("poptorch")
     if poptorch is None or not isinstance(options, poptorch.Options):
         raise BuilderError(builder, f"returned {type(options).__name__}, not poptorch.Options")

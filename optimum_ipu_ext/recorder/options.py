@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ..option_files import code, lines_run
 from . import enums
 from .enums import AutoStage, CommGroupType, ConnectionType, Liveness, OutputMode, ReductionType, SyncPattern
 
@@ -136,7 +137,10 @@ def _method(text: str, write: Write) -> Callable[..., Any]:
     signature = inspect.Signature(parameters)
 
     def method(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{function.name}(): {error}") from None  # named, as Python names the function
         bound.apply_defaults()
         target, *values = bound.arguments.values()
         for name, kind in checks.items():
@@ -163,6 +167,10 @@ def with_methods(table: Dict[str, Write]):
 
 
 # --- the option objects --------------------------------------------------------------------------------------
+
+class ConfigFileError(Exception):
+    """`Options.loadFromFile` was given a file whose lines are not Python (poptorch's own error)."""
+
 
 class _PopartOptions:
     """`Options._Popart`: PopART session options, stored as given (the backend checks them when it compiles)."""
@@ -650,6 +658,22 @@ class Options(OptionsDict):
                 target(*argument)
             else:
                 target(argument)
+        return self
+
+    def loadFromFile(self, filepath: str) -> "Options":
+        """Runs the option calls of the file `filepath` on these options, as poptorch 3.4 does: each line that is
+        neither blank nor a comment, prefixed with `options.`, all run as one piece of Python with `poptorch` and
+        the options in scope (see `option_files`); one that does not compile is a `ConfigFileError`."""
+        import poptorch  # as poptorch's own reader does: the poptorch in use, the recorder under `sdk_modules()`
+
+        with open(filepath) as file:  # in the locale's encoding, as poptorch opens it
+            text = code(lines_run(file))
+        try:
+            compiled = compile(text, "<string>", "exec", dont_inherit=True)
+        except SyntaxError as error:
+            raise ConfigFileError(f"{type(error).__name__} at line {error.lineno} of {os.path.basename(filepath)}: "
+                                  f"{error.args[0]}\n> {error.text}") from None
+        exec(compiled, {}, {"poptorch": poptorch, "options": self})
         return self
 
     def anchorTensor(self, short_name: str, long_name: str, output_mode: Optional[OutputMode] = None,

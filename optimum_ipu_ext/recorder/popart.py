@@ -1,6 +1,7 @@
 """`popart` as option builders use it: the session-option enums they pass to `Options._Popart.set` (as ints)."""
 
-from .enums import POPART_ENUMS, NativeEnum, make_enums
+from ..sdk_enums import POPART_ENUMS
+from .enums import NativeEnum, make_enums
 
 ENUMS = make_enums(POPART_ENUMS, NativeEnum, __name__)
 globals().update(ENUMS)

@@ -4,6 +4,7 @@ machine without IPUs."""
 from . import enums, options
 from .enums import *  # noqa: F401,F403 (poptorch exports its enums at the top level)
 from .options import (  # noqa: F401
+    ConfigFileError,
     Options,
     ParallelPhasedExecution,
     Phase,
@@ -25,3 +26,14 @@ def ipuHardwareIsAvailable(num_ipus: int = 1) -> bool:
 def ipuHardwareVersion() -> int:
     """Fails as poptorch's does on a machine without IPUs."""
     raise AssertionError("No IPU hardware available on this system")
+
+
+def __getattr__(name: str):
+    """`poptorch.torch`, which poptorch's module has (it imports torch), and an option file names dtypes through
+    (`Precision.setPartialsType(poptorch.torch.float16)`): imported when asked for, so that builders which never
+    ask import no torch."""
+    if name == "torch":
+        import torch
+
+        return torch
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

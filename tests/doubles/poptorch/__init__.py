@@ -5,6 +5,8 @@ compiling starts, the data loader and optimizers.
 Only what option builders and those models use is here; anything else raises ``AttributeError``.
 Install it with ``doubles.installed()`` rather than importing it directly.
 """
+import torch  # noqa: F401 (poptorch imports torch at the top: `poptorch.torch` is torch, as option files use it)
+
 from . import _impl, blocks, enums, models, ops, optim, options, poptorch_core
 from ._impl import isRunningOnIpu
 from .blocks import BeginBlock, Block, removeBlocks

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Set, Union
 
 import torch
 
-from . import enums
+from . import _options_config, enums
 from ._options_impl import OptionsDict, ProgressBar, default_source_location_excludes
 
 BlockId = str
@@ -488,6 +488,11 @@ class Options(OptionsDict):
                 target(*argument)
             else:
                 target(argument)
+        return self
+
+    def loadFromFile(self, filepath: str) -> "Options":
+        """Runs the option calls of a config file, one a line, written without the ``options.`` prefix."""
+        _options_config.parseAndSetOptions(self, filepath)
         return self
 
     def sourceLocationExcludes(self, excludes: List[str]) -> "Options":
