@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from .errors import (
+    ArchitectureError,
     BuilderError,
     ConfigFileError,
     HubAccessDeniedError,
@@ -17,6 +18,7 @@ from .errors import (
     InvalidSettingError,
     IPUConfigError,
     ModelFileError,
+    PlacementError,
     PoplarSDKNotFoundError,
     SettingTypeError,
     UnknownSettingError,
@@ -44,6 +46,8 @@ __all__ = [
     "UnsupportedOptionsError",
     "ConfigFileError",
     "ModelFileError",
+    "PlacementError",
+    "ArchitectureError",
     "PoplarSDKNotFoundError",
     "HubError",
     "HubRepositoryNotFoundError",
