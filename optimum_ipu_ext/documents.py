@@ -1,5 +1,5 @@
 """What is generated from the settings table: the JSON Schema (draft 2020-12) of `ipu_config.json` and the
-README's attribute reference.
+attribute and method tables of docs/.
 
 Editors use the schema to complete and check configs as they are typed (`ipu-config schema`, or the copy shipped
 in the package as `ipu_config.schema.json`). It holds what one setting allows: type, choices, bounds,

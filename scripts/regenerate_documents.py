@@ -1,5 +1,6 @@
-"""Rewrites what is generated from the settings table: the README's attribute tables and method table, and the
-shipped JSON Schema. Run after changing a row (`make documents`); tests fail until the files match the rows."""
+"""Rewrites what is generated from the settings table: the attribute tables (docs/settings.md), the method table
+(docs/methods.md) and the shipped JSON Schema. Run after changing a row (`make documents`); tests fail until the
+files match the rows."""
 
 from pathlib import Path
 
@@ -14,14 +15,16 @@ def replace_tables(readme: str, tables) -> str:
     parts, rest = [], readme
     for table in tables:
         start = rest.index(table.split("\n", 1)[0] + "\n")
-        end = rest.index("\n\n", start) + 1
+        end = rest.find("\n\n", start)
+        end = len(rest) if end < 0 else end + 1
         parts += [rest[:start], table]
         rest = rest[end:]
     return "".join(parts) + rest
 
 
 if __name__ == "__main__":
-    readme = ROOT / "README.md"
-    text = replace_tables(readme.read_text(), [method_table()])
-    readme.write_text(replace_tables(text, [attribute_table(BASE_SETTINGS), attribute_table(EXTENSION_SETTINGS)]))
+    for page, tables in (("settings.md", [attribute_table(BASE_SETTINGS), attribute_table(EXTENSION_SETTINGS)]),
+                         ("methods.md", [method_table()])):
+        path = ROOT / "docs" / page
+        path.write_text(replace_tables(path.read_text(), tables))
     (ROOT / "optimum_ipu_ext" / SCHEMA_FILE).write_text(json_schema_string())

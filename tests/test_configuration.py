@@ -243,10 +243,10 @@ def test_mode_switches_managed_attributes():
         config.mode = "testing"
 
 
-def test_readme_documents_every_new_setting():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+def test_the_documentation_lists_every_new_setting():
+    settings = (Path(__file__).resolve().parents[1] / "docs" / "settings.md").read_text()
     for name in EXTENSION_SETTINGS:
-        assert f"| `{name}` |" in readme, name
+        assert f"| `{name}` |" in settings, name
 
 
 def test_importing_the_package_imports_no_sdk_module():
