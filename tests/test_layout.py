@@ -14,11 +14,16 @@ CORE = {
     "optimum_ipu_ext.errors", "optimum_ipu_ext.legacy", "optimum_ipu_ext.plan", "optimum_ipu_ext.schema",
     "optimum_ipu_ext.settings", "optimum_ipu_ext.popdist", "optimum_ipu_ext.build", "optimum_ipu_ext.core",
     "optimum_ipu_ext.documents", "optimum_ipu_ext.placement", "optimum_ipu_ext.placement.checkpoint",
+    "optimum_ipu_ext.placement.rules", "optimum_ipu_ext.placement.architectures", "optimum_ipu_ext.placement.layout",
+    "optimum_ipu_ext.placement.parameters", "optimum_ipu_ext.placement.memory", "optimum_ipu_ext.placement.balance",
+    "optimum_ipu_ext.placement.placement", "optimum_ipu_ext.placement.report",
 }
 SHELL_PACKAGES = ("optimum_ipu_ext.recorder", "optimum_ipu_ext.cli")
 SHELL = {
     "optimum_ipu_ext", "optimum_ipu_ext.mixin", "optimum_ipu_ext.plain", "optimum_ipu_ext.configuration",
     "optimum_ipu_ext.base", "optimum_ipu_ext.bundled_base", "optimum_ipu_ext.hub", "optimum_ipu_ext.importer",
+    # the model a placement is for, on the Hub or built by transformers
+    "optimum_ipu_ext.placement.sources", "optimum_ipu_ext.placement.meta",
 }
 
 

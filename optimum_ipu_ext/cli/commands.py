@@ -5,21 +5,35 @@ commands that reach the Hub, when they do.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..documents import json_schema_string
-from ..errors import UnsupportedOptionsError
+from ..errors import PlacementError, UnsupportedOptionsError
+from ..placement.report import render, render_comparison
 from ..plain import PlainIPUConfig
 from ..popdist import PopDistLaunch
 from ..recorder import run_builder, sdk_modules
 from ..schema import parse_update_string
 from ..settings import SETTINGS
-from .output import PROG, Stream, recorded_warnings
+from .output import PROG, Stream, one_line, progress, recorded_warnings
 from .reports import differences_from_defaults, problems, render_diff, render_differences, render_summary, summary
-from .sources import CONFIG_NAME, CommandError, apply_updates, is_local, load, load_local, presets, push, write_config
+from .sources import (
+    CONFIG_NAME,
+    CommandError,
+    apply_updates,
+    get_token,
+    is_local,
+    load,
+    load_local,
+    presets,
+    push,
+    quiet_client,
+    write_config,
+)
 
 
 def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
@@ -35,6 +49,37 @@ def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     else:
         render_summary(data, str(config.options_plan(for_inference=args.inference, popdist=launch)), out)
     return 0
+
+
+def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    if args.write is not None and not args.balance:
+        args.parser.error("--write saves the balanced split: give --balance too")
+    target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
+    if target is not None and os.path.exists(target) and not args.force:
+        raise CommandError(f"{target}: exists; pass --force to overwrite it")
+    config = load(args.source, args.revision, args.set or ())
+    hub = not is_local(args.model)
+    if hub:
+        quiet_client()
+    try:
+        with progress(err, f"Reading {args.model}") if hub else contextlib.nullcontext():
+            current = config.placement(args.model, architecture=args.architecture, for_inference=args.inference,
+                                       fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None)
+        shown = current.balanced() if args.balance else current
+    except PlacementError as error:
+        raise CommandError(f"{args.source}: {one_line(error)}") from error
+    if args.json:
+        out.write(shown.to_json_string().rstrip("\n"))
+    else:
+        out.write(render(current, out.style))
+        if args.balance:
+            out.write()
+            out.write(render_comparison(current, shown, out.style))
+    if target is not None:
+        setting = "inference_layers_per_ipu" if args.inference else "layers_per_ipu"
+        setattr(config, setting, list(shown.layers_per_ipu))
+        err.write(f"Wrote {write_config(config, args.write, args.force)} with {setting} {list(shown.layers_per_ipu)}")
+    return 1 if args.check and not shown.fits else 0
 
 
 def expand(sources: Sequence[str]) -> List[str]:

@@ -8,7 +8,6 @@ the differences per IPU; then the one with the fewest layers on the first IPUs).
 """
 
 import functools
-import itertools
 from typing import Callable, List, Optional, Sequence, Tuple
 
 # `cost(ipu, first, end)`: the bytes IPU `ipu` holds when it takes layers `first` to `end - 1`
@@ -58,12 +57,6 @@ def _closest(ipu, first, layers, ipus, cost, bound, current, closest, first_none
     return min((abs(count - current[ipu]) + (0 if ipu == ipus - 1 else closest(ipu + 1, first + count))
                 for count in _counts(ipu, first, layers, ipus, first_nonempty)
                 if cost(ipu, first, first + count) <= bound), default=_UNREACHABLE)
-
-
-def compositions(layers: int, ipus: int) -> List[List[int]]:
-    """Every split of `layers` over `ipus` IPUs (each 0 or more), for checking `best_split` by brute force."""
-    return [[b - a for a, b in zip((0, *cut), (*cut, layers))]
-            for cut in itertools.combinations_with_replacement(range(layers + 1), ipus - 1)]
 
 
 def distance(split: Sequence[int], current: Sequence[int]) -> int:
