@@ -200,7 +200,7 @@ _DEBERTA = dict(_BERT, relative_attention=True, pos_att_type=["c2p", "p2c"], pos
 _DISTILBERT = dict(vocab_size=64, dim=16, n_layers=3, n_heads=2, hidden_dim=32, max_position_embeddings=32)
 _MPNET = dict(_BERT, max_position_embeddings=34)
 _GPT2 = dict(vocab_size=64, n_positions=32, n_embd=16, n_layer=3, n_head=2, pad_token_id=0)
-_BART = dict(
+_ENCODER_DECODER = dict(
     vocab_size=64,
     d_model=16,
     encoder_layers=2,
@@ -209,8 +209,20 @@ _BART = dict(
     decoder_attention_heads=2,
     encoder_ffn_dim=32,
     decoder_ffn_dim=32,
-    max_position_embeddings=32,
     max_length=4,
+)
+_BART = dict(_ENCODER_DECODER, max_position_embeddings=32)
+_WHISPER = dict(
+    _ENCODER_DECODER,
+    num_mel_bins=8,
+    max_source_positions=16,
+    max_target_positions=32,
+    pad_token_id=1,
+    bos_token_id=2,
+    eos_token_id=2,
+    decoder_start_token_id=2,
+    suppress_tokens=[],
+    begin_suppress_tokens=[],
 )
 _T5 = dict(
     vocab_size=64,
@@ -225,26 +237,6 @@ _T5 = dict(
     pad_token_id=0,
     eos_token_id=1,
     decoder_start_token_id=0,
-    max_length=4,
-)
-_WHISPER = dict(
-    vocab_size=64,
-    num_mel_bins=8,
-    encoder_layers=2,
-    decoder_layers=2,
-    encoder_attention_heads=2,
-    decoder_attention_heads=2,
-    encoder_ffn_dim=32,
-    decoder_ffn_dim=32,
-    d_model=16,
-    max_source_positions=16,
-    max_target_positions=32,
-    pad_token_id=1,
-    bos_token_id=2,
-    eos_token_id=2,
-    decoder_start_token_id=2,
-    suppress_tokens=[],
-    begin_suppress_tokens=[],
     max_length=4,
 )
 _AUDIO = dict(
@@ -264,7 +256,11 @@ _AUDIO = dict(
 )
 _WAV2VEC2_PRETRAINING = dict(
     _AUDIO,
-    num_codevectors_per_group=4, num_codevector_groups=2, codevector_dim=8, proj_codevector_dim=8, num_negatives=3
+    num_codevectors_per_group=4,
+    num_codevector_groups=2,
+    codevector_dim=8,
+    proj_codevector_dim=8,
+    num_negatives=3,
 )
 _VIT = dict(
     image_size=IMAGE_SIZE,
@@ -291,10 +287,10 @@ _LXMERT = dict(
 )
 
 
-def _encoder_family(prefix: str, config: Dict[str, Any], masked_lm: str = "ForMaskedLM") -> Dict[str, TinyModel]:
+def _encoder_family(prefix: str, config: Dict[str, Any]) -> Dict[str, TinyModel]:
     """The heads BERT-like encoders share, each with its labels."""
     return {
-        f"{prefix}{masked_lm}": TinyModel(config, _with_labels(_masked_lm_labels, BATCH, SEQUENCE)),
+        f"{prefix}ForMaskedLM": TinyModel(config, _with_labels(_masked_lm_labels, BATCH, SEQUENCE)),
         f"{prefix}ForSequenceClassification": TinyModel(config, _with_labels(_sequence_labels, BATCH, SEQUENCE)),
         f"{prefix}ForTokenClassification": TinyModel(config, _with_labels(_token_labels, BATCH, SEQUENCE)),
         f"{prefix}ForQuestionAnswering": TinyModel(config, _with_labels(_span_labels, BATCH, SEQUENCE)),

@@ -270,6 +270,11 @@ def test_serializing_the_mpnet_decoder_ties_it_again():
     assert result["copies"] == {}
 
 
+def test_an_architecture_without_a_pipelined_version_is_named():
+    with pytest.raises(HarnessError, match="'BertForNextSentencePrediction' is not one of the pipelined"):
+        upstream_placement("BertForNextSentencePrediction", None, TWO_IPUS)
+
+
 def test_generation_needs_an_encoder_decoder_inference_build():
     with pytest.raises(HarnessError, match="for_inference"):
         upstream_placement("T5ForConditionalGeneration", None, TWO_IPUS, for_generation=True)

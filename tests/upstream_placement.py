@@ -74,10 +74,7 @@ def architectures() -> Dict[str, type]:
 @lru_cache(maxsize=None)
 def _original_model(architecture: str, config_json: str) -> nn.Module:
     """The transformers model, random weights seeded: built once per architecture and config."""
-    classes = architectures()
-    if architecture not in classes:
-        raise HarnessError(f"{architecture!r} has no pipelined version; known: {sorted(classes)}")
-    cls = classes[architecture]
+    cls = architectures()[architecture]
     torch.manual_seed(0)
     return cls(cls.config_class(**json.loads(config_json)))
 
@@ -174,6 +171,7 @@ class _Executor:
         self._trace = trace
 
     def __call__(self, *args, **kwargs):
+        self._trace.ipu = 0  # each run starts on IPU 0, as each run of the compiled graph does
         with _tracing(self._trace):
             return self._module(*args, **kwargs)
 
@@ -401,6 +399,8 @@ def upstream_placement(
     """
     if for_generation and not for_inference:
         raise HarnessError("for_generation is an inference build: pass for_inference=True too")
+    if architecture not in TINY_MODELS:
+        raise HarnessError(f"{architecture!r} is not one of the pipelined architectures: {sorted(TINY_MODELS)}")
     tiny = TINY_MODELS[architecture]
     model_config = tiny.config if model_config is None else model_config
     modeling_utils, generation = upstream_modules()
