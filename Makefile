@@ -1,6 +1,7 @@
 # Two test stacks, both on the local Python 3:
 #   modern: current transformers / optimum / huggingface_hub, bundled base class
-#   host:   the IPU-host pins (transformers 4.29.2, optimum 1.6.1), optimum-graphcore 0.7.1's IPUConfig as base
+#   host:   the IPU-host pins (transformers 4.29.2, optimum 1.6.1), optimum-graphcore 0.7.1's IPUConfig as base,
+#           and scipy, which its BERT models import (the reference placement tests run them)
 # torch is pinned to the CPU build first: optimum asks for torch, and an unpinned one is a multi-GB CUDA build.
 PYTHON ?= python3
 TORCH := torch==2.13.0
@@ -49,7 +50,7 @@ $(HOST):
 	$(PYTHON) -m venv .venv/host
 	$(HOST) -m pip install -q --upgrade pip
 	$(HOST) -m pip install -q $(TORCH)
-	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" safetensors pytest hypothesis typeguard jsonschema pre-commit argcomplete "setuptools>=61"
+	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" safetensors scipy pytest hypothesis typeguard jsonschema pre-commit argcomplete "setuptools>=61"
 	$(HOST) -m pip install -q --no-deps -e . optimum-graphcore==0.7.1
 
 clean:

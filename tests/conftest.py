@@ -2,9 +2,12 @@
 
 `OPTIMUM_IPU_EXT_TEST_BASE` says which base class `optimum_ipu_ext.IPUConfig` must build on:
 - `bundled` (default): the package's own base, as on any machine without the Poplar SDK;
-- `upstream`: optimum-graphcore 0.7.1's real `IPUConfig`, as on an IPU host. `optimum.graphcore`
-  itself imports the whole SDK, so it is stood in by a package holding only its real
-  `ipu_configuration` module, loaded against the poptorch/popart doubles.
+- `upstream`: optimum-graphcore 0.7.1's real `IPUConfig`, as on an IPU host. `optimum.graphcore`'s
+  `__init__` imports the whole SDK, so the package is stood in by one that holds its real
+  `ipu_configuration` module (loaded against the poptorch/popart doubles) and searches the real
+  package folder for the others: `optimum.graphcore.modeling_utils`, `optimum.graphcore.models.bert`, ...
+  import as they are, against the doubles, without the real `optimum/graphcore/__init__.py` running.
+  The test files that need that stack are collected only there (`collect_ignore_glob`).
 """
 
 import importlib.util
@@ -25,14 +28,18 @@ TEST_BASE = os.environ.get("OPTIMUM_IPU_EXT_TEST_BASE", "bundled")
 if TEST_BASE not in ("bundled", "upstream"):
     raise pytest.UsageError(f"OPTIMUM_IPU_EXT_TEST_BASE={TEST_BASE!r}: allowed values are 'bundled', 'upstream'")
 
+UPSTREAM_ONLY_TESTS = ["test_upstream_*.py"]
+
 if TEST_BASE == "upstream":
     _upstream = load_upstream_ipu_configuration()
     _package = types.ModuleType("optimum.graphcore")
-    _package.__path__ = []
+    _package.__path__ = [str(Path(_upstream.__file__).parent)]
     _package.IPUConfig = _upstream.IPUConfig
     _package.ipu_configuration = _upstream
     sys.modules["optimum.graphcore"] = _package
     sys.modules["optimum.graphcore.ipu_configuration"] = _upstream
+else:
+    collect_ignore_glob = UPSTREAM_ONLY_TESTS
 
 
 @pytest.fixture(autouse=True)

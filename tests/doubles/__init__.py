@@ -17,14 +17,16 @@ from types import ModuleType
 from typing import Any, Dict, Iterator, Optional
 
 from . import popart, popdist, poptorch
-from .poptorch import _options_impl, enums, options, poptorch_core
+from .poptorch import _impl, _options_impl, enums, ops, options, poptorch_core
 
 __all__ = ["installed", "load_upstream_ipu_configuration", "popart", "popdist", "poptorch", "state"]
 
 _MODULES = {
     "poptorch": poptorch,
+    "poptorch._impl": _impl,
     "poptorch._options_impl": _options_impl,
     "poptorch.enums": enums,
+    "poptorch.ops": ops,
     "poptorch.options": options,
     "poptorch.poptorch_core": poptorch_core,
     "popart": popart,

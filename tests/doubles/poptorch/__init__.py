@@ -1,9 +1,12 @@
-"""Strict test double of Graphcore's ``poptorch`` (Poplar SDK 3.4): options, enums, hardware queries.
+"""Strict test double of Graphcore's ``poptorch`` (Poplar SDK 3.4): options, enums, hardware queries,
+pipeline blocks and the tensor ops optimum-graphcore's models call on CPU.
 
-Only what option builders use is here; anything else raises ``AttributeError``.
+Only what option builders and those models use is here; anything else raises ``AttributeError``.
 Install it with ``doubles.installed()`` rather than importing it directly.
 """
-from . import enums, options, poptorch_core
+from . import _impl, blocks, enums, ops, options, poptorch_core
+from ._impl import isRunningOnIpu
+from .blocks import BeginBlock, Block, removeBlocks
 from .enums import (
     AutoStage,
     CommGroupType,
@@ -22,7 +25,9 @@ from .enums import (
     VariableRetrievalMode,
 )
 from .poptorch_core import Error
+from .ops import cond, dynamic_slice, dynamic_update, identity_loss, recomputationCheckpoint, serializedMatMul
 from .options import (
+    Attribute,
     ConfigFileError,
     Options,
     ParallelPhasedExecution,

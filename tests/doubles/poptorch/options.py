@@ -24,6 +24,28 @@ def _require(condition, message):
         raise AssertionError(message)
 
 
+class Attribute:
+    """``with poptorch.Attribute(**{attribute: {key: value}}):`` sets attributes on the ops traced inside the block.
+
+    On CPU the attribute ops do nothing; the double keeps, like the real class, the attributes in force in
+    ``Attribute._current_attrs`` and restores the previous ones on exit.
+    """
+
+    _current_attrs = {}
+
+    def __init__(self, **kwargs):
+        self._kwargs = kwargs
+        self._saved = {}
+
+    def __enter__(self):
+        self._saved = copy.deepcopy(Attribute._current_attrs)
+        for attr, dictionary in self._kwargs.items():
+            Attribute._current_attrs.setdefault(attr, {}).update(dictionary)
+
+    def __exit__(self, type, value, traceback):
+        Attribute._current_attrs = self._saved
+
+
 class ConfigFileError(Exception):
     """Raised by the real ``Options.loadFromFile`` for a malformed file."""
 
