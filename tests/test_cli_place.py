@@ -5,15 +5,12 @@ import io
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
 from cli_helpers import run
 from optimum_ipu_ext import PlainIPUConfig
-from placement_fixtures import BERT_BASE, bert_base, bert_shapes, write_checkpoint
-
-PRESET = str(Path(__file__).resolve().parents[1] / "configs" / "pipelined-2ipu.json")
+from placement_fixtures import BERT_BASE, PRESET, bert_base, bert_shapes, write_checkpoint
 BERT_LARGE = dict(BERT_BASE, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
 
 
