@@ -14,11 +14,8 @@ them. Prints the medians, the goal and the ratio ours/peer.
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Dict, List
 
@@ -27,6 +24,10 @@ TESTS = ROOT / "tests"
 PRESET = ROOT / "configs" / "pipelined-2ipu.json"
 SCRIPT = Path(sys.executable).with_name("ipu-config")
 GOAL_SECONDS = 0.3
+
+# byte-code caches are written on the warm-up run, as an installed package has them
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+from cli import medians  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
 
 # The peer: optimum-graphcore's package stood in as the IPU-host tests stand it in (its real modules, the poptorch
 # doubles), then the model transformers builds, pipelined and parallelized.
@@ -68,18 +69,6 @@ def peer_config(folder: str) -> str:
     return path
 
 
-def seconds(command: List[str]) -> float:
-    """Wall time of one run of `command`, which must succeed."""
-    environment = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    environment.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    start = time.perf_counter()
-    result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment)
-    elapsed = time.perf_counter() - start
-    if result.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} exited with {result.returncode}:\n{result.stderr.decode()}")
-    return elapsed
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="runs of each command (after one warm-up run)")
@@ -91,15 +80,15 @@ def main() -> None:
     if not Path(args.peer_python).exists():
         raise SystemExit(f"{args.peer_python} not found: build the IPU-host stack (make .venv/host/bin/python)")
     with tempfile.TemporaryDirectory() as folder:
-        medians = measure(args, folder)
+        found = measure(args, folder)
     print(f"Whole process, median of {args.runs} runs, Python {sys.version.split()[0]}")
-    for name, median in medians.items():
+    for name, median in found.items():
         verdict = f"  goal <= {GOAL_SECONDS:.2f} s {'met' if median <= GOAL_SECONDS else 'NOT met'}" \
             if name.startswith("ipu-config") else ""
         print(f"  {name:52} {median:6.3f} s{verdict}")
-    peer = medians["build + parallelize(), bert-base (peer)"]
-    for name in (name for name in medians if name.startswith("ipu-config")):
-        print(f"  {'ratio ' + name + ' / peer':52} {medians[name] / peer:6.3f}")
+    peer = found["build + parallelize(), bert-base (peer)"]
+    for name in (name for name in found if name.startswith("ipu-config")):
+        print(f"  {'ratio ' + name + ' / peer':52} {found[name] / peer:6.3f}")
 
 
 def measure(args: argparse.Namespace, folder: str) -> Dict[str, float]:
@@ -111,13 +100,7 @@ def measure(args: argparse.Namespace, folder: str) -> Dict[str, float]:
         "build + parallelize(), bert-base (peer)": [args.peer_python, "-c", PEER, str(TESTS), model,
                                                     peer_config(folder)],
     }
-    times: Dict[str, List[float]] = {name: [] for name in commands}
-    for command in commands.values():
-        seconds(command)
-    for _ in range(args.runs):
-        for name, command in commands.items():
-            times[name].append(seconds(command))
-    return {name: statistics.median(values) for name, values in times.items()}
+    return medians(commands, args.runs)
 
 
 if __name__ == "__main__":

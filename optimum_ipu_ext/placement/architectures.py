@@ -20,6 +20,16 @@ def _norm(name: str, size: int) -> Dict[str, Tuple[int, ...]]:
     return {f"{name}.weight": (size,), f"{name}.bias": (size,)}
 
 
+def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
+    """A head of one linear layer (`outputs(config)` by the config's `width` field) in a block of its own on the last
+    IPU: (its steps, its formula)."""
+    return (Block(block, path, LAST),), {path: lambda c: _linear(path, outputs(c), getattr(c, width))}
+
+
+def _labels(c: ModelConfig) -> int:
+    return c.num_labels
+
+
 def _under(prefix: str, path: str) -> str:
     return f"{prefix}.{path}" if prefix else path
 
@@ -83,17 +93,12 @@ def _encoder_family(family: str, model_type: str, prefix: str, defaults: Mapping
         return name, _encoder(name, model_type, prefix, tail, defaults, heads=heads, after_layers=after_layers,
                               **fields)
 
-    def classifier(outputs):
-        return {"classifier": lambda c: _linear("classifier", outputs(c), c.hidden_size)}
-
+    classifier, labels = _head("Classifier Output", "classifier", _labels, "hidden_size")
     rows = dict([
-        row("ForSequenceClassification", (Block("Classifier Output", "classifier", LAST),),
-            sequence_classifier or classifier(lambda c: c.num_labels)),
-        row("ForMultipleChoice", (Block("Classifier Output", "classifier", LAST),), classifier(lambda c: 1)),
-        row("ForTokenClassification", (Block("Classifier Output", "classifier", LAST),),
-            classifier(lambda c: c.num_labels)),
-        row("ForQuestionAnswering", (Block("QA Outputs", "qa_outputs", LAST),),
-            {"qa_outputs": lambda c: _linear("qa_outputs", c.num_labels, c.hidden_size)}),
+        row("ForSequenceClassification", classifier, sequence_classifier or labels),
+        row("ForMultipleChoice", *_head("Classifier Output", "classifier", lambda c: 1, "hidden_size")),
+        row("ForTokenClassification", classifier, labels),
+        row("ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
     ])
     if masked_lm is not None:
         suffix, head, steps, shapes, ties = masked_lm
@@ -207,11 +212,9 @@ DISTILBERT = {
     "DistilBertForMultipleChoice": _distilbert(
         "ForMultipleChoice", DISTILBERT_CLASSIFIER, _distilbert_classifier(lambda c: 1)),
     "DistilBertForTokenClassification": _distilbert(
-        "ForTokenClassification", (Block("Classifier", "classifier", LAST),),
-        {"classifier": lambda c: _linear("classifier", c.num_labels, c.dim)}),
+        "ForTokenClassification", *_head("Classifier", "classifier", _labels, "dim")),
     "DistilBertForQuestionAnswering": _distilbert(
-        "ForQuestionAnswering", (Block("QA Outputs", "qa_outputs", LAST),),
-        {"qa_outputs": lambda c: _linear("qa_outputs", c.num_labels, c.dim)}),
+        "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "dim")),
 }
 
 DEBERTA_DEFAULTS = {**ROBERTA_DEFAULTS, "relative_attention": False, "pooler_hidden_size": lambda c: c.hidden_size}
@@ -242,11 +245,9 @@ DEBERTA = {
         {"pooler": lambda c: _linear("pooler.dense", c.pooler_hidden_size, c.pooler_hidden_size),
          "classifier": lambda c: _linear("classifier", c.num_labels, c.pooler_hidden_size)}),
     "DebertaForTokenClassification": _deberta(
-        "ForTokenClassification", (Block("Classifier Output", "classifier", LAST),),
-        {"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_size)}),
+        "ForTokenClassification", *_head("Classifier Output", "classifier", _labels, "hidden_size")),
     "DebertaForQuestionAnswering": _deberta(
-        "ForQuestionAnswering", (Block("QA Outputs", "qa_outputs", LAST),),
-        {"qa_outputs": lambda c: _linear("qa_outputs", c.num_labels, c.hidden_size)}),
+        "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
 }
 
 # --- GPT-2 ---------------------------------------------------------------------------------------------------------
