@@ -43,14 +43,14 @@ $(MODERN):
 	$(PYTHON) -m venv .venv/modern
 	$(MODERN) -m pip install -q --upgrade pip
 	$(MODERN) -m pip install -q $(TORCH)
-	$(MODERN) -m pip install -q -e . pytest hypothesis vermin typeguard jsonschema pre-commit argcomplete "setuptools>=61"
+	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4"
 	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
 
 $(HOST):
 	$(PYTHON) -m venv .venv/host
 	$(HOST) -m pip install -q --upgrade pip
 	$(HOST) -m pip install -q $(TORCH)
-	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" safetensors scipy pytest hypothesis typeguard jsonschema pre-commit argcomplete "setuptools>=61"
+	$(HOST) -m pip install -q transformers==4.29.2 optimum==1.6.1 "huggingface_hub==0.36.*" safetensors scipy pytest "hypothesis==6.120.0" hypothesis-jsonschema typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4"
 	$(HOST) -m pip install -q --no-deps -e . optimum-graphcore==0.7.1
 
 clean:

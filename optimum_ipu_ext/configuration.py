@@ -8,7 +8,7 @@ from huggingface_hub import CommitInfo
 from . import hub
 from .base import BaseIPUConfig
 from .bundled_base import transformers_defaults
-from .core import check_keys, dump, read_config_file, write_text_atomically
+from .core import carry_over_legacy_keys, check_keys, dump, read_config_file, write_text_atomically
 from .errors import IPUConfigError
 from .mixin import SettingsMixin
 from .settings import EXTENSION_SETTINGS, VERSION_KEYS
@@ -62,13 +62,8 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
             PoplarSDKNotFoundError: poptorch (or, under poprun, popdist) is not installed; `options_plan()`
                 works without them.
             RuntimeError: no IPU Mk2 is attached and `compile_only` is not set.
-
-        Warns (once per process) about a setting the build leaves unused, such as `replicated_tensor_sharding`
-        with one replica.
         """
-        plan = self.options_plan(for_inference=for_inference, compile_only=compile_only)
-        self.warn_about_unused_settings(plan, for_inference)
-        return plan.apply()
+        return self.options_plan(for_inference=for_inference, compile_only=compile_only).apply()
 
     def to_dict(self) -> Dict[str, Any]:
         """The configuration as a dictionary. Extension settings at their default are left out, so a config
@@ -114,10 +109,12 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
             config_dict, overrides = hub.load_promptly(
                 source, lambda **extra: cls.get_config_dict(pretrained_model_name_or_path, **arguments, **extra)
             )
+        loaded = str(source) if source else repr(str(pretrained_model_name_or_path))
         try:
+            carry_over_legacy_keys(config_dict, loaded)
             return cls.from_dict(config_dict, **overrides)
         except IPUConfigError as error:
-            error.args = (f"{error} (loading {source or repr(str(pretrained_model_name_or_path))})",)
+            error.args = (f"{error} (loading {loaded})",)
             raise
 
     @classmethod

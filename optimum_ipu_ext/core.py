@@ -9,12 +9,13 @@ package's shell (the classes, the Hub, the importer, the recorder, the CLI).
 import json
 import os
 import warnings
-from typing import Any, Dict, Mapping, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from .build import check_execution_strategies
-from .errors import ConfigFileError, IncompatibleSettingsError, UnknownSettingError
-from .legacy import LEGACY_KEYS
-from .schema import parse_update_string
+from .build import check_execution_strategies, check_reserved_ipus
+from .errors import ConfigFileError, IncompatibleSettingsError, SettingTypeError, UnknownSettingError, as_json
+from .legacy import LEGACY_KEYS, LegacyKey
+from .popdist import PopDistLaunch
+from .schema import describe, parse_update_string, type_checker
 from .settings import (
     BASE_SETTINGS,
     MAX_IPUS_IN_A_JOB,
@@ -32,38 +33,90 @@ CONFIG_NAME = "ipu_config.json"
 # A config file is a few hundred bytes; one of a megabyte is not a config (and parsing a huge one is slow).
 MAX_CONFIG_FILE_BYTES = 1 << 20
 
-_warned = set()
-
-
-def warn_once(message: str, stacklevel: int = 2) -> None:
-    """Warns `message` (a `UserWarning`) once per process, however often the config is used. `stacklevel` is
-    counted from the caller of `warn_once`, as `warnings.warn` counts it."""
-    if message not in _warned:
-        _warned.add(message)
-        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
-
-
 def looks_like_path(source: str) -> bool:
     """Whether `source` can only be a local path, never a Hub repository id (`x.json`, `./x`, `dir/`, `a/b/c`)."""
     return source.endswith((".json", "/", os.sep)) or source.startswith((".", "/", "~")) or source.count("/") > 1 \
         or "\\" in source
 
 
-def check_keys(values: Dict[str, Any]) -> None:
-    """Rejects keys no release ever had; drops, with a warning, keys that earlier releases had. A count given as
-    null becomes what null stands for (`replication_factor`: 1), before a base class sees it."""
+# What a missing local path is called, by every command and the API
+NO_SUCH_PATH = "no such file or directory"
+
+
+def check_local_source(source: Union[str, os.PathLike], config_name: str = CONFIG_NAME, subfolder: str = "") -> None:
+    """Raises `ConfigFileError` for a local source that holds no config: a missing path that cannot be a Hub
+    repository id (`x.json`, `./x`, `dir/`, `a/b/c`), or a directory without `config_name` (in `subfolder`)."""
+    path = str(source)
+    if os.path.isdir(path):
+        if not os.path.isfile(os.path.join(path, subfolder, config_name)):
+            where = f"its subfolder '{subfolder}'" if subfolder else "it"
+            raise ConfigFileError(path, f"a directory, but {where} holds no {config_name}")
+    elif not os.path.exists(path) and looks_like_path(path):
+        raise ConfigFileError(path, NO_SUCH_PATH)
+
+
+def local_config_file(source: Union[str, os.PathLike]) -> str:
+    """The JSON file a local source stands for: the file itself, or the directory's `ipu_config.json`. Raises
+    `ConfigFileError` where there is none."""
+    path = str(source)
+    check_local_source(path)
+    if not os.path.exists(path):
+        raise ConfigFileError(path, NO_SUCH_PATH)
+    return os.path.join(path, CONFIG_NAME) if os.path.isdir(path) else path
+
+
+def check_keys(values: Dict[str, Any], source: Optional[str] = None) -> None:
+    """Rejects keys no release ever had; carries over, or drops, with a warning, keys that earlier releases had
+    (`source`: the file or repository they come from, for the warning). A count given as null becomes what null
+    stands for (`replication_factor`: 1), before a base class sees it."""
+    carry_over_legacy_keys(values, source)
     for key in list(values):
         if key in SETTINGS:
             if values[key] is None:
                 values[key] = SETTINGS[key].check(None)
-            continue
-        if key in TRANSFORMERS_KEYS:
-            continue
-        if key in LEGACY_KEYS:
-            warnings.warn(f"`{key}` is no longer an IPUConfig setting and is ignored: {LEGACY_KEYS[key]}", FutureWarning)
-            del values[key]
-        else:
+        elif key not in TRANSFORMERS_KEYS:
             raise UnknownSettingError(key, SETTINGS)
+
+
+def carry_over_legacy_keys(values: Dict[str, Any], source: Optional[str] = None) -> None:
+    """Replaces, in `values`, each key of an earlier release by the current settings that hold its value, or drops
+    it where none does, with a `FutureWarning` naming `source` (the file or repository) and the new key. A legacy
+    key whose value disagrees with a current setting given too is an error."""
+    where = f" in {source}" if source else ""
+    for key in [key for key in values if key in LEGACY_KEYS]:
+        legacy, value = LEGACY_KEYS[key], values.pop(key)
+        carried = _carried(key, value, legacy)
+        if not carried:
+            warnings.warn(f"`{key}`{where} is no longer an IPUConfig setting and is ignored: {legacy.note}", FutureWarning)
+            continue
+        for name, carried_value in carried.items():
+            given = values.get(name)
+            if isinstance(carried_value, dict):  # entries of `popart_options`: merged into those given
+                given = given or {}
+                clash = {option: given[option] for option in carried_value if option in given}
+                if any(given[option] != carried_value[option] for option in clash):
+                    _refuse_both(key, value, name, clash)
+                carried_value = {**given, **carried_value}
+            elif name in values and given != carried_value:
+                _refuse_both(key, value, name, given)
+            values[name] = carried_value
+        assignments = ", ".join(f"`{name}={as_json(carried_value)}`" for name, carried_value in carried.items())
+        warnings.warn(f"`{key}`{where} is no longer an IPUConfig setting; its value is carried over as "
+                      f"{assignments}: {legacy.note} Write the new key instead.", FutureWarning)
+
+
+def _carried(key: str, value: Any, legacy: LegacyKey) -> Dict[str, Any]:
+    if legacy.carry is None:
+        return {}
+    if value is not None and not type_checker(legacy.kind)(value):
+        raise SettingTypeError(key, value, f"{describe(legacy.kind)}, or null")
+    return legacy.carry(value)
+
+
+def _refuse_both(key: str, value: Any, name: str, given: Any) -> None:
+    raise IncompatibleSettingsError(
+        key, value, f"it is carried over to `{name}`, which is given too, as {as_json(given)}: give `{name}` only"
+    )
 
 
 def derive_base_settings(given: Mapping[str, Any]) -> Dict[str, Any]:
@@ -189,21 +242,45 @@ def _check_replacements(settings: Dict[str, Any]) -> None:
 
 
 def check_rules(settings: Dict[str, Any]) -> None:
-    """Every rule between settings, base and extension (`settings`: a config's `vars()`)."""
+    """Every rule between settings, base and extension (`settings`: a config's `vars()`), and that poptorch reserves
+    the IPUs of both builds in the launch this process is in (one host, or a poprun instance)."""
     check_base_rules(settings)
     check_extension_rules(settings)
+    launch = PopDistLaunch.from_environment()
+    for for_inference in (False, True):
+        check_reserved_ipus(settings, for_inference, launch)
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _object_once(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    """A JSON object whose keys are each given once (`json` keeps the last of a repeated key, silently)."""
+    found: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = value
+    return found
 
 
 def read_config_file(path: Union[str, os.PathLike]) -> Dict[str, Any]:
-    """The JSON object of a config file. Refuses, naming the file, what is too large or not a JSON object."""
+    """The JSON object of a config file. Refuses, naming the file, what is too large, not a JSON object, or gives
+    a key twice in one object."""
     size = os.path.getsize(path)
     if size > MAX_CONFIG_FILE_BYTES:
         raise ConfigFileError(str(path), f"{size} bytes, more than the {MAX_CONFIG_FILE_BYTES} an IPU config may have")
     try:
         with open(path, encoding="utf-8") as reader:
-            config_dict = json.load(reader)
+            config_dict = json.load(reader, object_pairs_hook=_object_once)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigFileError(str(path), f"not valid JSON ({error})") from error
+    except _RepeatedKey as repeated:
+        raise ConfigFileError(str(path), f"the key {as_json(repeated.key)} is given twice in one object; give each "
+                              "key once") from None
     if not isinstance(config_dict, dict):
         raise ConfigFileError(str(path), f"expected a JSON object, found {type(config_dict).__name__}")
     return config_dict

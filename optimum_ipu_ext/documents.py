@@ -10,7 +10,7 @@ checked by the core only; `RULES_NOT_IN_SCHEMA` lists it in the schema's descrip
 import json
 from typing import Any, Dict, List, Mapping, Union, get_args, get_origin
 
-from .legacy import LEGACY_KEYS
+from .legacy import LEGACY_KEYS, LegacyKey
 from .schema import NoneType, Setting, describe, union_members
 from .settings import MAX_IPUS_IN_A_JOB, METHODS_HELD_OTHERWISE, SETTINGS, TRANSFORMERS_KEYS, UNSUPPORTED_CALLS
 
@@ -30,6 +30,8 @@ RULES_NOT_IN_SCHEMA = (
     "`popart_options` values are what PopART options take: booleans, finite numbers, strings, unsigned integers, "
     "and lists or objects of strings and unsigned integers",
     f"replicas x IPUs per replica is at most {MAX_IPUS_IN_A_JOB}",
+    "with `auto_round_num_ipus` not true (and `connection_type` not `never`), replicas x IPUs per replica is a power "
+    "of two in each build (on one host, up to 64; under poprun, each instance's replicas)",
     "splits per IPU sit on consecutive IPUs",
     "a stage has `blocks`, a non-empty list of block ids each in no other stage, and optionally an `ipu` >= 0",
     "`execution_stages`, `execution_phases`, `separate_backward_phase` and `tensors_liveness` are given only for a "
@@ -43,8 +45,8 @@ _SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string", Non
 def json_schema() -> Dict[str, Any]:
     """The JSON Schema of `ipu_config.json`."""
     properties: Dict[str, Any] = {name: _property(setting) for name, setting in SETTINGS.items()}
-    for key, replaced in LEGACY_KEYS.items():
-        properties[key] = {"deprecated": True, "description": f"Ignored: {replaced}"}
+    for key, legacy in LEGACY_KEYS.items():
+        properties[key] = _legacy_property(legacy)
     for key in sorted(TRANSFORMERS_KEYS):
         properties[key] = {"description": "An attribute of transformers' own configurations; not an IPU setting."}
     rules = "; ".join(RULES_NOT_IN_SCHEMA)
@@ -64,6 +66,14 @@ def json_schema_string() -> str:
     return json.dumps(json_schema(), indent=2) + "\n"
 
 
+def _legacy_property(legacy: LegacyKey) -> Dict[str, Any]:
+    """A key of an earlier release: its value is carried over to the setting that holds it now, else ignored."""
+    if legacy.carry is None:
+        return {"deprecated": True, "description": f"Ignored, with a warning: {legacy.note}"}
+    return {"deprecated": True, "type": [_SCALARS[legacy.kind], "null"],
+            "description": f"Carried over, with a warning, to the setting that holds it now: {legacy.note}"}
+
+
 def _property(setting: Setting) -> Dict[str, Any]:
     schema = _type(setting.annotation, setting)
     description = setting.doc
@@ -79,7 +89,8 @@ def _type(annotation: Any, setting: Setting) -> Dict[str, Any]:
         members = [_type(member, setting) for member in union_members(annotation)]
         return {"anyOf": members}
     if origin is list:
-        return {"type": "array", "items": _type(get_args(annotation)[0], setting)}
+        schema = {"type": "array", "items": _type(get_args(annotation)[0], setting)}
+        return {**schema, "minItems": setting.min_items} if setting.min_items else schema
     if origin is dict:
         return {"type": "object", "additionalProperties": _type(get_args(annotation)[1], setting)}
     if annotation is Any:
@@ -134,7 +145,10 @@ def method_table() -> str:
 
 def _bounds_text(setting: Setting) -> str:
     if setting.minimum is not None and setting.maximum is not None:
-        return f"{setting.minimum} to {setting.maximum}"
-    if setting.minimum is not None:
-        return f">= {setting.minimum}"
-    return ""
+        bounds = f"{setting.minimum} to {setting.maximum}"
+    elif setting.minimum is not None:
+        bounds = f">= {setting.minimum}"
+    else:
+        bounds = ""
+    items = f"at least {setting.min_items} item{'s' if setting.min_items > 1 else ''}" if setting.min_items else ""
+    return ", ".join(part for part in (bounds, items) if part)

@@ -6,7 +6,22 @@ the built-in type that optimum-graphcore raises in the same situation (`ValueErr
 """
 
 import difflib
+import json
 from typing import Any, Dict, Iterable, Optional
+
+
+def as_json(value: Any) -> str:
+    """A value as a config file writes it (`true`, `null`, `"everything"`, `[0.1, 0.2]`), for messages; inside it,
+    Python's `repr` of what JSON cannot hold (`nan`, an object a caller passed)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(as_json, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{as_json(key if isinstance(key, str) else str(key))}: {as_json(item)}"
+                               for key, item in value.items()) + "}"
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 class IPUConfigError(Exception):
@@ -31,13 +46,21 @@ def _rebuild_error(error_class: type, args: tuple, state: dict) -> IPUConfigErro
 
 
 class InvalidSettingError(IPUConfigError, ValueError):
-    """A setting has a value outside what it allows."""
+    """A setting has a value outside what it allows.
+
+    Attributes:
+        field: the setting (or argument) named.
+        value: its value, as given.
+        allowed: what it allows.
+
+    Example message: `output_mode="everything"` is invalid: allowed values are "all", "sum", "final", "default".
+    """
 
     def __init__(self, field: str, value: Any, allowed: str):
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"`{field}={value!r}` is invalid: {allowed}.")
+        super().__init__(f"`{field}={as_json(value)}` is invalid: {allowed}.")
 
 
 class SettingTypeError(IPUConfigError, TypeError, ValueError):
@@ -50,7 +73,19 @@ class SettingTypeError(IPUConfigError, TypeError, ValueError):
         self.field = field
         self.value = value
         self.allowed = expected
-        super().__init__(f"`{field}={value!r}` has type `{type(value).__name__}`, expected {expected}.")
+        super().__init__(f"`{field}={as_json(value)}` is {_json_type(value)}, expected {expected}.")
+
+
+def _json_type(value: Any) -> str:
+    """What a value is, in the words of JSON: `a string`, `a number`, `null`, `an object`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "an integer" if isinstance(value, int) else "a number"
+    names = {str: "a string", list: "an array", tuple: "an array", dict: "an object"}
+    return next((name for kind, name in names.items() if isinstance(value, kind)), f"a Python `{type(value).__name__}`")
 
 
 class IncompatibleSettingsError(InvalidSettingError):

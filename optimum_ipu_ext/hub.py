@@ -55,7 +55,7 @@ from .errors import (
     HubVisibilityError,
     InvalidSettingError,
 )
-from .core import looks_like_path
+from .core import NO_SUCH_PATH, check_local_source
 from .settings import EXTENSION_SETTINGS
 
 try:  # huggingface_hub 1.x and later speak httpx
@@ -89,6 +89,10 @@ def _token_keyword(function) -> str:
 
 
 LOAD_TOKEN_KEYWORD = _token_keyword(cached_file)
+# transformers 4.x passes `resume_download=False` to the client unless told otherwise, and huggingface_hub 0.2x+
+# warns (FutureWarning) whenever it is not None; `None` is what the client does anyway (it always resumes)
+DEFAULT_LOAD_ARGUMENTS = {"resume_download": None} if "resume_download" in inspect.signature(cached_file).parameters \
+    else {}
 
 
 def with_token_keyword(kwargs: Dict[str, Any], keyword: str) -> Dict[str, Any]:
@@ -105,19 +109,7 @@ def with_token_keyword(kwargs: Dict[str, Any], keyword: str) -> Dict[str, Any]:
 
 def load_arguments(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """`from_pretrained` keyword arguments, as the installed optimum and transformers take them."""
-    return with_token_keyword(kwargs, LOAD_TOKEN_KEYWORD)
-
-
-def check_local_source(source: Any, config_name: str, subfolder: str = "") -> None:
-    """Raises `ConfigFileError` for a local source that holds no config: a missing path (that cannot be a Hub
-    repository id), or a folder without `config_name`. Sends nothing to the Hub."""
-    path = str(source)
-    if os.path.isdir(path):
-        if not os.path.isfile(os.path.join(path, subfolder, config_name)):
-            where = f"its subfolder '{subfolder}'" if subfolder else "it"
-            raise ConfigFileError(path, f"a folder, but {where} holds no {config_name}")
-    elif not os.path.exists(path) and looks_like_path(path):
-        raise ConfigFileError(path, "no such file or folder")
+    return with_token_keyword({**DEFAULT_LOAD_ARGUMENTS, **kwargs}, LOAD_TOKEN_KEYWORD)
 
 
 def _token(kwargs: Dict[str, Any]) -> Any:
@@ -280,7 +272,7 @@ def _load_error(error: Exception, source: HubSource) -> Optional[Exception]:
         )
     invalid_id = _first(chain, HFValidationError)
     if invalid_id is not None:
-        return ConfigFileError(source.repo_id, f"no such file or folder, and not a Hub repository id ({invalid_id})")
+        return ConfigFileError(source.repo_id, f"{NO_SUCH_PATH}, and not a Hub repository id ({invalid_id})")
     # transformers 5 reports a missing file with a bare OSError; the client has recorded the miss in the cache
     if _first(chain, EntryNotFoundError, excluding=LocalEntryNotFoundError) is not None or (
         isinstance(error, OSError) and not isinstance(error, HubError) and source.is_known_missing()
@@ -293,6 +285,8 @@ def _load_error(error: Exception, source: HubSource) -> Optional[Exception]:
     if found is None:
         return None
     error_class, problem = found
+    if error_class in (HubRepositoryNotFoundError, HubUnavailableError):  # nor is the name a local path
+        problem = f"{NO_SUCH_PATH} here, and {problem}"
     if error_class is HubUnavailableError and source.force_download and source.cached_copy() is not None:
         problem += ", and `force_download=True` refuses the cached copy"
     elif error_class is HubUnavailableError:

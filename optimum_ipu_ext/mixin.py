@@ -3,8 +3,8 @@ rules, the options plan, the import of `poptorch.Options`."""
 
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
-from .build import build_plan, shards_optimizer_state
-from .core import CONFIG_NAME, check_rules, update_settings_from_string, warn_once
+from .build import build_plan
+from .core import CONFIG_NAME, check_rules, update_settings_from_string
 from .errors import UnknownSettingError
 from .plan import OptionsPlan
 from .popdist import PopDistLaunch, resolve_launch
@@ -110,13 +110,6 @@ class SettingsMixin:
         from .placement.sources import place_model
 
         return place_model(vars(self), model, architecture, for_inference, fp32, revision, token)
-
-    def warn_about_unused_settings(self, plan: OptionsPlan, for_inference: bool) -> None:
-        """Warns, once per process, about a setting that the build `plan` of this final config leaves unused."""
-        # inference has no optimizer state: only a training build can leave the sharding unused
-        if not for_inference and self.replicated_tensor_sharding and not shards_optimizer_state(plan):
-            # stacklevel 3: the line that called `to_options()`
-            warn_once("`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)", 3)
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Dict, Union
 
 from .core import (
     CONFIG_NAME,
+    carry_over_legacy_keys,
     check_keys,
     check_rules,
     derive_base_settings,
@@ -51,9 +52,10 @@ class PlainIPUConfig(SettingsMixin):
 
     @classmethod
     def from_json_file(cls, path: Union[str, os.PathLike], **overrides: Any) -> "PlainIPUConfig":
-        """Loads `path`; an error about a setting names the file."""
+        """Loads `path`; an error about a setting, and a warning about a key of an earlier release, name the file."""
         config_dict = read_config_file(path)
         try:
+            carry_over_legacy_keys(config_dict, str(path))
             return cls.from_dict(config_dict, **overrides)
         except (ValueError, TypeError) as error:
             error.args = (f"{error} (loading {str(path)!r})",)

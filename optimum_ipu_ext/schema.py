@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, get_args, get_origin
 
-from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError
+from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError, as_json
 from .plan import Ref, sdk_value
 
 
@@ -41,6 +41,7 @@ class Setting:
         choices: the allowed values of a string setting; with `sdk_enum`, a mapping of each to its enum member.
         sdk_enum: the SDK enum whose members the choices stand for, e.g. `"popart.RecomputationType"`.
         minimum, maximum: bounds of a number, or of every number in a list.
+        min_items: the fewest items a list may have.
         constraint: a further check, returning what is allowed when the value breaks it, else `None`.
         encode: turns the stored value into the call's argument, `None` meaning "make no call" and a tuple
             being the call's positional arguments (default: a choice becomes its enum member, an int for PopART
@@ -71,6 +72,7 @@ class Setting:
     sdk_enum: Optional[str] = None
     minimum: Optional[float] = None
     maximum: Optional[float] = None
+    min_items: int = 0
     constraint: Optional[Callable[[Any], Optional[str]]] = None
     encode: Optional[Callable[[Any], Any]] = None
     state: Tuple[str, ...] = ()
@@ -101,11 +103,13 @@ class Setting:
             return self.null_as
         if not self._conforms(value):
             raise SettingTypeError(field, value, describe(self.annotation))
+        if isinstance(value, list) and len(value) < self.min_items:
+            raise InvalidSettingError(field, value, f"at least {self.min_items} item{'s' if self.min_items > 1 else ''} needed")
         for number in _numbers(value):
             self._check_number(field, value, number)
         if self.choices:
             if value is not None and value not in self.choices:
-                allowed = ", ".join(repr(choice) for choice in self.choices)
+                allowed = ", ".join(map(as_json, self.choices))
                 raise InvalidSettingError(field, value, f"allowed values are {allowed}")
         problem = self.constraint(value) if self.constraint and value is not None else None
         if problem:

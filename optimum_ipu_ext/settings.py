@@ -15,6 +15,7 @@ under our class. Adding a setting is one row here plus a test. Nothing here impo
 import math
 from typing import Any, Callable, Dict, List, Optional, Union
 
+from .errors import as_json
 from .plan import NONE, Construct, Ref, TempFile, sdk_value
 from .schema import Setting, table
 
@@ -117,7 +118,7 @@ REPLICA_GROUPINGS = {"consecutive": "Consecutive", "orthogonal": "Orthogonal"}
 def _replica_grouping(grouping: Dict[str, Any]) -> Optional[str]:
     size, kind = grouping.get("size"), grouping.get("type")
     if set(grouping) != {"size", "type"} or not (_unsigned(size) and size >= 1) or kind not in REPLICA_GROUPINGS:
-        return f"give {{\"size\": a positive integer, \"type\": one of {', '.join(map(repr, REPLICA_GROUPINGS))}}}"
+        return f"give {{\"size\": a positive integer, \"type\": one of {', '.join(map(as_json, REPLICA_GROUPINGS))}}}"
     return None
 
 
@@ -146,11 +147,12 @@ def _switch(argument: Any, is_written: Optional[Callable[[Any], bool]] = None) -
     return {"encode": lambda on: argument if on else None, "decode": is_written or (lambda written: written == argument)}
 
 
-def _pair(name: str, annotation: Any, default: Any, doc: str, **fields: Any) -> List[Setting]:
-    """A training setting and its `inference_` twin (which defaults to `None`: fall back to training)."""
+def _pair(name: str, annotation: Any, default: Any, doc: str, min_items: int = 0, **fields: Any) -> List[Setting]:
+    """A training setting and its `inference_` twin (which defaults to `None`: fall back to training). An empty list
+    is "as training" for the twin, as in optimum-graphcore, so `min_items` applies to the training setting only."""
     inference_annotation = annotation if default is None else Optional[annotation]
     return [
-        Setting(name, annotation, default, doc, **fields, modes=TRAINING),
+        Setting(name, annotation, default, doc, **fields, modes=TRAINING, min_items=min_items),
         Setting(f"inference_{name}", inference_annotation, None, f"As `{name}`, for inference.", **fields,
                 modes=INFERENCE),
     ]
@@ -169,7 +171,7 @@ BASE_SETTINGS = table(
             call="Training.gradientAccumulation", state=("gradient_accumulation",), modes=TRAINING, minimum=1,
             null_as=1),
     *_pair("layers_per_ipu", List[int], [-1],
-           "Layers on each IPU of the pipeline; -1 spreads the remaining layers evenly.", minimum=-1),
+           "Layers on each IPU of the pipeline; -1 spreads the remaining layers evenly.", minimum=-1, min_items=1),
     *_pair("ipus_per_replica", Optional[int], None, "IPUs per replica (default: `len(layers_per_ipu)`).",
            minimum=1, maximum=MAX_IPUS_IN_A_JOB),
     Setting("optimizer_state_offchip", bool, False, "Keep the optimizer state in off-chip (streaming) memory.",
@@ -239,7 +241,7 @@ StageSetting = Dict[str, Union[List[str], int]]
 def _stage_problem(stage: StageSetting) -> Optional[str]:
     unknown = sorted(set(stage) - {"blocks", "ipu"})
     if unknown:
-        return f"keys {unknown}: a stage has `blocks` and, optionally, `ipu`"
+        return f"keys {as_json(unknown)}: a stage has `blocks` and, optionally, `ipu`"
     blocks = stage.get("blocks")
     if not isinstance(blocks, list) or not blocks or not all(isinstance(block, str) for block in blocks):
         return "`blocks` must be a non-empty list of block ids (strings, as `poptorch.Block` names them)"
@@ -262,7 +264,7 @@ def _stages_problem(stages: List[StageSetting], where: str = "") -> Optional[str
 def _blocks_once(stages: List[StageSetting]) -> Optional[str]:
     blocks = [block for stage in stages for block in stage["blocks"]]
     repeated = sorted({block for block in blocks if blocks.count(block) > 1})
-    return f"blocks {repeated} are in more than one stage" if repeated else None
+    return f"blocks {as_json(repeated)} are in more than one stage" if repeated else None
 
 
 def _execution_stages(stages: List[StageSetting]) -> Optional[str]:

@@ -76,21 +76,27 @@ def upstream():
     return load_upstream_ipu_configuration()
 
 
-@pytest.fixture(autouse=True)
-def fresh_process_warnings():
-    """Warnings shown once per process are shown again in each test, as each test stands for a fresh process."""
-    from optimum_ipu_ext import core
-
-    core._warned.clear()
-
-
 @pytest.fixture(scope="module")
 def seed_module():
+    """The original hand-written build (`../shared/seed/ipu_config.py`), for the one test that shows the project's
+    own equivalent (`seed_build`) builds what it builds. A fresh clone without `../shared` skips that test only."""
     if not SEED_PATH.is_file():
         if os.environ.get("CI") == "true":  # CI clones the project with ../shared beside it: the seed must be there
             pytest.fail(f"seed build not found at {SEED_PATH}, where CI has it")
-        pytest.skip(f"seed build not found at {SEED_PATH}")
-    spec = importlib.util.spec_from_file_location("seed_ipu_config", SEED_PATH)
+        pytest.skip(f"the original seed build is not beside this clone ({SEED_PATH}): the test comparing the "
+                    "project's own equivalent, tests/builders/seed_build.py, with it cannot run")
+    return _load(SEED_PATH, "seed_ipu_config")
+
+
+@pytest.fixture(scope="module")
+def seed_build():
+    """tests/builders/seed_build.py: the project's own builder equivalent to the original seed build, loaded as a
+    builder file is (it imports poptorch and popart at the top)."""
+    return _load(Path(__file__).resolve().parent / "builders" / "seed_build.py", "seed_build")
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     with installed():
         spec.loader.exec_module(module)

@@ -170,11 +170,11 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path):
     missing = tmp_path / "missing.json"
     result = run_script("show", missing)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr == f"ipu-config: error: {missing}: no such file or directory\n"
+    assert result.stderr == f"ipu-config: error: Cannot load the IPU config file '{missing}': no such file or directory.\n"
 
     debugged = run_script("show", missing, "--debug")
     assert debugged.returncode == 1
-    assert "Traceback (most recent call last)" in debugged.stderr and "CommandError" in debugged.stderr
+    assert "Traceback (most recent call last)" in debugged.stderr and "ConfigFileError" in debugged.stderr
     assert debugged.stderr.endswith(result.stderr)
 
 
@@ -332,8 +332,8 @@ def test_settings_that_differ_are_those_not_at_optimum_graphcores_defaults(capsy
         (3, True, 4, "3 requested, rounded up to a power of two"),
         (6, True, 8, "6 requested, rounded up to a power of two"),
         (64, False, 64, None),
-        (6, False, None, "6 requested: poptorch refuses a number that is not a power of two, "
-                         "unless auto_round_num_ipus=true"),
+        (6, False, 6, None),  # shown only where poptorch does not check: an offline target
+        (6, None, 6, None),
         (128, True, 128, "more than 64: poptorch needs several processes, e.g. with poprun"),
     ],
 )
@@ -346,8 +346,15 @@ def test_total_ipus_are_replicas_times_ipus_per_replica(capsys):
     assert code == 0
     assert "  total IPUs                  8  (6 requested, rounded up to a power of two)\n" in out
     assert "  sharding across replicas    on\n" in out
-    code, out, _ = run(capsys, "show", PRESET, "--set", "replication_factor=3,auto_round_num_ipus=false")
-    assert code == 0 and "  total IPUs                  none  (6 requested: poptorch refuses" in out
+    code, out, err = run(capsys, "show", PRESET, "--set", "replication_factor=3,auto_round_num_ipus=false")
+    assert (code, out) == (1, "") and err == (
+        "ipu-config: error: --set: `auto_round_num_ipus=false` is invalid: the training build asks for "
+        "`replication_factor=3` x `ipus_per_replica=2` = 6 IPUs in one process, and poptorch reserves only a power of "
+        "two unless `auto_round_num_ipus` is true: make it true (it reserves 8, 2 idle), or use a number of IPUs that "
+        "is a power of two.\n")
+    code, out, _ = run(capsys, "show", PRESET, "--set", "replication_factor=3,auto_round_num_ipus=false,"
+                       "connection_type=never")
+    assert code == 0 and "  total IPUs                  6\n" in out
 
 
 def test_set_is_read_as_update_from_string_reads_it(capsys):
@@ -366,8 +373,8 @@ def test_set_is_read_as_update_from_string_reads_it(capsys):
 @pytest.mark.parametrize(
     "update, words",
     [
-        ("replication_factor=four", ["replication_factor", "'four'", "expected an integer"]),
-        ("recomputation_mode=sometimes", ["recomputation_mode", "'sometimes'", "'pipeline'"]),
+        ("replication_factor=four", ["replication_factor", '"four"', "expected an integer"]),
+        ("recomputation_mode=sometimes", ["recomputation_mode", '"sometimes"', '"pipeline"']),
         ("matmul_proportion=[0.1 0.2 0.3]", ["matmul_proportion", "[0.1, 0.2, 0.3]", "ipus_per_replica=2"]),
         ("replicaton_factor=2", ["replicaton_factor", "Did you mean `replication_factor`"]),
     ],
@@ -387,7 +394,7 @@ def test_show_refuses_a_revision_for_a_local_file(capsys):
 
 def test_directory_without_a_config(capsys, tmp_path):
     code, _, err = run(capsys, "show", tmp_path)
-    assert (code, err) == (1, f"ipu-config: error: {tmp_path}: a directory without ipu_config.json\n")
+    assert (code, err) == (1, f"ipu-config: error: Cannot load the IPU config file '{tmp_path}': a directory, but it holds no ipu_config.json.\n")
 
 
 # validate
@@ -414,12 +421,12 @@ def test_validate_reports_one_line_per_problem(capsys, tmp_path):
     three, disagree, broken, missing = folder / "b-three-problems.json", folder / "c-disagree.json", \
         folder / "d-broken.json", tmp_path / "missing.json"
     assert lines[0] == f"{three}: Unknown IPU config key `foo`."
-    assert lines[1] == f"{three}: `recomputation_mode='sometimes'` is invalid: allowed values are 'none', " \
-                       "'standard', 'norm_only', 'pipeline', 'recompute_all'."
+    assert lines[1] == f'{three}: `recomputation_mode="sometimes"` is invalid: allowed values are "none", ' \
+                       '"standard", "norm_only", "pipeline", "recompute_all".'
     assert lines[2].startswith(f"{three}: ") and "replication_factor" in lines[2] and ">= 1" in lines[2]
     assert lines[3].startswith(f"{disagree}: ") and "matmul_proportion" in lines[3] and "ipus_per_replica=2" in lines[3]
     assert lines[4].startswith(f"{broken}: ") and "not valid JSON" in lines[4]
-    assert lines[5] == f"{missing}: no such file or directory"
+    assert lines[5] == f"{missing}: Cannot load the IPU config file '{missing}': no such file or directory."
     assert err.endswith("4 of 5 IPU config(s) invalid\n")
 
 
@@ -427,14 +434,15 @@ def test_validate_does_not_report_what_putting_back_a_default_causes(capsys, tmp
     path = write_config(tmp_path, layers_per_ipu="x", matmul_proportion=[0.1, 0.2])
     code, out, _ = run(capsys, "validate", path)
     assert code == 1
-    assert len(out.splitlines()) == 1 and "layers_per_ipu" in out and "'x'" in out
+    assert len(out.splitlines()) == 1 and "layers_per_ipu" in out and '"x"' in out
 
 
 def test_validate_relays_the_warnings_of_legacy_keys(capsys, tmp_path):
     path = write_config(tmp_path, random_seed=3)
     code, out, err = run(capsys, "validate", path)
     assert (code, out) == (0, "")
-    assert f"ipu-config: warning: {path}: `random_seed` is no longer an IPUConfig setting" in err
+    assert f"ipu-config: warning: {path}: `random_seed` is no longer an IPUConfig setting; its value is carried over " \
+        "as `seed=3`" in err
 
 
 def test_validate_in_ci_as_a_script(tmp_path):
@@ -448,7 +456,7 @@ def test_validate_in_ci_as_a_script(tmp_path):
 def test_validate_of_a_directory_without_configs_fails(capsys, tmp_path):
     (tmp_path / "notes.txt").write_text("not a config")
     code, out, err = run(capsys, "validate", tmp_path)
-    assert (code, out) == (1, f"{tmp_path}: a directory without ipu_config.json\n")
+    assert (code, out) == (1, f"{tmp_path}: Cannot load the IPU config file '{tmp_path}': a directory, but it holds no ipu_config.json.\n")
     assert err == "1 of 1 IPU config(s) invalid\n"
 
 
@@ -546,7 +554,7 @@ def test_new_writes_the_preset_with_settings(capsys, tmp_path):
 
 def test_new_with_a_bad_setting_writes_nothing(capsys, tmp_path):
     code, _, err = run(capsys, "new", "pipelined-2ipu", tmp_path / "out", "--set", "seed=-")
-    assert code == 1 and "--set: `seed='-'` is invalid: expected an integer." in err
+    assert code == 1 and '--set: `seed="-"` is invalid: expected an integer.' in err
     assert not (tmp_path / "out").exists()
 
 
@@ -756,9 +764,9 @@ def test_push_private_to_a_public_repo_fails_before_uploading(capsys, hub):
 
 @pytest.mark.parametrize(
     "source, problem",
-    [("missing_dir", "no such file or folder"), ("missing.json", "no such file or folder"),
-     ("emptydir", "a folder, but it holds no ipu_config.json"),
-     ("emptydir/", "a folder, but it holds no ipu_config.json")],
+    [("missing_dir", "no such file or directory"), ("missing.json", "no such file or directory"),
+     ("emptydir", "a directory, but it holds no ipu_config.json"),
+     ("emptydir/", "a directory, but it holds no ipu_config.json")],
 )
 def test_push_of_a_path_without_a_config_names_it_and_sends_nothing(capsys, hub, tmp_path, source, problem):
     (tmp_path / "emptydir").mkdir()
@@ -795,3 +803,57 @@ def test_help_and_usage_errors_do_not_import_transformers():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines()[-3:] == ["0", "2", "False"]
+
+
+def test_a_name_neither_local_nor_on_the_hub_says_both_in_one_line(capsys, hub):
+    code, out, err = run(capsys, "show", "my-config")
+    assert (code, out) == (1, "")
+    assert err == ("ipu-config: error: Cannot load 'ipu_config.json' from Hub repository 'my-config' at revision 'main': "
+                   f"no such file or directory here, and it does not exist on {hub.url}, or it is private and no token "
+                   "was given (pass `token=` or log in with `hf auth login`).\n")
+
+
+def test_a_missing_local_path_reads_the_same_in_every_command_and_the_api(capsys, tmp_path):
+    missing = tmp_path / "missing.json"
+    message = f"Cannot load the IPU config file '{missing}': no such file or directory."
+    for argv in (["show", missing], ["diff", missing, PRESET], ["push", missing, "org/cfg"]):
+        assert run(capsys, *argv) == (1, "", f"ipu-config: error: {message}\n")
+    assert run(capsys, "validate", missing)[1] == f"{missing}: {message}\n"
+    with pytest.raises(OSError) as raised:
+        IPUConfig.from_pretrained(str(missing))
+    assert str(raised.value) == message
+
+
+def test_validate_set_applies_to_every_source_before_it_is_checked(capsys, tmp_path):
+    one, two = write_config(tmp_path / "one", replication_factor=2), write_config(tmp_path / "two", seed=3)
+    assert run(capsys, "validate", one, two, "--set", "replication_factor=3", "--set", "auto_round_num_ipus=false") \
+        == (1, f"{one}: {ROUNDING_REFUSED}\n{two}: {ROUNDING_REFUSED}\n", "2 of 2 IPU config(s) invalid\n")
+    assert run(capsys, "validate", one, two, "--set", "replication_factor=4,auto_round_num_ipus=false") \
+        == (0, "", "2 IPU config(s) valid\n")
+    code, out, err = run(capsys, "validate", one, "--set", "replication_factor=0")
+    assert (code, out, err) == (1, "", "ipu-config: error: --set: `replication_factor=0` is invalid: numbers must be "
+                                       ">= 1.\n")
+
+
+ROUNDING_REFUSED = (
+    "`auto_round_num_ipus=false` is invalid: the training build asks for `replication_factor=3` x "
+    "`ipus_per_replica=1` = 3 IPUs in one process, and poptorch reserves only a power of two unless "
+    "`auto_round_num_ipus` is true: make it true (it reserves 4, 1 idle), or use a number of IPUs that is a power of "
+    "two."
+)
+
+
+def test_validate_refuses_what_show_says_poptorch_refuses(capsys, tmp_path):
+    path = write_config(tmp_path, layers_per_ipu=[-1, -1], replication_factor=3, auto_round_num_ipus=False)
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 1 and "6 IPUs in one process" in out and out.count("\n") == 1
+    code, out, err = run(capsys, "show", path)
+    assert (code, out) == (1, "") and "6 IPUs in one process" in err
+
+
+def test_validate_refuses_a_file_that_gives_a_key_twice(capsys, tmp_path):
+    path = tmp_path / "ipu_config.json"
+    path.write_text('{"replication_factor": 4, "replication_factor": 8}')
+    assert run(capsys, "validate", path) == (
+        1, f"{path}: Cannot load the IPU config file '{path}': the key \"replication_factor\" is given twice in one "
+           "object; give each key once.\n", "1 of 1 IPU config(s) invalid\n")

@@ -118,7 +118,7 @@ def test_a_builder_that_cannot_run_or_returns_no_options_is_one_error(capsys, tm
 def test_a_missing_builder_file_is_one_error(capsys, tmp_path):
     missing = tmp_path / "missing.py"
     code, _, err = run(capsys, "import", f"{missing}:get_options", tmp_path)
-    assert (code, err) == (1, f"ipu-config: error: {missing}:get_options cannot be loaded: {missing}: no such file\n")
+    assert (code, err) == (1, f"ipu-config: error: {missing}:get_options cannot be loaded: {missing}: no such file or directory\n")
 
 
 def test_a_builder_failing_as_it_loads_is_one_error(capsys, tmp_path):

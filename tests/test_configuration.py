@@ -16,6 +16,7 @@ from optimum_ipu_ext import (
     IncompatibleSettingsError,
     InvalidSettingError,
     IPUConfig,
+    PlainIPUConfig,
     SettingTypeError,
     UnknownSettingError,
 )
@@ -89,12 +90,88 @@ def test_preset_reads_as_the_seed_build():
     assert config.batch_size_factor() == 8 * 128
 
 
+# {legacy key: (a value, the settings that hold it)}; the other legacy keys have no setting
+CARRIED = {
+    "random_seed": (3, {"seed": 3}),
+    "decompose_grad_sum": (True, {"popart_options": {"decomposeGradSum": True}}),
+    "synthetic_data": (True, {"popart_options": {"syntheticDataMode": 2}}),
+    "sharded_execution_for_inference": (True, {"inference_execution_strategy": "sharded"}),
+}
+# the values of those keys that are what the current build does anyway
+CARRYING_NOTHING = {"random_seed": 0, "decompose_grad_sum": False, "synthetic_data": False,
+                    "sharded_execution_for_inference": False}
+
+
+def test_the_carried_keys_are_the_legacy_keys_with_a_setting():
+    assert sorted(key for key, legacy in LEGACY_KEYS.items() if legacy.carry) == sorted(CARRIED)
+
+
 @pytest.mark.parametrize("key", sorted(LEGACY_KEYS))
-def test_legacy_keys_load_with_a_warning_and_change_nothing(key):
-    with pytest.warns(FutureWarning, match=key) as caught:
-        config = IPUConfig.from_dict({"replication_factor": 2, key: True})
-    assert LEGACY_KEYS[key] in str(caught[0].message)
+def test_legacy_keys_without_a_setting_load_with_a_warning_and_change_nothing(key):
+    value = CARRYING_NOTHING.get(key, True)
+    with pytest.warns(FutureWarning) as caught:
+        config = IPUConfig.from_dict({"replication_factor": 2, key: value})
+    assert [str(warning.message) for warning in caught] == [
+        f"`{key}` is no longer an IPUConfig setting and is ignored: {LEGACY_KEYS[key].note}"
+    ]
     assert config.to_dict() == IPUConfig(replication_factor=2).to_dict()
+
+
+@pytest.mark.parametrize("load", ["from_pretrained", "plain"])
+@pytest.mark.parametrize("key", sorted(CARRIED))
+def test_a_legacy_key_with_a_setting_carries_its_value_naming_the_file_and_the_new_key(tmp_path, key, load):
+    value, carried = CARRIED[key]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"replication_factor": 2, key: value}))
+    with pytest.warns(FutureWarning) as caught:
+        config = IPUConfig.from_pretrained(str(path)) if load == "from_pretrained" else PlainIPUConfig.from_json_file(path)
+    ((name, setting_value),) = carried.items()
+    where = repr(str(path)) if load == "from_pretrained" else str(path)
+    assert [str(warning.message) for warning in caught] == [
+        f"`{key}` in {where} is no longer an IPUConfig setting; its value is carried over as "
+        f"`{name}={json.dumps(setting_value)}`: {LEGACY_KEYS[key].note} Write the new key instead."
+    ]
+    assert config.to_dict() == type(config)(replication_factor=2, **carried).to_dict()
+
+
+def test_a_legacy_popart_option_joins_the_popart_options_given():
+    with pytest.warns(FutureWarning, match="carried over as `popart_options="):
+        config = IPUConfig(decompose_grad_sum=True, popart_options={"enableStableNorm": True})
+    assert config.popart_options == {"enableStableNorm": True, "decomposeGradSum": True}
+    with pytest.warns(FutureWarning, match="carried over"):
+        config = IPUConfig(decompose_grad_sum=True, popart_options={"decomposeGradSum": True})
+    assert config.popart_options == {"decomposeGradSum": True}
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"random_seed": 3, "seed": 4},
+     "`random_seed=3` is invalid: it is carried over to `seed`, which is given too, as 4: give `seed` only."),
+    ({"decompose_grad_sum": True, "popart_options": {"decomposeGradSum": False}},
+     '`decompose_grad_sum=true` is invalid: it is carried over to `popart_options`, which is given too, as '
+     '{"decomposeGradSum": false}: give `popart_options` only.'),
+    ({"sharded_execution_for_inference": True, "inference_execution_strategy": "pipelined"},
+     '`sharded_execution_for_inference=true` is invalid: it is carried over to `inference_execution_strategy`, which '
+     'is given too, as "pipelined": give `inference_execution_strategy` only.'),
+])
+def test_a_legacy_key_and_its_setting_with_different_values_are_refused(given, message):
+    with pytest.raises(IncompatibleSettingsError) as raised:
+        PlainIPUConfig(**given)
+    assert str(raised.value) == message
+
+
+def test_a_legacy_key_and_its_setting_with_the_same_value_load():
+    with pytest.warns(FutureWarning, match="carried over as `seed=3`"):
+        assert PlainIPUConfig(random_seed=3, seed=3).seed == 3
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("random_seed", "3", 'int, or null'), ("random_seed", True, "int, or null"),
+    ("sharded_execution_for_inference", 1, "bool, or null"),
+])
+def test_a_legacy_value_of_the_wrong_type_is_refused_naming_the_legacy_key(key, value, expected):
+    with pytest.raises(SettingTypeError) as raised:
+        PlainIPUConfig(**{key: value})
+    assert (raised.value.field, raised.value.allowed) == (key, expected)
 
 
 def test_metadata_keys_of_saved_files_are_accepted_silently():
@@ -125,15 +202,15 @@ def test_unknown_override_is_an_error_too():
     "kwargs, error, words",
     [
         ({"recomputation_mode": 3}, SettingTypeError, ["recomputation_mode", "3", "string"]),
-        ({"stochastic_rounding": "yes"}, SettingTypeError, ["stochastic_rounding", "'yes'", "bool"]),
-        ({"outline_threshold": True}, SettingTypeError, ["outline_threshold", "True", "number"]),
+        ({"stochastic_rounding": "yes"}, SettingTypeError, ["stochastic_rounding", '"yes"', "bool"]),
+        ({"outline_threshold": True}, SettingTypeError, ["outline_threshold", "true", "number"]),
         ({"popart_patterns": {"TiedGather": 1}}, SettingTypeError, ["popart_patterns", "object of string to bool"]),
         ({"outline_threshold": math.inf}, InvalidSettingError, ["outline_threshold", "inf", "finite"]),
         ({"outline_threshold": math.nan}, InvalidSettingError, ["outline_threshold", "nan", "finite"]),
         ({"accumulate_outer_fragment_excluded_virtual_graphs": [-1]}, InvalidSettingError, [">= 0"]),
         ({"recomputation_mode": "sometimes"}, InvalidSettingError,
-         ["'sometimes'", "'none', 'standard', 'norm_only', 'pipeline', 'recompute_all'"]),
-        ({"auto_stage": "auto"}, InvalidSettingError, ["auto_stage", "'same_as_ipu', 'auto_increment'"]),
+         ['"sometimes"', '"none", "standard", "norm_only", "pipeline", "recompute_all"']),
+        ({"auto_stage": "auto"}, InvalidSettingError, ["auto_stage", '"same_as_ipu", "auto_increment"']),
         ({"popart_options": {"x": float("nan")}}, InvalidSettingError, ["popart_options", "finite numbers"]),
     ],
 )

@@ -22,6 +22,7 @@ from optimum_ipu_ext import (
     UnknownSettingError,
 )
 from optimum_ipu_ext.build import shards_optimizer_state
+from optimum_ipu_ext.core import read_config_file
 from optimum_ipu_ext.bundled_base import transformers_defaults
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext import PlainIPUConfig
@@ -32,7 +33,6 @@ from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFOR
 ROOT = Path(__file__).resolve().parents[1]
 PRESET = str(ROOT / "configs" / "pipelined-2ipu.json")
 SCRIPT = str(Path(sys.executable).with_name("ipu-config"))
-SHARDING_UNUSED = "`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)"
 
 
 def accepted(make, kwargs) -> bool:
@@ -183,29 +183,14 @@ def test_update_from_string_takes_a_choice_before_the_null_keyword(make):
 # Warnings describe the final config, once per process
 
 
-def test_the_preset_loads_without_a_warning(recwarn, sdk):
-    config = IPUConfig.from_pretrained(PRESET, replication_factor=16)
+@pytest.mark.parametrize("replicas", [1, 16])
+def test_the_preset_loads_and_builds_without_a_warning(recwarn, sdk, replicas):
+    config = IPUConfig.from_pretrained(PRESET, replication_factor=replicas)
     config.options_plan()
     config.to_options()
-    PlainIPUConfig.from_json_file(PRESET).options_plan()
+    config.to_options(for_inference=True)
+    PlainIPUConfig.from_json_file(PRESET, replication_factor=replicas).options_plan()
     assert [str(warning.message) for warning in recwarn] == []
-
-
-def test_an_unused_setting_warns_once_about_the_final_config(sdk):
-    config = IPUConfig.from_pretrained(PRESET)
-    with pytest.warns(UserWarning) as caught:
-        for _ in range(3):
-            config.to_options()
-        config.to_options(for_inference=True)
-    assert [str(warning.message) for warning in caught] == [SHARDING_UNUSED]
-
-
-def test_setting_more_replicas_silences_the_warning(sdk):
-    config = IPUConfig.from_pretrained(PRESET)
-    config.update_from_string("replication_factor=16")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        config.to_options()
 
 
 # The options plan: data, JSON, one generic loop over the rows
@@ -529,14 +514,6 @@ def test_shell_completion_answers_through_argcomplete(tmp_path):
 
 # Each detail of the core's reading, writing, rules and warnings, pinned
 
-@pytest.mark.skipif(ROOT.name == "mutants", reason="under mutmut, its trampolines stand between caller and warning")
-def test_the_unused_setting_warning_points_at_the_line_that_builds(sdk):
-    config = IPUConfig.from_pretrained(PRESET)
-    with pytest.warns(UserWarning) as caught:
-        config.to_options()
-    assert (caught[0].category, caught[0].filename) == (UserWarning, __file__)
-
-
 def test_a_file_of_the_largest_size_loads_and_one_byte_more_does_not(tmp_path):
     path = tmp_path / "ipu_config.json"
     text = json.dumps({"seed": 7})
@@ -667,12 +644,12 @@ def test_a_plain_config_becomes_an_ipu_config_with_the_same_settings():
 
 
 def test_a_null_count_does_not_stop_the_check_of_the_keys_after_it():
-    with pytest.warns(FutureWarning, match="`random_seed` is no longer an IPUConfig setting"):
+    with pytest.warns(FutureWarning, match="`random_seed` is no longer an IPUConfig setting; its value is carried over"):
         config = PlainIPUConfig(**{"device_iterations": None, "random_seed": 3})
     assert config.device_iterations == 1
     with pytest.raises(UnknownSettingError):
         PlainIPUConfig(**{"device_iterations": None, "replicaton_factor": 2})
-    with pytest.warns(FutureWarning, match="`random_seed` is no longer an IPUConfig setting"):
+    with pytest.warns(FutureWarning, match="`random_seed` is no longer an IPUConfig setting; its value is carried over"):
         PlainIPUConfig(**{"transformers_version": "4.29.2", "random_seed": 3})
 
 
@@ -708,3 +685,110 @@ def test_an_optimizer_location_without_sharding_shards_nothing():
     sharded = PlainIPUConfig(optimizer_state_offchip=None, replication_factor=4,
                              optimizer_location={"useReplicatedTensorSharding": True})
     assert shards_optimizer_state(sharded.options_plan())
+
+
+# The IPUs poptorch reserves: one rule for construction, `options_plan()`, `to_options()` and the CLI
+
+def refusal(asked, requested, rounded, value="false", mode="training"):
+    null = " (null makes no call: poptorch's default, false)" if value == "null" else ""
+    return (f"`auto_round_num_ipus={value}` is invalid: the {mode} build asks for {asked} = {requested} IPUs in one "
+            f"process, and poptorch reserves only a power of two unless `auto_round_num_ipus` is true{null}: make it "
+            f"true (it reserves {rounded}, {rounded - requested} idle), or use a number of IPUs that is a power of two.")
+
+
+@pytest.mark.parametrize("auto_round, value", [(False, "false"), (None, "null")])
+def test_a_number_of_ipus_poptorch_refuses_is_refused_when_the_config_is_made(auto_round, value):
+    with pytest.raises(IncompatibleSettingsError) as raised:
+        PlainIPUConfig(layers_per_ipu=[-1, -1], replication_factor=3, auto_round_num_ipus=auto_round)
+    assert str(raised.value) == refusal("`replication_factor=3` x `ipus_per_replica=2`", 6, 8, value)
+    assert (raised.value.field, raised.value.value) == ("auto_round_num_ipus", auto_round)
+
+
+def test_the_inference_build_is_checked_with_its_own_replicas_and_pipeline():
+    with pytest.raises(IncompatibleSettingsError) as raised:
+        PlainIPUConfig(inference_replication_factor=3, auto_round_num_ipus=False)
+    assert str(raised.value) == refusal(
+        "`inference_replication_factor=3` x `inference_ipus_per_replica=1`", 3, 4, mode="inference")
+
+
+@pytest.mark.parametrize("settings", [
+    {"replication_factor": 3, "auto_round_num_ipus": True},  # poptorch rounds up
+    {"replication_factor": 4, "layers_per_ipu": [-1, -1], "auto_round_num_ipus": False},  # 8: a power of two
+    {"replication_factor": 3, "auto_round_num_ipus": False, "connection_type": "never"},  # an offline target
+    {"replication_factor": 96, "auto_round_num_ipus": False},  # beyond one process: each poprun instance is checked
+])
+def test_what_poptorch_reserves_as_asked_is_accepted(settings):
+    assert PlainIPUConfig(**settings).options_plan(popdist=False).calls
+
+
+def test_a_poprun_instance_is_checked_with_its_own_replicas(monkeypatch):
+    from optimum_ipu_ext.popdist import PopDistLaunch
+
+    config = PlainIPUConfig(replication_factor=96, auto_round_num_ipus=False)
+    with pytest.raises(IncompatibleSettingsError) as raised:
+        config.options_plan(popdist=PopDistLaunch(num_replicas=96, num_instances=2))
+    assert str(raised.value) == refusal("this poprun instance's 48 replicas (of 96) x `ipus_per_replica=1`", 48, 64)
+    assert config.options_plan(popdist=PopDistLaunch(num_replicas=96, num_instances=2), compile_only=True).calls
+    assert config.options_plan(popdist=PopDistLaunch(num_replicas=96, num_instances=3)).calls  # 32 each
+    # made inside a launch, a config is checked for that launch: 2 of 6 replicas x 2 IPUs is 4
+    monkeypatch.setenv("POPDIST_NUM_TOTAL_REPLICAS", "6")
+    monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "2")
+    assert PlainIPUConfig(layers_per_ipu=[-1, -1], replication_factor=6, auto_round_num_ipus=False).ipus_per_replica == 2
+    monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "3")
+    with pytest.raises(IncompatibleSettingsError, match="this poprun instance's 3 replicas"):
+        PlainIPUConfig(layers_per_ipu=[-1, -1], replication_factor=6, auto_round_num_ipus=False)
+
+
+def test_to_options_and_update_from_string_refuse_it_too(sdk):
+    config = IPUConfig(replication_factor=3, layers_per_ipu=[-1])
+    with pytest.raises(IncompatibleSettingsError, match="3 IPUs in one process"):
+        config.update_from_string("auto_round_num_ipus=false")
+    assert config.auto_round_num_ipus is True  # the update is undone
+    config.__dict__["auto_round_num_ipus"] = False  # as a config changed behind the class's back
+    with pytest.raises(IncompatibleSettingsError, match="3 IPUs in one process"):
+        config.to_options()
+
+
+# Values in messages, as the config file writes them
+
+@pytest.mark.parametrize("value, text", [
+    (True, "true"), (False, "false"), (None, "null"), ("everything", '"everything"'), (3, "3"), (0.5, "0.5"),
+    ([0.1, None], "[0.1, null]"), ({"a": [True]}, '{"a": [true]}'), ((1, 2), "[1, 2]"), ("é", '"é"'),
+    (float("nan"), "nan"), (float("inf"), "inf"), (1j, "1j"),
+])
+def test_values_in_messages_are_written_as_json(value, text):
+    from optimum_ipu_ext.errors import as_json
+
+    assert as_json(value) == text
+
+
+@pytest.mark.parametrize("value, kind", [
+    (None, "null"), (True, "a boolean"), (3, "an integer"), (0.5, "a number"), ("x", "a string"), ([1], "an array"),
+    ((1,), "an array"), ({}, "an object"), (1j, "a Python `complex`"),
+])
+def test_a_value_of_the_wrong_type_is_named_in_the_words_of_json(value, kind):
+    from optimum_ipu_ext.errors import SettingTypeError
+
+    assert str(SettingTypeError("probe", value, "bytes")).endswith(f" is {kind}, expected bytes.")
+
+
+# A key given twice in a file
+
+@pytest.mark.parametrize("text, key", [
+    ('{"replication_factor": 4, "replication_factor": 8}', "replication_factor"),
+    ('{"popart_options": {"a": 1, "a": 2}}', "a"),
+])
+def test_a_key_given_twice_is_refused_naming_the_key_and_the_file(tmp_path, text, key):
+    path = tmp_path / "ipu_config.json"
+    path.write_text(text)
+    message = f"Cannot load the IPU config file '{path}': the key \"{key}\" is given twice in one object; give each key once."
+    for load in (read_config_file, PlainIPUConfig.from_json_file, lambda path: IPUConfig.from_pretrained(str(path))):
+        with pytest.raises(ConfigFileError) as raised:
+            load(path)
+        assert str(raised.value) == message
+
+
+def test_a_key_given_once_in_each_of_two_objects_is_not_repeated(tmp_path):
+    path = tmp_path / "ipu_config.json"
+    path.write_text('{"popart_options": {"a": 1}, "engine_options": {"a": "1"}}')
+    assert read_config_file(path) == {"popart_options": {"a": 1}, "engine_options": {"a": "1"}}

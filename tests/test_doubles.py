@@ -218,11 +218,11 @@ def _double_classes():
     }
 
 
-def _build_seed(seed_module, replication_factor, optimizer_state_offchip):
+def _build_seed(seed_build, replication_factor, optimizer_state_offchip):
     args = types.SimpleNamespace(
         replication_factor=replication_factor, optimizer_state_offchip=optimizer_state_offchip
     )
-    return seed_module.build_ipu_config(args)
+    return seed_build.build_ipu_config(args)
 
 
 # --- the API surface is the real one ---------------------------------------------------------
@@ -795,10 +795,10 @@ def test_invalid_hardware_version(version, error):
 @pytest.mark.parametrize("optimizer_state_offchip", [False, True])
 @pytest.mark.parametrize("replication_factor", [1, 2, 4, 8, 16, 64])
 def test_seed_build_matches_expected_state_but_for_extra_memory_keys(
-    seed_module, replication_factor, optimizer_state_offchip
+    seed_build, replication_factor, optimizer_state_offchip
 ):
     with installed():
-        recorded = state(_build_seed(seed_module, replication_factor, optimizer_state_offchip))
+        recorded = state(_build_seed(seed_build, replication_factor, optimizer_state_offchip))
     expected = seed_state(replication_factor, optimizer_state_offchip)
     as_written = seed_memory_proportion_as_written(replication_factor)
     difference = differences(recorded, expected)

@@ -1,6 +1,7 @@
 """Paths of the configuration that no other test takes: wrong number types, boolean spellings, the splits rules,
 inference pipelines, IPU hardware versions, defaults shared between configs, the PopDist warning's category."""
 
+import json
 import warnings
 
 import pytest
@@ -26,7 +27,7 @@ def test_a_float_replication_factor_is_refused_by_update_from_string():
     config = IPUConfig(replication_factor=2)
     with pytest.raises(InvalidSettingError) as raised:
         config.update_from_string("replication_factor=2.0")
-    assert str(raised.value) == "`replication_factor='2.0'` is invalid: expected an integer."
+    assert str(raised.value) == '`replication_factor="2.0"` is invalid: expected an integer.'
     assert config.replication_factor == 2
 
 
@@ -52,7 +53,7 @@ def test_update_from_string_refuses_other_boolean_text(text):
     config = IPUConfig()
     with pytest.raises(InvalidSettingError) as raised:
         config.update_from_string(f"stochastic_rounding={text}")
-    assert str(raised.value) == f"`stochastic_rounding={text!r}` is invalid: expected true or false."
+    assert str(raised.value) == f"`stochastic_rounding={json.dumps(text)}` is invalid: expected true or false."
     assert config.stochastic_rounding is True
 
 
@@ -215,20 +216,20 @@ def test_managed_attributes_are_on_the_class():
 
 
 @pytest.mark.parametrize(
-    "settings, warned",
+    "settings, sharded",
     [
-        ({"replicated_tensor_sharding": True}, True),
-        ({"replicated_tensor_sharding": True, "replication_factor": 2}, False),
-        ({"replicated_tensor_sharding": False}, False),
+        ({"replicated_tensor_sharding": True}, 0),
+        ({"replicated_tensor_sharding": True, "replication_factor": 2}, 1),
+        ({"replicated_tensor_sharding": False, "replication_factor": 2}, 0),
     ],
 )
-def test_sharding_without_replicas_warns_when_built_not_when_constructed(caplog, recwarn, sdk, settings, warned):
+def test_sharding_shards_only_with_replicas_and_warns_about_none(caplog, recwarn, sdk, settings, sharded):
+    """`replicated_tensor_sharding: true` reads "shard when there are replicas" (the preset's sharding, as its
+    build's): one replica shards nothing, and neither constructing nor building warns or logs about it."""
     with caplog.at_level("WARNING"):
-        config = IPUConfig(**settings)
+        built = IPUConfig(**settings).to_options().toDict()
     assert [record.getMessage() for record in caplog.records] == [] and list(recwarn) == []
-    config.to_options()
-    expected = ["`replicated_tensor_sharding=true` has no effect with one replica (`replication_factor=1`)"] if warned else []
-    assert [(warning.category, str(warning.message)) for warning in recwarn] == [(UserWarning, m) for m in expected]
+    assert built["location_optimizer"] == {"onChip": 1, "useReplicatedTensorSharding": sharded}
 
 
 def test_bundled_base_batch_size_factor_is_upstreams(upstream):

@@ -282,16 +282,16 @@ BAD_VALUES = [
     ("execution_stages", [{"blocks": ["a"]}, {"blocks": ["b"], "ipu": -1}], "stage 1: `ipu` must be an integer >= 0"),
     ("execution_stages", [{"blocks": ["a"], "ipu": ["0"]}], "stage 0: `ipu` must be an integer >= 0"),
     ("execution_stages", [{"blocks": ["a"], "ipus": 0}],
-     "stage 0: keys ['ipus']: a stage has `blocks` and, optionally, `ipu`"),
-    ("execution_stages", [{"blocks": ["a", "b"]}, {"blocks": ["b", "a"]}], "blocks ['a', 'b'] are in more than one stage"),
+     'stage 0: keys ["ipus"]: a stage has `blocks` and, optionally, `ipu`'),
+    ("execution_stages", [{"blocks": ["a", "b"]}, {"blocks": ["b", "a"]}], 'blocks ["a", "b"] are in more than one stage'),
     ("execution_phases", [], "at least one phase is needed"),
     ("execution_phases", [[{"blocks": ["a"]}], []], "phase 1, at least one stage is needed"),
     ("execution_phases", [[{"blocks": ["a"], "ipu": -2}]], "phase 0, stage 0: `ipu` must be an integer >= 0"),
-    ("execution_phases", [[{"blocks": ["a"]}], [{"blocks": ["a"]}]], "blocks ['a'] are in more than one stage"),
+    ("execution_phases", [[{"blocks": ["a"]}], [{"blocks": ["a"]}]], 'blocks ["a"] are in more than one stage'),
     ("tensors_liveness", "off_chip",
-     "allowed values are 'always_live', 'off_chip_after_fwd', 'off_chip_after_fwd_no_overlap', "
-     "'off_chip_after_each_phase'"),
-    ("execution_strategy", "phased", "allowed values are 'pipelined', 'sharded', 'serial_phased', 'parallel_phased'"),
+     'allowed values are "always_live", "off_chip_after_fwd", "off_chip_after_fwd_no_overlap", '
+     '"off_chip_after_each_phase"'),
+    ("execution_strategy", "phased", 'allowed values are "pipelined", "sharded", "serial_phased", "parallel_phased"'),
 ]
 
 
@@ -299,7 +299,7 @@ BAD_VALUES = [
 def test_bad_values_are_named(name, value, allowed):
     with pytest.raises(InvalidSettingError) as raised:
         IPUConfig(**{name: value})
-    assert str(raised.value) == f"`{name}={value!r}` is invalid: {allowed}."
+    assert str(raised.value) == f"`{name}={json.dumps(value)}` is invalid: {allowed}."
     assert (raised.value.field, raised.value.value) == (name, value)
 
 
@@ -316,18 +316,18 @@ def test_values_of_the_wrong_type_are_named(name, value):
 
 
 PHASED = {"execution_phases": [[{"blocks": ["a"]}]]}
-DEFAULT_STRATEGIES = "(`execution_strategy='pipelined'`, `inference_execution_strategy='sharded'`)"
+DEFAULT_STRATEGIES = '(`execution_strategy="pipelined"`, `inference_execution_strategy="sharded"`)'
 BOTH_PHASED = {"execution_strategy": "serial_phased", "inference_execution_strategy": "parallel_phased", **PHASED}
 
 RULES = [
     # (settings, the field named, what is said)
     ({"execution_stages": [{"blocks": ["a"]}], **BOTH_PHASED}, "execution_stages",
-     "only the pipelined and sharded strategies read it, and no build uses them (`execution_strategy='serial_phased'`, "
-     "`inference_execution_strategy='parallel_phased'`)"),
+     'only the pipelined and sharded strategies read it, and no build uses them (`execution_strategy="serial_phased"`, '
+     '`inference_execution_strategy="parallel_phased"`)'),
     ({"execution_stages": [{"blocks": ["a"]}], "execution_strategy": None, "inference_execution_strategy": None},
      "execution_stages",
-     "only the pipelined and sharded strategies read it, and no build uses them (`execution_strategy=None`, "
-     "`inference_execution_strategy=None`)"),
+     "only the pipelined and sharded strategies read it, and no build uses them (`execution_strategy=null`, "
+     "`inference_execution_strategy=null`)"),
     (PHASED, "execution_phases",
      f"only the serial_phased and parallel_phased strategies read it, and no build uses them {DEFAULT_STRATEGIES}"),
     ({"separate_backward_phase": False}, "separate_backward_phase",
@@ -338,8 +338,8 @@ RULES = [
     ({"inference_execution_strategy": "parallel_phased"}, "inference_execution_strategy",
      "a phased strategy needs `execution_phases`"),
     ({**BOTH_PHASED, "tensors_liveness": "off_chip_after_each_phase"}, "tensors_liveness",
-     "`inference_execution_strategy='parallel_phased'` sets it with `sendTensorsOffChipAfterFwd`, which takes "
-     "'always_live', 'off_chip_after_fwd'"),
+     '`inference_execution_strategy="parallel_phased"` sets it with `sendTensorsOffChipAfterFwd`, which takes '
+     '"always_live", "off_chip_after_fwd"'),
 ]
 
 
@@ -347,7 +347,7 @@ RULES = [
 def test_settings_no_build_reads_and_missing_phases_are_refused(settings, field, problem):
     with pytest.raises(IncompatibleSettingsError) as raised:
         IPUConfig(**settings)
-    assert str(raised.value) == f"`{field}={settings[field]!r}` is invalid: {problem}."
+    assert str(raised.value) == f"`{field}={json.dumps(settings[field])}` is invalid: {problem}."
     assert raised.value.field == field
 
 

@@ -80,7 +80,7 @@ def test_bare_404_reads_as_a_missing_repository(hub):
     with pytest.raises(HubRepositoryNotFoundError) as raised:
         IPUConfig.from_pretrained("org/cfg")
     assert str(raised.value) == LOAD.format(repo="org/cfg") + (
-        f"it does not exist on {hub.url}, or it is private and no token was given "
+        f"no such file or directory here, and it does not exist on {hub.url}, or it is private and no token was given "
         "(pass `token=` or log in with `hf auth login`)."
     )
     answered = [entry for entry in hub.log if "/org/cfg" in entry.path]

@@ -22,6 +22,7 @@ SHELL_PACKAGES = ("optimum_ipu_ext.recorder", "optimum_ipu_ext.cli")
 SHELL = {
     "optimum_ipu_ext", "optimum_ipu_ext.mixin", "optimum_ipu_ext.plain", "optimum_ipu_ext.configuration",
     "optimum_ipu_ext.base", "optimum_ipu_ext.bundled_base", "optimum_ipu_ext.hub", "optimum_ipu_ext.importer",
+    "optimum_ipu_ext.presets",  # data: the preset configs the CLI writes
     # the model a placement is for, on the Hub or built by transformers
     "optimum_ipu_ext.placement.sources", "optimum_ipu_ext.placement.meta",
 }

@@ -191,8 +191,8 @@ def test_parallel_phases_take_only_the_liveness_they_can_set(choice):
     with pytest.raises(optimum_ipu_ext.IncompatibleSettingsError) as raised:
         IPUConfig(execution_strategy="parallel_phased", execution_phases=[[{"blocks": ["0"]}]], tensors_liveness=choice)
     assert str(raised.value) == (
-        f"`tensors_liveness={choice!r}` is invalid: `execution_strategy='parallel_phased'` sets it with "
-        "`sendTensorsOffChipAfterFwd`, which takes 'always_live', 'off_chip_after_fwd'."
+        f'`tensors_liveness={json.dumps(choice)}` is invalid: `execution_strategy="parallel_phased"` sets it with '
+        '`sendTensorsOffChipAfterFwd`, which takes "always_live", "off_chip_after_fwd".'
     )
 
 
@@ -444,7 +444,7 @@ def test_popart_options_refuse_poptorch_own_options(key):
         expected = f"`{key}` is poptorch's own option, not PopART's, and no setting drives it yet"
     else:
         expected = f"`{key}` is poptorch's own option, not PopART's: set `{setting}` instead"
-    assert str(raised.value) == f"`popart_options={{{key!r}: 1}}` is invalid: {expected}."
+    assert str(raised.value) == f'`popart_options={{"{key}": 1}}` is invalid: {expected}.'
     assert raised.value.field == "popart_options"
 
 
@@ -598,12 +598,12 @@ def test_error_messages_name_field_value_and_what_is_allowed():
         IPUConfig(recomputation_mode="sometimes")
     assert (invalid.value.field, invalid.value.value) == ("recomputation_mode", "sometimes")
     assert str(invalid.value) == (
-        "`recomputation_mode='sometimes'` is invalid: allowed values are 'none', 'standard', 'norm_only', "
-        "'pipeline', 'recompute_all'."
+        '`recomputation_mode="sometimes"` is invalid: allowed values are "none", "standard", "norm_only", '
+        '"pipeline", "recompute_all".'
     )
     with pytest.raises(optimum_ipu_ext.SettingTypeError) as wrong_type:
         IPUConfig(outline_threshold="10")
-    assert str(wrong_type.value) == "`outline_threshold='10'` has type `str`, expected number, or null."
+    assert str(wrong_type.value) == '`outline_threshold="10"` is a string, expected number, or null.'
     assert (wrong_type.value.field, wrong_type.value.value, wrong_type.value.allowed) == (
         "outline_threshold", "10", "number, or null"
     )
@@ -671,7 +671,7 @@ def test_bound_allows_its_minimum_and_refuses_below(name):
     assert setting.check(allowed) == allowed
     with pytest.raises(optimum_ipu_ext.InvalidSettingError) as raised:
         setting.check(below)
-    assert str(raised.value) == f"`{name}={below!r}` is invalid: numbers must be >= {MINIMUMS.get(name, 1)}."
+    assert str(raised.value) == f"`{name}={json.dumps(below)}` is invalid: numbers must be >= {MINIMUMS.get(name, 1)}."
 
 
 @pytest.mark.parametrize("name", sorted(MAXIMUMS))

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 import doubles
 from expected_states import differences
 from optimum_ipu_ext import IPUConfig
-from optimum_ipu_ext.settings import POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS
+from optimum_ipu_ext.core import derive_base_settings
+from optimum_ipu_ext.settings import BASE_SETTINGS, POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS
 from test_to_options import comparable
 
 # Deterministic and bounded, so that CI runs the same examples every time in a few seconds.
@@ -120,7 +121,20 @@ def full_settings(draw) -> dict:
         generated["zero_seed"] = False
     if draw(st.booleans()):
         generated.update(draw(strategy_settings()))
+    if not reserves_what_it_asks(generated):
+        generated["auto_round_num_ipus"] = True  # poptorch refuses the others to run (tests/test_core.py pins the rule)
     return generated
+
+
+def reserves_what_it_asks(generated: dict) -> bool:
+    """Whether poptorch runs both builds of `generated` as they ask: it rounds IPUs up, or each build's replicas x
+    IPUs per replica is a power of two."""
+    if generated.get("auto_round_num_ipus", True) or generated.get("connection_type") == "never":
+        return True
+    given = {name: value for name, value in generated.items() if name in BASE_SETTINGS}
+    values = derive_base_settings({name: value for name, value in given.items() if value is not None})
+    counts = [values[f"{mode}replication_factor"] * values[f"{mode}ipus_per_replica"] for mode in ("", "inference_")]
+    return all(count & (count - 1) == 0 for count in counts)
 
 
 STRATEGY = choice_or_null("execution_strategy")

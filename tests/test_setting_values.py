@@ -3,6 +3,7 @@ kind of type takes, `update_from_string`'s spellings and its errors, word for wo
 
 from typing import Any, Dict, List, Optional, Union
 
+import json
 import pytest
 
 from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, SettingTypeError, UnknownSettingError
@@ -88,12 +89,12 @@ def test_a_value_of_the_wrong_type_names_the_settings_type(name):
     value = 1j  # a type no setting takes
     with pytest.raises(SettingTypeError) as raised:
         IPUConfig.SETTINGS[name].check(value)
-    assert str(raised.value) == f"`{name}=1j` has type `complex`, expected {TYPES[name]}."
+    assert str(raised.value) == f"`{name}=1j` is a Python `complex`, expected {TYPES[name]}."
     assert (raised.value.field, raised.value.value, raised.value.allowed) == (name, value, TYPES[name])
 
 
 def test_check_names_the_field_it_is_given():
-    with pytest.raises(SettingTypeError, match=r"^`popart_options\['x'\]='1'` has type `str`, expected int, or null\.$"):
+    with pytest.raises(SettingTypeError, match=r'^`popart_options\[\'x\'\]="1"` is a string, expected int, or null\.$'):
         IPUConfig.SETTINGS["seed"].check("1", field="popart_options['x']")
 
 
@@ -134,11 +135,11 @@ def test_a_setting_takes_exactly_the_values_of_its_type(annotation, accepted):
 def test_choices_and_constraints_apply_to_values_not_to_null():
     setting = Setting("probe", Optional[str], None, "", choices=("a", "b"), constraint=lambda value: "never")
     assert setting.check(None) is None
-    with pytest.raises(InvalidSettingError, match=r"^`probe='c'` is invalid: allowed values are 'a', 'b'\.$"):
+    with pytest.raises(InvalidSettingError, match=r'^`probe="c"` is invalid: allowed values are "a", "b"\.$'):
         setting.check("c")
     with pytest.raises(InvalidSettingError) as raised:
         setting.check("a")
-    assert (str(raised.value), raised.value.value) == ("`probe='a'` is invalid: never.", "a")
+    assert (str(raised.value), raised.value.value) == ('`probe="a"` is invalid: never.', "a")
 
 
 def test_bounds_apply_to_every_number_of_a_list():
@@ -147,10 +148,29 @@ def test_bounds_apply_to_every_number_of_a_list():
     for value, words in (([0.5, 1.5], "numbers must be <= 1"), ([-0.5], "numbers must be >= 0")):
         with pytest.raises(InvalidSettingError) as raised:
             setting.check(value)
-        assert str(raised.value) == f"`probe={value!r}` is invalid: {words}."
+        assert str(raised.value) == f"`probe={json.dumps(value)}` is invalid: {words}."
         assert (raised.value.field, raised.value.value) == ("probe", value)
     with pytest.raises(InvalidSettingError, match=r"^`probe=\[nan\]` is invalid: numbers must be finite\.$"):
         setting.check([float("nan")])
+
+
+@pytest.mark.parametrize("min_items, words", [(1, "at least 1 item needed"), (2, "at least 2 items needed")])
+def test_a_list_has_at_least_its_fewest_items(min_items, words):
+    setting = Setting("probe", List[int], [0], "", min_items=min_items)
+    assert setting.check([0] * min_items) == [0] * min_items
+    with pytest.raises(InvalidSettingError) as raised:
+        setting.check([0] * (min_items - 1))
+    assert str(raised.value) == f"`probe={json.dumps([0] * (min_items - 1))}` is invalid: {words}."
+
+
+def test_a_pipeline_has_an_ipu_but_an_empty_inference_pipeline_is_the_training_one():
+    from optimum_ipu_ext.documents import json_schema
+
+    with pytest.raises(InvalidSettingError, match=r"^`layers_per_ipu=\[\]` is invalid: at least 1 item needed\.$"):
+        IPUConfig(layers_per_ipu=[])
+    assert IPUConfig(layers_per_ipu=[2, 2], inference_layers_per_ipu=[]).inference_layers_per_ipu == [2, 2]
+    properties = json_schema()["properties"]
+    assert properties["layers_per_ipu"]["minItems"] == 1 and "minItems" not in str(properties["inference_layers_per_ipu"])
 
 
 def test_a_default_is_copied_for_each_config():
@@ -203,16 +223,16 @@ def test_commas_inside_brackets_and_braces_do_not_split():
 
 
 UNREADABLE = [
-    ("replication_factor=4.5", "`replication_factor='4.5'` is invalid: expected an integer."),
-    ("outline_threshold=fast", "`outline_threshold='fast'` is invalid: expected a number."),
-    ("stochastic_rounding=maybe", "`stochastic_rounding='maybe'` is invalid: expected true or false."),
-    ("layers_per_ipu=3", "`layers_per_ipu='3'` is invalid: expected list of int, written as [a b c]."),
-    ("layers_per_ipu=[1 x]", "`layers_per_ipu='[1 x]'` is invalid: expected list of int, written as [a b c]."),
-    ('engine_options=["a"]', "`engine_options='[\"a\"]'` is invalid: expected object of string to string."),
-    ("engine_options={a}", "`engine_options='{a}'` is invalid: expected object of string to string."),
-    ("seed", "`seed='seed'` is invalid: expected key=value."),
-    ("matmul_proportion=lots", "`matmul_proportion='lots'` is invalid: expected a number."),
-    ("matmul_proportion=[0.1 x]", "`matmul_proportion='[0.1 x]'` is invalid: expected list of number, written as [a b c]."),
+    ("replication_factor=4.5", '`replication_factor="4.5"` is invalid: expected an integer.'),
+    ("outline_threshold=fast", '`outline_threshold="fast"` is invalid: expected a number.'),
+    ("stochastic_rounding=maybe", '`stochastic_rounding="maybe"` is invalid: expected true or false.'),
+    ("layers_per_ipu=3", '`layers_per_ipu="3"` is invalid: expected list of int, written as [a b c].'),
+    ("layers_per_ipu=[1 x]", '`layers_per_ipu="[1 x]"` is invalid: expected list of int, written as [a b c].'),
+    ('engine_options=["a"]', '`engine_options="[\\"a\\"]"` is invalid: expected object of string to string.'),
+    ("engine_options={a}", '`engine_options="{a}"` is invalid: expected object of string to string.'),
+    ("seed", '`seed="seed"` is invalid: expected key=value.'),
+    ("matmul_proportion=lots", '`matmul_proportion="lots"` is invalid: expected a number.'),
+    ("matmul_proportion=[0.1 x]", '`matmul_proportion="[0.1 x]"` is invalid: expected list of number, written as [a b c].'),
 ]
 
 
@@ -259,7 +279,8 @@ def test_popart_options_refuse_what_poptorch_cannot_parse(name):
     value = REFUSED_OPTION_VALUES[name]
     with pytest.raises(InvalidSettingError) as raised:
         IPUConfig(popart_options={"k": value})
-    assert str(raised.value) == f"`popart_options={{'k': {value!r}}}` is invalid: {OPTION_VALUES_ONLY}."
+    written = {"nan": "nan", "inf": "inf", "set": "{1, 2}", "bytes": "b'x'"}.get(name) or json.dumps(value)
+    assert str(raised.value) == f'`popart_options={{"k": {written}}}` is invalid: {OPTION_VALUES_ONLY}.'
 
 
 @pytest.mark.parametrize("first", [True, 0.5, ["a"]], ids=["a boolean", "a number", "a list"])
@@ -317,14 +338,14 @@ def test_only_brackets_and_braces_nest_in_update_from_string():
 
 def test_a_setting_of_any_class_names_it():
     setting = Setting("probe", bytes, b"", "")
-    with pytest.raises(SettingTypeError, match=r"^`probe='s'` has type `str`, expected bytes\.$"):
+    with pytest.raises(SettingTypeError, match=r'^`probe="s"` is a string, expected bytes\.$'):
         setting.check("s")
 
 
 # values a setting's own check refuses, with what the error says is allowed
 LOCATION_KEYS = ("useOnChipStorage, useReplicatedTensorSharding, useIOTilesToLoad, useIOTilesToStore, "
                  "minElementsForOffChip, minElementsForReplicatedTensorSharding")
-GROUPING = "give {\"size\": a positive integer, \"type\": one of 'consecutive', 'orthogonal'}"
+GROUPING = 'give {"size": a positive integer, "type": one of "consecutive", "orthogonal"}'
 CONSTRAINED = [
     ("executable_cache_dir", True, "give a folder, or false to turn caching off"),
     ("num_io_tiles", 33, "the number must be even"),
@@ -346,7 +367,7 @@ CONSTRAINED = [
 def test_a_settings_own_check_names_what_is_allowed(name, value, allowed):
     with pytest.raises(InvalidSettingError) as raised:
         IPUConfig.SETTINGS[name].check(value)
-    assert str(raised.value) == f"`{name}={value!r}` is invalid: {allowed}."
+    assert str(raised.value) == f"`{name}={json.dumps(value)}` is invalid: {allowed}."
 
 
 @pytest.mark.parametrize("name, value", [

@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="A directory without ipu_config.json stands for the *.json files it holds.")
     validate.add_argument("sources", nargs="+", metavar="SOURCE", help=SOURCE_HELP)
     validate.add_argument("--revision", help="branch, tag or commit, for Hub repositories")
+    validate.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE",
+                          help=SET_HELP + "; applied to every source before it is checked")
 
     diff = command("diff", "Compare two configurations: the settings, then the option calls that differ.")
     diff.add_argument("a", metavar="A", help=SOURCE_HELP)

@@ -29,6 +29,7 @@ from .sources import (
     is_local,
     load,
     load_local,
+    parsed_updates,
     presets,
     push,
     quiet_client,
@@ -96,10 +97,11 @@ def expand(sources: Sequence[str]) -> List[str]:
 
 def command_validate(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     sources = expand(args.sources)
+    updates = parsed_updates(args.set or ())
     invalid = 0
     for source in sources:
         with recorded_warnings() as messages:
-            found = problems(source, args.revision)
+            found = problems(source, args.revision, updates)
         for message in messages:
             err.write(f"{PROG}: warning: {source}: {message}")
         for line in found:

@@ -2,13 +2,12 @@
 
 import contextlib
 import itertools
-import json
 import logging
 import os
 import sys
 import threading
 import warnings
-from typing import Any, Iterator, List
+from typing import Iterator, List
 
 PROG = "ipu-config"
 
@@ -29,11 +28,6 @@ class Stream:
     def write(self, text: str = "") -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
-
-
-def as_json(value: Any) -> str:
-    """A setting value as written in `ipu_config.json`."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def one_line(error: BaseException) -> str:

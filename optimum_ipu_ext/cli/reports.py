@@ -3,31 +3,22 @@
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..build import shards_optimizer_state
-from ..errors import IncompatibleSettingsError
+from ..build import MAX_IPUS_PER_PROCESS, reserved_ipus as rounded_up, shards_optimizer_state
+from ..errors import IncompatibleSettingsError, as_json
 from ..mixin import SettingsMixin
 from ..plain import PlainIPUConfig
 from ..popdist import PopDistLaunch
 from ..settings import PHASED_STRATEGIES
-from .output import Stream, as_json, one_line
+from .output import Stream, one_line
 from .sources import CommandError, load_dict
 
-MAX_IPUS_PER_PROCESS = 64
-
-
-def reserved_ipus(requested: int, auto_round: bool) -> Tuple[Optional[int], Optional[str]]:
+def reserved_ipus(requested: int, auto_round: Optional[bool]) -> Tuple[int, Optional[str]]:
     """The IPUs poptorch reserves when a build asks for `requested`, and a note when that is not `requested`.
 
-    poptorch reserves a power of two: with `autoRoundNumIPUs(True)` it rounds the number up to the next power
-    of two, otherwise it refuses to run; and one process takes at most 64 IPUs (graphcore/poptorch,
-    `roundUpNumIPUs` in popart_compiler/source/Utils.cpp, its use in popart_compiler/source/CompilerImpl.cpp).
+    With `autoRoundNumIPUs(True)` poptorch rounds the number up to a power of two; a build that needs rounding
+    without it is refused by the rules (`build.check_reserved_ipus`) before it is shown.
     """
-    rounded = 1
-    while rounded < requested:
-        rounded *= 2
-    if rounded != requested and not auto_round:
-        return None, f"{requested} requested: poptorch refuses a number that is not a power of two, " \
-                     "unless auto_round_num_ipus=true"
+    rounded = rounded_up(requested) if auto_round else requested
     notes = [f"{requested} requested, rounded up to a power of two"] if rounded != requested else []
     if rounded > MAX_IPUS_PER_PROCESS:
         notes.append(f"more than {MAX_IPUS_PER_PROCESS}: poptorch needs several processes, e.g. with poprun")
@@ -154,7 +145,7 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
     instance = data["poprun_instance"]
     section("Replication", [
         ("replicas", str(replication["replication_factor"]), None),
-        ("total IPUs", "none" if total is None else str(total), replication["note"]),
+        ("total IPUs", str(total), replication["note"]),
         ("combined batch-size factor", str(batch["value"]),
          " x ".join(f"{name} {count}" for name, count in batch["factors"].items())),
         *([] if instance is None else [
@@ -182,8 +173,9 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
     out.write(code)
 
 
-def problems(source: str, revision: Optional[str] = None) -> List[str]:
-    """The problems the class finds in a configuration, one line each (`SOURCE: message`).
+def problems(source: str, revision: Optional[str] = None, updates: Optional[Dict[str, Any]] = None) -> List[str]:
+    """The problems the class finds in a configuration, with the settings `updates` (`--set`) replacing its own, one
+    line each (`SOURCE: message`).
 
     The first is reported as the class raises it. When it is about one setting, that setting is put back to
     its default and the rest checked again, so every setting that is invalid on its own is reported; a
@@ -195,6 +187,7 @@ def problems(source: str, revision: Optional[str] = None) -> List[str]:
         return [str(error)]
     except (OSError, ValueError) as error:
         return [f"{source}: {one_line(error)}"]
+    config_dict.update(updates or {})
     found: List[str] = []
     while True:
         try:

@@ -12,10 +12,11 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-from ..core import CONFIG_NAME, looks_like_path, read_config_file
-from ..errors import ConfigFileError
+from ..core import CONFIG_NAME, local_config_file, looks_like_path, read_config_file
 from ..mixin import SettingsMixin
 from ..plain import PlainIPUConfig
+from ..schema import parse_update_string
+from ..settings import SETTINGS
 from .output import Stream, one_line, progress
 
 PRESETS_PACKAGE = "optimum_ipu_ext.presets"
@@ -41,22 +42,12 @@ def is_local(source: str) -> bool:
     return os.path.exists(source) or looks_like_path(source)
 
 
-def local_file(source: str) -> str:
-    """The JSON file a local source stands for: the file itself, or the directory's `ipu_config.json`."""
-    if not os.path.exists(source):
-        raise CommandError(f"{source}: no such file or directory")
-    path = os.path.join(source, CONFIG_NAME) if os.path.isdir(source) else source
-    if not os.path.isfile(path):
-        raise CommandError(f"{source}: a directory without {CONFIG_NAME}")
-    return path
-
-
 def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = ()) -> SettingsMixin:
     """The configuration of a JSON file, a directory or a Hub repository, with `--set` updates applied."""
     if is_local(source):
         if revision:
             raise CommandError(f"{source}: a local path; --revision applies to Hub repositories")
-        config: SettingsMixin = PlainIPUConfig.from_json_file(local_file(source))
+        config: SettingsMixin = PlainIPUConfig.from_json_file(local_config_file(source))
     else:
         from ..configuration import IPUConfig
 
@@ -70,14 +61,23 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
 def load_dict(source: str, revision: Optional[str] = None) -> Dict[str, Any]:
     """The saved settings of a source, as the class reads them before checking them."""
     if is_local(source):
-        return read_config_file(local_file(source))
+        return read_config_file(local_config_file(source))
     from ..configuration import IPUConfig
+    from ..hub import load_arguments
 
     try:
         load(source, revision)  # into the cache, or a Hub error; the settings are checked by the caller
     except (ValueError, TypeError):
         pass
-    return IPUConfig.get_config_dict(source, revision=revision, local_files_only=True)[0]
+    return IPUConfig.get_config_dict(source, **load_arguments({"revision": revision, "local_files_only": True}))[0]
+
+
+def parsed_updates(updates: Sequence[str]) -> Dict[str, Any]:
+    """The settings of `--set KEY=VALUE` arguments, read and checked as `IPUConfig.update_from_string` reads them."""
+    try:
+        return parse_update_string(",".join(updates), SETTINGS) if updates else {}
+    except ValueError as error:
+        raise CommandError(f"--set: {one_line(error)}") from error
 
 
 def apply_updates(config: SettingsMixin, updates: Sequence[str]) -> None:
@@ -120,8 +120,7 @@ def load_local(source: str):
     """The configuration of a local file or folder; a missing path is never taken for a Hub repository."""
     from ..configuration import IPUConfig
 
-    if not os.path.exists(source):
-        raise ConfigFileError(source, "no such file or folder")
+    local_config_file(source)  # raises for a missing path, whatever its name
     return IPUConfig.from_pretrained(source)
 
 

@@ -26,6 +26,7 @@ import os
 import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
+from ..core import NO_SUCH_PATH
 from ..errors import BuilderError
 
 __all__ = ["run_builder", "sdk_modules"]
@@ -128,7 +129,7 @@ def _positional(call: Any, args: Optional[Mapping[str, Any]], kwargs: Mapping[st
 def _load(path: str, builder: str) -> Any:
     """The module of the file `path`, executed (under its file name, as a script's sibling imports it)."""
     if not os.path.isfile(path):
-        raise BuilderError(builder, f"cannot be loaded: {path}: no such file")
+        raise BuilderError(builder, f"cannot be loaded: {path}: {NO_SUCH_PATH}")
     name = os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None:

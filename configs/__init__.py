@@ -1,1 +1,0 @@
-"""Preset IPU configurations, installed as `optimum_ipu_ext.presets` (`ipu-config new --list`)."""

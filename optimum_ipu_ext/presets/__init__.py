@@ -1,0 +1,2 @@
+"""Preset IPU configurations, shipped in the package (`ipu-config new --list`); the repository's `configs/` links
+here."""
