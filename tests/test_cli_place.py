@@ -71,6 +71,19 @@ def test_balance_with_json_prints_the_proposed_placement(capsys, bert):
     assert json.loads(out)["layers_per_ipu"] == [4, 8]
 
 
+def test_balance_proposes_a_split_where_the_config_s_cannot_be_placed(capsys, bert, tmp_path):
+    code, out, err = run(capsys, "place", PRESET, "--model", bert, "--set", "layers_per_ipu=[6 5]", "--balance",
+                         "--write", tmp_path / "out")
+    assert code == 0
+    assert err.splitlines() == [
+        f"ipu-config: note: {PRESET}: Cannot place {bert} with `layers_per_ipu`: [6, 5] places 11 layers and the model "
+        "has 12. Balancing from [-1, -1].", f"Wrote {tmp_path / 'out' / 'ipu_config.json'} with layers_per_ipu [4, 8]"]
+    assert out == str(PlainIPUConfig.from_json_file(PRESET).placement(bert).balanced()) + "\n"
+    assert PlainIPUConfig.from_json_file(tmp_path / "out" / "ipu_config.json").layers_per_ipu == [4, 8]
+    code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--set", "layers_per_ipu=[6 5]", "--balance", "--json")
+    assert code == 0 and json.loads(out)["layers_per_ipu"] == [4, 8]
+
+
 def test_balance_with_check_checks_the_proposal(capsys, bert_large):
     code, out, _ = run(capsys, "place", PRESET, "--model", bert_large, "--balance", "--check")
     assert code == 1 and "it still does not fit." in out
@@ -118,8 +131,8 @@ def test_the_model_is_required(capsys):
      "model has 12."),
     (["--architecture", "AlbertForMaskedLM"], "Cannot place {bert}: AlbertForMaskedLM has no pipelined version in "
      "optimum-graphcore 0.7.1; give one of"),
-    (["--architecture", "GPT2LMHeadModel"], "Cannot place {bert}: GPT2LMHeadModel takes a config of model type 'gpt2', "
-     "and this one is 'bert'."),
+    (["--architecture", "GPT2LMHeadModel"], "Cannot place {bert}: GPT2LMHeadModel takes a config of model type \"gpt2\", "
+     "and this one is \"bert\"."),
     (["--model-revision", "main"], "Cannot place {bert}: a local folder has no revisions; --revision applies to Hub "
      "repositories."),
 ])

@@ -229,7 +229,7 @@ def test_lxmert_places_its_layers_on_ipus_0_to_3_whatever_the_config_says():
     with pytest.raises(PlacementError) as raised:
         layout_of("LxmertForQuestionAnswering", config, layers_per_ipu=[-1, -1])
     assert raised.value.setting == "ipus_per_replica"
-    assert "places its block 'Visual layer0' on IPU 2, and the pipeline has 2 IPUs" in raised.value.problem
+    assert 'places its block "Visual layer0" on IPU 2, and the pipeline has 2 IPUs' in raised.value.problem
 
 
 def test_the_inference_build_reads_the_inference_settings():
@@ -264,6 +264,27 @@ def test_parallelize_keyword_arguments_are_those_upstream_takes():
     with pytest.raises(PlacementError, match="use_group_quantized_linears"):
         layout_of("WhisperForConditionalGeneration", inference_parallelize_kwargs={"use_group_quantized_linears": True},
                   for_inference=True)
+
+
+def test_a_null_embedding_factor_fails_where_parallelize_compares_it_with_1():
+    with pytest.raises(PlacementError) as raised:
+        layout_of("GPT2LMHeadModel", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1])
+    assert raised.value.setting == "embedding_serialization_factor"
+    # MPNetModel and the models of other families never read it
+    assert layout_of("MPNetModel", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1]).ipus == 2
+    assert layout_of("ViTForImageClassification", layers_per_ipu=[-1, -1],
+                     serialized_embedding_splits_per_ipu=[1, 1]).ipus == 2
+
+
+@pytest.mark.parametrize("setting", ["serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu"])
+def test_mt5_s_weights_split_over_ipus_are_not_sized(setting):
+    with pytest.raises(PlacementError) as raised:
+        layout_of("MT5ForConditionalGeneration", layers_per_ipu=[-1, -1], **{setting: [1, 1]})
+    assert (raised.value.setting, raised.value.problem) == (
+        setting, "[1, 1] splits MT5ForConditionalGeneration's weights over IPUs, which the placement does not size")
+    with pytest.raises(PlacementError) as raised:
+        layout_of("MT5ForConditionalGeneration", for_inference=True, **{f"inference_{setting}": [1]})
+    assert raised.value.setting == f"inference_{setting}"
 
 
 def test_each_of_the_45_architectures_has_a_row():
@@ -584,7 +605,7 @@ def test_an_architecture_is_one_with_a_pipelined_version(tmp_path, architectures
 def test_the_architecture_given_must_take_the_model_s_config(tmp_path):
     with pytest.raises(ArchitectureError) as raised:
         PlainIPUConfig().placement(tiny_bert(tmp_path), architecture="GPT2LMHeadModel")
-    assert raised.value.problem == "GPT2LMHeadModel takes a config of model type 'gpt2', and this one is 'bert'"
+    assert raised.value.problem == 'GPT2LMHeadModel takes a config of model type "gpt2", and this one is "bert"'
     with pytest.raises(ArchitectureError, match="BertForNothing has no pipelined version"):
         PlainIPUConfig().placement(tiny_bert(tmp_path), architecture="BertForNothing")
 

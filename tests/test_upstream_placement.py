@@ -219,6 +219,8 @@ def upstream_refusal():
      "parallelize_kwargs", ["takes no keyword argument, not `for_generation`"]),
     ("WhisperForConditionalGeneration", {"layers_per_ipu": [2, 2], "serialized_projection_splits_per_ipu": [1, 1]},
      False, False, None, "serialized_projection_splits_per_ipu", ["splits it over several IPUs"]),
+    ("BertForQuestionAnswering", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
+     False, False, None, "embedding_serialization_factor", ["it is null", "compares it with 1"]),
 ])
 def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_inference, for_generation, model_config,
                                           setting, words, tmp_path_factory):

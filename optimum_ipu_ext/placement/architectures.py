@@ -75,6 +75,7 @@ def _encoder(name: str, model_type: str, prefix: str, tail: Tuple[Step, ...], de
         *tail,
     )
     word_embeddings = _under(base, "embeddings.word_embeddings.weight")
+    fields.setdefault("reads_embedding_factor", True)
     return Architecture(name, (model_type,), prefix, steps, defaults, heads=heads, ties=ties,
                         serialized_embedding=word_embeddings if serializes_embedding else None, **fields)
 
@@ -160,7 +161,8 @@ def _unserialized(settings: Mapping[str, Any]) -> bool:
 MPNET = {
     "MPNetModel": _encoder(
         "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, heads={"pooler": _pooler("")},
-        base="", after_embeddings=(Run("encoder.relative_attention_bias"),), serializes_embedding=False),
+        base="", after_embeddings=(Run("encoder.relative_attention_bias"),), serializes_embedding=False,
+        reads_embedding_factor=False),
     # its __init__ builds a new encoder after the head is tied: the decoder keeps a copy of the word embeddings,
     # tied again only where `parallelize()` serializes it
     "MPNetForMaskedLM": _encoder(
@@ -182,6 +184,7 @@ def _distilbert(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], *
              Layers("encoder", "Encoder{i}", "distilbert.transformer.layer.{i}", "n_layers"), *tail)
     fields.setdefault("serialized_embedding", "distilbert.embeddings.word_embeddings.weight")
     return Architecture(name, ("distilbert",), "distilbert", steps, DISTILBERT_DEFAULTS, heads=heads,
+                        reads_embedding_factor=True,
                         frozen={"distilbert.embeddings.position_embeddings": ("sinusoidal_pos_embds", True)}, **fields)
 
 
@@ -233,7 +236,8 @@ def _deberta(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fi
         *tail,
     )
     fields.setdefault("serialized_embedding", "deberta.embeddings.word_embeddings.weight")
-    return Architecture(name, ("deberta",), "deberta", steps, DEBERTA_DEFAULTS, heads=heads, **fields)
+    return Architecture(name, ("deberta",), "deberta", steps, DEBERTA_DEFAULTS, heads=heads,
+                        reads_embedding_factor=True, **fields)
 
 
 DEBERTA = {
@@ -266,7 +270,7 @@ def _gpt2(suffix: str, head: Block, shapes: Any, **fields: Any) -> Architecture:
         head,
     )
     return Architecture(f"GPT2{suffix}", ("gpt2",), "transformer", steps, GPT2_DEFAULTS, heads={head.path: shapes},
-                        padded_embedding="transformer.wte.weight", **fields)
+                        padded_embedding="transformer.wte.weight", reads_embedding_factor=True, **fields)
 
 
 GPT2 = {
@@ -312,7 +316,7 @@ BART = {
         "BartForConditionalGeneration", Block("LM Head Output", "lm_head", executor="decoder"),
         lambda c: {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.d_model, bias=False),
         {"lm_head.weight": ("model.shared.weight", "tie_word_embeddings")},
-        kwargs=GENERATION_KWARGS, generation=("encoder", "decoder")),
+        kwargs=GENERATION_KWARGS, generation=("encoder", "decoder"), reads_embedding_factor=True),
     "BartForSequenceClassification": _bart(
         "BartForSequenceClassification",
         Block("Classification Head Output", "classification_head", LayerIPU("decoder", -1)),
@@ -344,7 +348,8 @@ T5 = {
         "T5ForConditionalGeneration", ("t5",), "transformer",
         (*T5_ENCODER, *T5_DECODER, Block("LM Head Output", "lm_head", executor="decoder")), T5_DEFAULTS,
         heads={"lm_head": _t5_lm_head}, ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
-        kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder")),
+        kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder"),
+        reads_embedding_factor=True),
     "T5EncoderModel": Architecture(
         "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS,
         ties={"encoder.embed_tokens.weight": ("shared.weight", None)}),
@@ -355,7 +360,8 @@ T5 = {
          Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder")),
         MT5_DEFAULTS, heads={"lm_head": _t5_lm_head},
         ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
-        kwargs=("for_generation",), generation=("encoder", "decoder")),
+        kwargs=("for_generation",), generation=("encoder", "decoder"),
+        unmodelled=("serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu")),
 }
 
 WHISPER_DEFAULTS = {"vocab_size": 51865, "d_model": 256, "encoder_layers": 4, "decoder_layers": 4,

@@ -9,7 +9,7 @@ then puts each parameter on the IPU of the step that first uses it.
 import itertools
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from ..errors import PlacementError
+from ..errors import PlacementError, as_json
 from .rules import Architecture, Block, FirstSplitIPU, LastIPU, LayerIPU, Layers, ModelConfig, Run, WhenConfig
 
 
@@ -29,17 +29,17 @@ def expand_layers_per_ipu(model: str, layers_per_ipu: Sequence[int], ipus: int, 
         return expanded
     ipus_setting = setting.replace("layers_per_ipu", "ipus_per_replica")
     if len(expanded) != ipus:
-        raise PlacementError(model, f"{list(layers_per_ipu)} has {len(expanded)} entries, and `{ipus_setting}` is {ipus}",
-                             setting)
+        raise PlacementError(model, f"{as_json(list(layers_per_ipu))} has {len(expanded)} entries, and `{ipus_setting}` "
+                             f"is {ipus}", setting)
     wildcards = [index for index, count in enumerate(expanded) if count == -1]
     given = sum(count for count in expanded if count != -1)
     if not wildcards:
         if given != layers:
-            raise PlacementError(model, f"{expanded} places {given} layers and the model has {layers}", setting)
+            raise PlacementError(model, f"{as_json(expanded)} places {given} layers and the model has {layers}", setting)
         return expanded
     if given > layers:
-        raise PlacementError(model, f"{expanded} places {given} layers besides its wildcards, and the model has "
-                             f"{layers}", setting)
+        raise PlacementError(model, f"{as_json(expanded)} places {given} layers besides its wildcards, and the model "
+                             f"has {layers}", setting)
     quotient, remainder = divmod(layers - given, len(wildcards))
     for index in wildcards:
         expanded[index] = quotient
@@ -61,7 +61,7 @@ def encoder_decoder_cut(model: str, expanded: Sequence[int], encoder_layers: int
     powers = [cut for cut in cuts if cut & (cut - 1) == 0]
     if not powers:
         raise PlacementError(
-            model, f"{list(expanded)} does not end the encoder's {encoder_layers} layers on IPU 1, 2, 4, 8, ... : a "
+            model, f"{as_json(list(expanded))} does not end the encoder's {encoder_layers} layers on IPU 1, 2, 4, 8, ... : a "
             "generation build runs the encoder on its own IPUs, a power of two of them, and the decoder on the others",
             setting)
     return max(powers)
@@ -152,6 +152,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     given = list(settings[setting] if layers_per_ipu is None else layers_per_ipu)
     kwargs = settings[f"{prefix}parallelize_kwargs"] or {}
     _check_kwargs(model, architecture, kwargs, f"{prefix}parallelize_kwargs")
+    _check_settings(model, architecture, settings, prefix)
     steps = list(_steps(architecture, config))
     counts = layer_counts(architecture, config)
     fixed = fixed_layer_groups(architecture)
@@ -190,7 +191,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
                     block_origin = ("ipu", block_ipu) if step.ipu is not None else ("layer", offsets[group] + index)
                 if block_ipu >= ipus:
                     raise PlacementError(
-                        model, f"{architecture.name}'s parallelize() places its block {step.name or step.path!r} on "
+                        model, f"{architecture.name}'s parallelize() places its block {as_json(step.name or step.path)} on "
                         f"IPU {block_ipu}, and the pipeline has {ipus} IPUs", f"{prefix}ipus_per_replica")
                 if with_blocks:
                     _add_block(blocks[block_ipu], step.name)
@@ -233,7 +234,7 @@ def _resolve(model: str, rule: Any, executor: Executor, group_ipus: Mapping[str,
             return _resolve(model, rule.otherwise, executor, group_ipus, offsets, config, settings, prefix)
         used = [ipu for ipu, count in enumerate(splits) if count]
         if len(used) > 1:
-            raise PlacementError(model, f"{splits} splits it over several IPUs, and the model keeps all its splits on "
+            raise PlacementError(model, f"{as_json(splits)} splits it over several IPUs, and the model keeps all its splits on "
                                  "one", f"{prefix}{rule.setting}")
         rule = used[0]
     ipu = executor.first_ipu + (executor.ipus - 1 if isinstance(rule, LastIPU) else rule)
@@ -248,6 +249,17 @@ def _check_kwargs(model: str, architecture: Architecture, kwargs: Mapping[str, A
     if kwargs.get("use_group_quantized_linears"):
         raise PlacementError(model, "`use_group_quantized_linears` packs the weights into groups of 4-bit numbers, "
                              "which the placement does not size", setting)
+
+
+def _check_settings(model: str, architecture: Architecture, settings: Mapping[str, Any], prefix: str) -> None:
+    if architecture.reads_embedding_factor and settings["embedding_serialization_factor"] is None:
+        raise PlacementError(model, f"it is null, as `serialized_embedding_splits_per_ipu` is given, and "
+                             f"{architecture.name}'s parallelize() compares it with 1, which fails",
+                             "embedding_serialization_factor")
+    for name in architecture.unmodelled:
+        if settings[prefix + name] is not None:
+            raise PlacementError(model, f"{as_json(settings[prefix + name])} splits {architecture.name}'s weights over "
+                                 "IPUs, which the placement does not size", prefix + name)
 
 
 def first_uses(layout: Layout, names: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Claim]]:

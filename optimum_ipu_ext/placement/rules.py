@@ -152,6 +152,9 @@ class Architecture(NamedTuple):
     - `frozen`: paths whose parameters do not train (`requires_grad=False`), each with its condition;
     - `serialized_embedding`: the embedding `parallelize()` splits into `embedding_serialization_factor` parts,
       which must divide its rows; `padded_embedding`: the one it pads to a multiple of the factor instead (GPT-2);
+    - `reads_embedding_factor`: whether its `parallelize()` compares `embedding_serialization_factor` with 1 (which
+      fails where the factor is null, as it is with `serialized_embedding_splits_per_ipu`); `unmodelled`: settings
+      whose effect on it the placement does not model, refused when set;
     - `kwargs`: the keyword arguments its `parallelize()` takes (`"*"`: any), `generation`: the encoder and decoder
       layer groups a `for_generation=True` build splits into two executors, or None;
     - `renames`: `(pattern, replacement)` regular expressions mapping names a newer transformers writes in
@@ -170,6 +173,8 @@ class Architecture(NamedTuple):
     blocks_on_one_ipu: bool = True
     serialized_embedding: Optional[str] = None
     padded_embedding: Optional[str] = None
+    reads_embedding_factor: bool = False
+    unmodelled: Tuple[str, ...] = ()
     kwargs: Tuple[str, ...] = ()
     generation: Optional[Tuple[str, str]] = None
     renames: Tuple[Tuple[str, str], ...] = ()

@@ -11,7 +11,7 @@ import os
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional
 
 from ..core import check_rules, looks_like_path
-from ..errors import ArchitectureError, ModelFileError, PlacementError
+from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
 from .architectures import ARCHITECTURES
 from .checkpoint import TensorHeader, read_folder
 from .parameters import Parameters, from_checkpoint, from_model
@@ -103,8 +103,8 @@ def architecture_of(source: ModelSource, name: Optional[str] = None) -> Architec
     architecture = ARCHITECTURES[name]
     model_type = source.config.get("model_type")
     if model_type not in architecture.model_types:
-        raise ArchitectureError(source.name, f"{name} takes a config of model type {architecture.model_types[0]!r}, "
-                                f"and this one is {model_type!r}")
+        raise ArchitectureError(source.name, f"{name} takes a config of model type "
+                                f"{as_json(architecture.model_types[0])}, and this one is {as_json(model_type)}")
     return architecture
 
 
