@@ -129,10 +129,15 @@ def _default_cache() -> str:
 
 
 class HubSource:
-    """The IPU config file `from_pretrained` reads from a Hub repository, and how."""
+    """The IPU config file `from_pretrained` reads from a Hub repository, and how.
 
-    def __init__(self, repo_id: str, config_name: str, kwargs: Dict[str, Any]):
+    `named_by_user`: the repository is the name the user gave, which could have been a local path; a failure to find
+    it says that no such path is here either. A further file of a repository already found is not.
+    """
+
+    def __init__(self, repo_id: str, config_name: str, kwargs: Dict[str, Any], named_by_user: bool = True):
         subfolder = kwargs.get("subfolder") or ""
+        self.named_by_user = named_by_user
         self.repo_id = repo_id
         self.filename = posixpath.join(subfolder, config_name) if subfolder else config_name
         self.revision = kwargs.get("revision") or "main"
@@ -241,14 +246,22 @@ def load_errors(source: Optional[HubSource]) -> Iterator[None]:
 def push_errors(repo_id: str, kwargs: Dict[str, Any]) -> Iterator[None]:
     """Re-raises what pushing to `repo_id` raised as a `HubError` that says what happened."""
     action = "open a pull request on" if kwargs.get("create_pr") else "push the IPU config to"
+    with hub_errors(repo_id, action, kwargs.get("revision"), _token_given(kwargs), writing=True):
+        yield
+
+
+@contextlib.contextmanager
+def hub_errors(repo_id: str, action: str, revision: Optional[str], token_given: bool, writing: bool) -> Iterator[None]:
+    """Re-raises the client's errors (and those of its transport) as the `HubError` they stand for; other errors
+    pass unchanged."""
     try:
         yield
     except Exception as error:
-        found = _classify(list(_chain(error)), _token_given(kwargs), writing=True)
+        found = _classify(list(_chain(error)), token_given, writing)
         if found is None:
             raise
         error_class, problem = found
-        raise error_class(repo_id, problem, action, kwargs.get("revision")) from error
+        raise error_class(repo_id, problem, action, revision) from error
 
 
 def _chain(error: Optional[BaseException]) -> Iterator[BaseException]:
@@ -285,7 +298,7 @@ def _load_error(error: Exception, source: HubSource) -> Optional[Exception]:
     if found is None:
         return None
     error_class, problem = found
-    if error_class in (HubRepositoryNotFoundError, HubUnavailableError):  # nor is the name a local path
+    if source.named_by_user and error_class in (HubRepositoryNotFoundError, HubUnavailableError):  # nor a local path
         problem = f"{NO_SUCH_PATH} here, and {problem}"
     if error_class is HubUnavailableError and source.force_download and source.cached_copy() is not None:
         problem += ", and `force_download=True` refuses the cached copy"

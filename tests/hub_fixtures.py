@@ -20,7 +20,13 @@ imported modules already hold:
 1+2+4+8+8 s of back-off before falling back to the cache. The retries themselves still reach the server and the log.
 
 The server is function-scoped: it starts in milliseconds, and a fresh one per test needs no reset logic.
+
+`tiny_models` publishes small model repositories (a BERT-like `config.json` and checkpoint written by
+`safetensors.torch.save_file`: one `model.safetensors`, a sharded one, or only a `pytorch_model.bin`).
 """
+import functools
+import io
+import json
 import os
 import subprocess
 import sys
@@ -31,7 +37,8 @@ import pytest
 
 from hub_server import HubServer
 
-__all__ = ["hub_server", "hub_client", "run_hub_python", "hub_env"]
+__all__ = ["hub_server", "hub_client", "run_hub_python", "hub_env", "tiny_models", "tiny_model_files", "TINY_MODELS",
+           "TINY_MODEL_CONFIG"]
 
 TOKEN_ENV_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
@@ -158,3 +165,94 @@ def run_hub_python(hub_client, tmp_path):
         return result
 
     return run
+
+
+# Tiny models
+
+TINY_MODEL_CONFIG = {
+    "architectures": ["BertForMaskedLM"], "model_type": "bert", "vocab_size": 4096, "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 64,
+    "type_vocab_size": 2,
+}
+# The repositories `tiny_models` publishes, and their checkpoints
+TINY_MODELS = {"org/tiny-bert": "single", "org/tiny-bert-sharded": "sharded", "org/tiny-bert-bin": "bin"}
+SHARDS = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+
+
+def _tiny_bert_tensors():
+    """The tensors of a BERT masked-LM checkpoint of `TINY_MODEL_CONFIG`'s sizes, by name, in the order BERT has
+    them: the word embeddings (1 MiB in float32) first, the buffer `position_ids` among them."""
+    import torch
+
+    hidden, inner, vocab, positions = 64, 128, 4096, 64
+    tensors = {
+        "bert.embeddings.word_embeddings.weight": torch.zeros(vocab, hidden),
+        "bert.embeddings.position_embeddings.weight": torch.zeros(positions, hidden),
+        "bert.embeddings.token_type_embeddings.weight": torch.zeros(2, hidden),
+        "bert.embeddings.LayerNorm.weight": torch.ones(hidden),
+        "bert.embeddings.LayerNorm.bias": torch.zeros(hidden),
+        "bert.embeddings.position_ids": torch.arange(positions).unsqueeze(0),
+    }
+    for layer in range(2):
+        prefix = f"bert.encoder.layer.{layer}."
+        for name, shape in [("attention.self.query", (hidden, hidden)), ("attention.self.key", (hidden, hidden)),
+                            ("attention.self.value", (hidden, hidden)), ("attention.output.dense", (hidden, hidden)),
+                            ("intermediate.dense", (inner, hidden)), ("output.dense", (hidden, inner))]:
+            tensors[prefix + name + ".weight"] = torch.zeros(shape)
+            tensors[prefix + name + ".bias"] = torch.zeros(shape[0])
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            tensors[prefix + norm + ".weight"] = torch.ones(hidden)
+            tensors[prefix + norm + ".bias"] = torch.zeros(hidden)
+    tensors.update({
+        "cls.predictions.bias": torch.zeros(vocab),
+        "cls.predictions.transform.dense.weight": torch.zeros(hidden, hidden),
+        "cls.predictions.transform.dense.bias": torch.zeros(hidden),
+        "cls.predictions.transform.LayerNorm.weight": torch.ones(hidden),
+        "cls.predictions.transform.LayerNorm.bias": torch.zeros(hidden),
+    })
+    return tensors
+
+
+@functools.lru_cache(maxsize=None)
+def _tiny_model_files(checkpoint):
+    from safetensors.torch import save
+
+    tensors = _tiny_bert_tensors()
+    files = {"config.json": json.dumps(TINY_MODEL_CONFIG, indent=2).encode()}
+    if checkpoint == "single":
+        files["model.safetensors"] = save(tensors, metadata={"format": "pt"})
+    elif checkpoint == "sharded":  # the word embeddings in the first file, the rest in the second
+        names = list(tensors)
+        parts = {SHARDS[0]: names[:1], SHARDS[1]: names[1:]}
+        for shard, shard_names in parts.items():
+            files[shard] = save({name: tensors[name] for name in shard_names}, metadata={"format": "pt"})
+        weight_map = {name: shard for shard, shard_names in parts.items() for name in shard_names}
+        total_size = sum(tensor.numel() * tensor.element_size() for tensor in tensors.values())
+        index = {"metadata": {"total_size": total_size}, "weight_map": weight_map}
+        files["model.safetensors.index.json"] = json.dumps(index, indent=2).encode()
+    elif checkpoint == "bin":
+        import torch
+
+        buffer = io.BytesIO()
+        torch.save(tensors, buffer)
+        files["pytorch_model.bin"] = buffer.getvalue()
+    else:
+        raise ValueError(f"checkpoint={checkpoint!r}: 'single', 'sharded' or 'bin'")
+    return files
+
+
+def tiny_model_files(checkpoint):
+    """`{path: bytes}` of a tiny model repository whose checkpoint is `"single"` (`model.safetensors`), `"sharded"`
+    (two files and `model.safetensors.index.json`, as transformers writes them) or `"bin"` (`pytorch_model.bin`)."""
+    return dict(_tiny_model_files(checkpoint))
+
+
+@pytest.fixture
+def tiny_models(hub_client):
+    """The repositories of `TINY_MODELS`, published on the hub `hub_client` points at: `{repo_id: files}`."""
+    published = {}
+    for repo_id, checkpoint in TINY_MODELS.items():
+        hub_client.create_repo(repo_id)
+        published[repo_id] = tiny_model_files(checkpoint)
+        hub_client.commit(repo_id, published[repo_id], message="Add a tiny model")
+    return published

@@ -10,6 +10,10 @@ load a configuration, so tests exercise the client itself rather than a mock of 
 - `create_branch`, `create_tag`, `update_repo_settings` (the repository's visibility);
 - `model_info` / `repo_info` and `hf_hub_download` (`HEAD` then `GET` on `/resolve/`, with the `X-Repo-Commit`
   and quoted `ETag` headers), by branch, tag, PR ref or full commit sha, files in subfolders;
+- range requests on `/resolve/`, as `get_safetensors_metadata` and a resumed download send them (`Range:
+  bytes=first-last` or `bytes=first-`): `206` with `Content-Range: bytes first-last/size`, or `416` with
+  `Content-Range: bytes */size` when the file is shorter than `first`. Another `Range` (a suffix, several ranges)
+  is ignored and the whole file served, as HTTP allows. Files may be binary (safetensors checkpoints);
 - the client's typed errors, which it derives from `X-Error-Code`: `RepoNotFound` (404, or 401 for a private repo
   read without a valid token), `RevisionNotFound`, `EntryNotFound`; 401 for an unknown token, 403 for a read-only
   token that writes.
@@ -20,14 +24,17 @@ as on the Hub: without a token the answer is 401, with another token 403, both w
 or a partial mirror answers).
 
 Files are always committed inline ("regular" upload mode, no LFS). Repositories are model repos named
-`namespace/name`. Tests can seed and inspect repos directly, read a request log and per-file download counts, and
-inject faults (an HTTP status, a connection cut mid-body, or a stopped server) and disarm them.
+`namespace/name`. Tests can seed and inspect repos directly, read a request log, per-file download counts and the
+bytes of each file served, and inject faults (an HTTP status, a connection cut mid-body, a stalled answer, a range
+ignored, or a stopped server) and disarm them.
 """
 import base64
 import collections
 import hashlib
 import json
+import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -36,6 +43,7 @@ READ_TOKEN = "hf_test_read_token"
 USER = "hub-tester"
 TOKEN_ROLES = {WRITE_TOKEN: "write", READ_TOKEN: "read"}
 INITIAL_FILES = {".gitattributes": b"*.bin filter=lfs diff=lfs merge=lfs -text\n"}
+BYTE_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 
 LoggedRequest = collections.namedtuple("LoggedRequest", "method path status query")
 Commit = collections.namedtuple("Commit", "sha parent message files")
@@ -87,6 +95,7 @@ class HubServer:
         self._repos = {}
         self._log = []
         self._downloads = collections.Counter()
+        self._bytes_served = collections.Counter()
         self._faults = []
         self._gates = {}  # repo_id -> tokens let through
         self._commit_counter = 0
@@ -166,15 +175,21 @@ class HubServer:
             return list(self._log)
 
     def downloads(self, repo_id, path):
-        """How many `GET /resolve/` requests for `path` in `repo_id` were answered with the file."""
+        """How many `GET /resolve/` requests for `path` in `repo_id` were answered with the whole file."""
         with self._lock:
             return self._downloads[(repo_id, path)]
 
+    def bytes_served(self, repo_id, path):
+        """How many bytes of `path` in `repo_id` the `GET /resolve/` answers held, whole files and ranges."""
+        with self._lock:
+            return self._bytes_served[(repo_id, path)]
+
     def clear_log(self):
-        """Forget the request log and the download counts."""
+        """Forget the request log, the download counts and the bytes served."""
         with self._lock:
             del self._log[:]
             self._downloads.clear()
+            self._bytes_served.clear()
 
     def gate(self, repo_id, granted_tokens=()):
         """Gate `repo_id`: its files are served only to requests with one of `granted_tokens`."""
@@ -196,6 +211,17 @@ class HubServer:
         """Send headers with the full Content-Length, then close after `after_bytes` of body (at once for HEAD)."""
         with self._lock:
             self._faults.append({"prefix": path_prefix, "method": method, "times": times, "cut": after_bytes})
+
+    def stall_next(self, path_prefix, seconds, times=1, method=None):
+        """Wait `seconds` before answering the next `times` requests whose unquoted path starts with `path_prefix`."""
+        with self._lock:
+            self._faults.append({"prefix": path_prefix, "method": method, "times": times, "stall": seconds})
+
+    def ignore_range_next(self, path_prefix, times=1):
+        """Answer the next `times` range requests whose unquoted path starts with `path_prefix` with the whole file
+        (200), as a proxy that ignores `Range` does."""
+        with self._lock:
+            self._faults.append({"prefix": path_prefix, "method": "GET", "times": times, "ignore_range": True})
 
     def clear_faults(self):
         """Disarm every fault not yet used up."""
@@ -250,6 +276,9 @@ class _Handler(BaseHTTPRequestHandler):
         with hub._lock:
             fault = hub._take_fault(self.command, self.unquoted_path)
         self.cut_after = fault.get("cut") if fault else None
+        self.ignore_range = bool(fault and fault.get("ignore_range"))
+        if fault and "stall" in fault:
+            time.sleep(fault["stall"])
         if fault and fault.get("bare_404"):
             self._send(404, b"<html><body>404 Not Found</body></html>", {"Content-Type": "text/html"})
             return
@@ -271,7 +300,9 @@ class _Handler(BaseHTTPRequestHandler):
         cut = self.cut_after is not None
         with hub._lock:  # logged before answering, so the test thread sees it once the client returns
             hub._log.append(LoggedRequest(self.command, self.unquoted_path, 0 if cut else status, self.query))
-        if not cut or self.command != "HEAD":
+        if cut and self.command == "HEAD":
+            return
+        try:
             self.send_response(status)
             headers.setdefault("Content-Type", "application/json")
             for name, value in dict(headers, **{"Content-Length": str(len(body))}).items():
@@ -279,6 +310,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body[: self.cut_after] if cut else body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (a stalled answer)
+            pass
 
     def _route(self, hub):
         seg, method = self.segments, self.command
@@ -431,8 +464,27 @@ class _Handler(BaseHTTPRequestHandler):
         content = repo.commits[sha].files.get(path)
         if content is None:
             raise HubError(404, "Entry not found", "EntryNotFound", {"X-Repo-Commit": sha})
-        if self.command == "GET":
-            hub._downloads[(repo_id, path)] += 1
         headers = {"X-Repo-Commit": sha, "ETag": '"%s"' % git_blob_sha(content),
-                   "Content-Type": "application/octet-stream"}
-        return 200, content, headers
+                   "Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
+        if self.command == "HEAD":
+            return 200, content, headers
+        status, content = self._requested_part(content, headers)
+        hub._downloads[(repo_id, path)] += status == 200
+        hub._bytes_served[(repo_id, path)] += len(content)
+        return status, content, headers
+
+    def _requested_part(self, content, headers):
+        """(status, body) of a `GET` of `content`: the byte range its `Range` header asks for (206, and sets
+        `Content-Range` in `headers`), else the whole file (200). Raises a 416 for a range after the end."""
+        match = BYTE_RANGE.fullmatch(self.headers.get("Range", "").strip())
+        if match is None or self.ignore_range:
+            return 200, content
+        first, last = int(match.group(1)), int(match.group(2) or len(content) - 1)
+        if first >= len(content):
+            headers["Content-Range"] = "bytes */%d" % len(content)
+            raise HubError(416, "Range Not Satisfiable", headers=headers)
+        if last < first:
+            return 200, content
+        last = min(last, len(content) - 1)
+        headers["Content-Range"] = "bytes %d-%d/%d" % (first, last, len(content))
+        return 206, content[first:last + 1]

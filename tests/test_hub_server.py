@@ -1,5 +1,6 @@
 """The local Hub answers the real huggingface_hub client (0.36 or 2.x) and transformers as the Hub does."""
 import json
+import struct
 
 import huggingface_hub
 import pytest
@@ -197,3 +198,111 @@ def test_subprocess_uses_the_server_and_shares_the_cache(hub, seeded, run_hub_py
     hub.stop()
     offline = run_hub_python(code, offline=True)
     assert offline.stdout.split() == ["1"]
+
+
+# Range requests and binary files
+
+def get(hub, repo_id, path, range_header=None):
+    """A `GET` of `path` through the client's own HTTP session, with a `Range` header if given."""
+    headers = {"Range": range_header} if range_header else {}
+    return huggingface_hub.utils.get_session().get(
+        "%s/%s/resolve/main/%s" % (hub.url, repo_id, path), headers=headers
+    )
+
+
+@pytest.fixture
+def binary(hub):
+    """`org/bin` holding `data.bin`: the 1000 bytes 0, 1, ... 255, 0, 1, ..."""
+    hub.create_repo("org/bin")
+    hub.commit("org/bin", {"data.bin": bytes(i % 256 for i in range(1000))})
+    return bytes(i % 256 for i in range(1000))
+
+
+@pytest.mark.parametrize("range_header, content_range, part", [
+    ("bytes=0-99", "bytes 0-99/1000", slice(0, 100)),
+    ("bytes=990-2000", "bytes 990-999/1000", slice(990, 1000)),
+    ("bytes=500-", "bytes 500-999/1000", slice(500, 1000)),
+    ("bytes=999-999", "bytes 999-999/1000", slice(999, 1000)),
+])
+def test_a_byte_range_is_answered_with_partial_content(hub, binary, range_header, content_range, part):
+    response = get(hub, "org/bin", "data.bin", range_header)
+    assert (response.status_code, response.headers["Content-Range"]) == (206, content_range)
+    assert response.content == binary[part] and int(response.headers["Content-Length"]) == len(binary[part])
+    assert response.headers["Accept-Ranges"] == "bytes" and response.headers["X-Repo-Commit"]
+    assert hub.bytes_served("org/bin", "data.bin") == len(binary[part])
+    assert hub.downloads("org/bin", "data.bin") == 0  # a part is not a download
+
+
+def test_a_range_after_the_end_is_not_satisfiable(hub, binary):
+    response = get(hub, "org/bin", "data.bin", "bytes=1000-1005")
+    assert (response.status_code, response.headers["Content-Range"]) == (416, "bytes */1000")
+    assert hub.bytes_served("org/bin", "data.bin") == 0
+
+
+@pytest.mark.parametrize("range_header", ["bytes=-10", "bytes=5-2", "bytes=0-1,5-6", "items=0-1", None])
+def test_any_other_range_header_is_ignored_and_the_whole_file_served(hub, binary, range_header):
+    response = get(hub, "org/bin", "data.bin", range_header)
+    assert (response.status_code, response.content) == (200, binary)
+    assert "Content-Range" not in response.headers
+    assert (hub.downloads("org/bin", "data.bin"), hub.bytes_served("org/bin", "data.bin")) == (1, 1000)
+
+
+def test_bytes_served_add_up_and_a_head_serves_none(hub, binary):
+    assert HfApi().file_exists("org/bin", "data.bin")  # a HEAD
+    for range_header in ("bytes=0-9", "bytes=10-29", None):
+        get(hub, "org/bin", "data.bin", range_header)
+    assert [(r.method, r.status) for r in hub.log] == [("HEAD", 200), ("GET", 206), ("GET", 206), ("GET", 200)]
+    assert (hub.bytes_served("org/bin", "data.bin"), hub.downloads("org/bin", "data.bin")) == (1030, 1)
+    hub.clear_log()
+    assert (hub.bytes_served("org/bin", "data.bin"), hub.downloads("org/bin", "data.bin")) == (0, 0)
+
+
+def test_a_binary_file_downloads_byte_for_byte(hub, binary):
+    with open(hf_hub_download("org/bin", "data.bin"), "rb") as reader:
+        assert reader.read() == binary
+
+
+def test_a_range_ignored_by_a_proxy_serves_the_whole_file_once(hub, binary):
+    hub.ignore_range_next("/org/bin/resolve/")
+    assert get(hub, "org/bin", "data.bin", "bytes=0-9").status_code == 200
+    assert get(hub, "org/bin", "data.bin", "bytes=0-9").status_code == 206
+
+
+TINY_BERT_SHAPES = {  # a few tensors of the tiny models, as safetensors writes them
+    "bert.embeddings.word_embeddings.weight": ("F32", [4096, 64]),
+    "bert.embeddings.position_ids": ("I64", [1, 64]),
+    "bert.encoder.layer.1.intermediate.dense.weight": ("F32", [128, 64]),
+    "cls.predictions.bias": ("F32", [4096]),
+}
+
+
+@pytest.mark.parametrize("repo_id, files", [
+    ("org/tiny-bert", ["model.safetensors"]),
+    ("org/tiny-bert-sharded", ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]),
+])
+def test_the_client_reads_safetensors_headers_with_range_requests(hub, tiny_models, repo_id, files):
+    metadata = HfApi().get_safetensors_metadata(repo_id)
+    assert sorted(metadata.files_metadata) == files and len(metadata.weight_map) == 43
+    tensors = {name: (info.dtype, list(info.shape)) for file in metadata.files_metadata.values()
+               for name, info in file.tensors.items()}
+    assert {name: tensors[name] for name in TINY_BERT_SHAPES} == TINY_BERT_SHAPES
+    ranges = [r for r in hub.log if r.method == "GET" and r.path.endswith(".safetensors")]
+    assert [r.status for r in ranges] == [206] * len(files)
+    for file in files:
+        assert 0 < hub.bytes_served(repo_id, file) <= 100_001 < len(tiny_models[repo_id][file])
+
+
+def test_the_client_reads_a_header_longer_than_its_first_range_with_a_second(hub):
+    import torch
+    from safetensors.torch import save
+
+    tensors = {"layer.%d.a.rather.long.name.for.a.tensor.weight" % i: torch.zeros(1) for i in range(1500)}
+    content = save(tensors)
+    (length,) = struct.unpack("<Q", content[:8])
+    assert length > 100_000
+    hub.create_repo("org/long-header")
+    hub.commit("org/long-header", {"model.safetensors": content})
+    metadata = HfApi().get_safetensors_metadata("org/long-header")
+    assert len(metadata.files_metadata["model.safetensors"].tensors) == 1500
+    assert [r.status for r in hub.log if r.method == "GET"] == [206, 206]
+    assert hub.bytes_served("org/long-header", "model.safetensors") == 100_001 + length

@@ -24,7 +24,7 @@ SHELL = {
     "optimum_ipu_ext.base", "optimum_ipu_ext.bundled_base", "optimum_ipu_ext.hub", "optimum_ipu_ext.importer",
     "optimum_ipu_ext.presets",  # data: the preset configs the CLI writes
     # the model a placement is for, on the Hub or built by transformers
-    "optimum_ipu_ext.placement.sources", "optimum_ipu_ext.placement.meta",
+    "optimum_ipu_ext.placement.sources", "optimum_ipu_ext.placement.meta", "optimum_ipu_ext.placement.hub_model",
 }
 
 

@@ -270,6 +270,16 @@ def test_serializing_the_mpnet_decoder_ties_it_again():
     assert result["copies"] == {}
 
 
+def test_the_package_config_is_placed_as_upstream_places_it_and_left_as_given():
+    from optimum_ipu_ext import IPUConfig
+
+    config = IPUConfig(layers_per_ipu=[1, 2], inference_layers_per_ipu=[2, 1])
+    result = upstream_placement("BertForMaskedLM", None, config, for_inference=True)
+    assert result["layer_ipus"] == [[0, 0, 1]] and config.mode == "training"
+    with pytest.raises(HarnessError, match="ipu_settings must be a dict or an upstream IPUConfig, got str"):
+        upstream_placement("BertForMaskedLM", None, "ipu_config.json")
+
+
 def test_an_architecture_without_a_pipelined_version_is_named():
     with pytest.raises(HarnessError, match="'BertForNextSentencePrediction' is not one of the pipelined"):
         upstream_placement("BertForNextSentencePrediction", None, TWO_IPUS)

@@ -4,13 +4,16 @@ A safetensors file starts with an 8-byte little-endian length N and N bytes of J
 "data_offsets"}}`, and an optional `"__metadata__"` object. A sharded checkpoint lists its files in
 `model.safetensors.index.json` (`{"weight_map": {name: file}}`). Reading a header is a few kilobytes of a file of
 gigabytes, and needs neither torch nor the `safetensors` package (whose readers import numpy or torch).
+
+The `parse_*` functions check a file's bytes however they were read (from a folder, or by range requests from the
+Hub: placement/hub_model.py), so that both sources are checked alike and name the file that is wrong.
 """
 
 import json
 import math
 import os
 import struct
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 from ..errors import ModelFileError
 
@@ -48,28 +51,46 @@ def read_header(path: str) -> Dict[str, TensorHeader]:
     try:
         with open(path, "rb") as reader:
             prefix = reader.read(8)
-            if len(prefix) < 8:
-                raise ModelFileError(path, f"truncated: {len(prefix)} bytes, shorter than the 8-byte header length")
-            (length,) = struct.unpack("<Q", prefix)
-            if length > MAX_HEADER_BYTES:
-                raise ModelFileError(path, f"a header of {length} bytes, more than the {MAX_HEADER_BYTES} allowed")
-            text = reader.read(length)
+            data = prefix + reader.read(header_length(prefix, path))
             file_size = os.fstat(reader.fileno()).st_size
     except OSError as error:
         if isinstance(error, ModelFileError):
             raise
         raise ModelFileError(path, error.strerror or str(error)) from error
+    return parse_header(data, file_size, path)
+
+
+def header_length(prefix: bytes, name: str) -> int:
+    """The length of the header that the first 8 bytes of the safetensors file `name` give, within the limit."""
+    if len(prefix) < 8:
+        raise ModelFileError(name, f"truncated: {len(prefix)} bytes, shorter than the 8-byte header length")
+    (length,) = struct.unpack("<Q", prefix[:8])
+    if length > MAX_HEADER_BYTES:
+        raise ModelFileError(name, f"a header of {length} bytes, more than the {MAX_HEADER_BYTES} allowed")
+    return length
+
+
+def parse_header(data: bytes, file_size: int, name: str) -> Dict[str, TensorHeader]:
+    """`{tensor name: TensorHeader}` of the safetensors file `name` of `file_size` bytes, from its first bytes `data`
+    (its header length and as much of the header as the file holds), checked as the safetensors library checks it.
+
+    Raises:
+        ModelFileError: naming the file, when its header is truncated or malformed.
+    """
+    length = header_length(data, name)
+    text = data[8:8 + length]
     if len(text) < length:
-        raise ModelFileError(path, f"truncated: the header says {length} bytes, the file holds {len(text)} after it")
+        raise ModelFileError(name, f"truncated: the header says {length} bytes, the file holds {len(text)} after it")
     try:
         entries = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
-        raise ModelFileError(path, f"the header is not JSON ({error})") from error
+        raise ModelFileError(name, f"the header is not JSON ({error})") from error
     if not isinstance(entries, dict):
-        raise ModelFileError(path, f"the header is a JSON {type(entries).__name__}, not an object")
+        raise ModelFileError(name, f"the header is a JSON {type(entries).__name__}, not an object")
     data_bytes = file_size - 8 - length
     return {
-        name: _tensor(path, name, entry, data_bytes) for name, entry in entries.items() if name != "__metadata__"
+        tensor: _tensor(name, tensor, entry, data_bytes)
+        for tensor, entry in entries.items() if tensor != "__metadata__"
     }
 
 
@@ -111,13 +132,24 @@ def read_folder(folder: str) -> Optional[Dict[str, TensorHeader]]:
     index = os.path.join(folder, INDEX_FILE)
     if not os.path.isfile(index):
         return None
-    weight_map = read_index(index)
+    return sharded_tensors(read_index(index), index, lambda file: read_header(os.path.join(folder, file)))
+
+
+def sharded_tensors(
+    weight_map: Dict[str, str], index_name: str, read_shard: Callable[[str], Dict[str, TensorHeader]]
+) -> Dict[str, TensorHeader]:
+    """The tensors of a sharded checkpoint in the order of its index `index_name`, whose `weight_map` is given; each
+    file's header read by `read_shard(file)`.
+
+    Raises:
+        ModelFileError: naming the index, when it names tensors its files do not hold.
+    """
     tensors: Dict[str, TensorHeader] = {}
     for file in sorted(set(weight_map.values())):
-        tensors.update(read_header(os.path.join(folder, file)))
+        tensors.update(read_shard(file))
     missing = sorted(set(weight_map) - set(tensors))
     if missing:
-        raise ModelFileError(index, f"it names tensors its files do not hold: {', '.join(missing[:3])}"
+        raise ModelFileError(index_name, f"it names tensors its files do not hold: {', '.join(missing[:3])}"
                              + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
     return {name: tensors[name] for name in weight_map}
 
@@ -125,15 +157,35 @@ def read_folder(folder: str) -> Optional[Dict[str, TensorHeader]]:
 def read_index(path: str) -> Dict[str, str]:
     """The `weight_map` of a sharded checkpoint's index: `{tensor name: file}`, files in the index's folder."""
     try:
-        with open(path, encoding="utf-8") as reader:
-            index = json.load(reader)
+        with open(path, "rb") as reader:
+            data = reader.read()
     except OSError as error:
         raise ModelFileError(path, error.strerror or str(error)) from error
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ModelFileError(path, f"not valid JSON ({error})") from error
+    return parse_index(data, path)
+
+
+def parse_index(data: bytes, name: str) -> Dict[str, str]:
+    """The `weight_map` of the sharded checkpoint's index `name` whose content is `data`."""
+    index = decode_json(data, name)
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not all(
         isinstance(file, str) and file and os.path.basename(file) == file for file in weight_map.values()
     ):
-        raise ModelFileError(path, 'expected {"weight_map": {tensor name: file name in this folder}}')
+        raise ModelFileError(name, 'expected {"weight_map": {tensor name: file name in this folder}}')
     return weight_map
+
+
+def parse_config(data: bytes, name: str) -> Dict[str, Any]:
+    """The model's `config.json` (the file `name`, whose content is `data`): a JSON object."""
+    config = decode_json(data, name)
+    if not isinstance(config, dict):
+        raise ModelFileError(name, f"expected a JSON object, found {type(config).__name__}")
+    return config
+
+
+def decode_json(data: bytes, name: str) -> Any:
+    """The JSON value of the model file `name`, whose content is `data` (UTF-8)."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ModelFileError(name, f"not valid JSON ({error})") from error
