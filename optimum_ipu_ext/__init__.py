@@ -29,6 +29,7 @@ from .popdist import PopDistLaunch
 
 if TYPE_CHECKING:
     from .configuration import IPUConfig
+    from .placement.report import Placement
     from .plain import PlainIPUConfig
 
 __version__ = "0.1.0"
@@ -38,6 +39,7 @@ __all__ = [
     "PlainIPUConfig",
     "OptionsPlan",
     "PopDistLaunch",
+    "Placement",
     "IPUConfigError",
     "InvalidSettingError",
     "SettingTypeError",
@@ -72,4 +74,8 @@ def __getattr__(name: str):
         from .plain import PlainIPUConfig
 
         return PlainIPUConfig
+    if name == "Placement":  # what `placement()` returns, for annotations and isinstance
+        from .placement.report import Placement
+
+        return Placement
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

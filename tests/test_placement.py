@@ -466,7 +466,10 @@ def test_a_placement_s_data_has_exactly_the_keys_of_its_json(tmp_path):
 
 
 def test_a_placement_is_immutable(tmp_path):
+    import optimum_ipu_ext
+
     placement = PlainIPUConfig().placement(tiny_bert(tmp_path))
+    assert isinstance(placement, optimum_ipu_ext.Placement)
     with pytest.raises(dataclasses.FrozenInstanceError):
         placement.model = "other"
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -4,12 +4,10 @@ never the weights), placed exactly as the same files in a local folder; offline 
 
 import pytest
 
-pytest.importorskip("optimum_ipu_ext.placement.hub_model", reason="the Hub side of the placement is not merged")
-
-from cli_helpers import run  # noqa: E402
-from hub_fixtures import tiny_model_files  # noqa: E402
-from optimum_ipu_ext import HubRepositoryNotFoundError, PlainIPUConfig  # noqa: E402
-from placement_fixtures import PRESET  # noqa: E402
+from cli_helpers import run
+from hub_fixtures import tiny_model_files
+from optimum_ipu_ext import HubRepositoryNotFoundError, PlainIPUConfig
+from placement_fixtures import PRESET
 
 
 @pytest.fixture

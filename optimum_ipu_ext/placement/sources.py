@@ -6,14 +6,13 @@ A local folder is read with neither torch nor transformers; the Hub is reached t
 first use.
 """
 
-import json
 import os
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional
 
 from ..core import check_rules, looks_like_path
 from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
 from .architectures import ARCHITECTURES
-from .checkpoint import TensorHeader, read_folder
+from .checkpoint import TensorHeader, parse_config, read_folder
 from .parameters import Parameters, from_checkpoint, from_model
 from .placement import Placement, place
 from .rules import Architecture, ModelConfig
@@ -66,17 +65,13 @@ def read_model(model: Any, revision: Optional[str] = None, token: Optional[str] 
 def read_config(path: str) -> Dict[str, Any]:
     """The JSON object of a model's `config.json`."""
     try:
-        with open(path, encoding="utf-8") as reader:
-            config = json.load(reader)
+        with open(path, "rb") as reader:
+            data = reader.read()
     except FileNotFoundError:
         raise ModelFileError(path, "no such file: a model folder holds its config.json") from None
     except OSError as error:
         raise ModelFileError(path, error.strerror or str(error)) from error
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ModelFileError(path, f"not valid JSON ({error})") from error
-    if not isinstance(config, dict):
-        raise ModelFileError(path, f"expected a JSON object, found {type(config).__name__}")
-    return config
+    return parse_config(data, path)
 
 
 def supported() -> str:
