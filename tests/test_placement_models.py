@@ -64,8 +64,10 @@ def test_the_parameters_are_the_model_s_from_every_source(architecture, tmp_path
 def test_a_checkpoint_lacking_a_layer_is_not_this_config_s(tmp_path):
     folder = saved_tiny_model("BertForMaskedLM", tmp_path / "model")
     rewrite(folder, lambda name: None if name.startswith("bert.encoder.layer.2.") else name)
-    placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder)
-    assert placement.ipus[1].layers == (1, 2)  # the layer list is the config's
+    with pytest.raises(PlacementError) as raised:
+        PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder)
+    assert raised.value.problem == ("its checkpoint holds no parameter of `bert.encoder.layer.2`, one of the 3 layers "
+                                    "its config.json gives it: the checkpoint is not this config's")
 
 
 # --- balancing --------------------------------------------------------------------------------------------------------

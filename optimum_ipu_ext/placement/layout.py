@@ -127,6 +127,11 @@ def layer_counts(architecture: Architecture, config: ModelConfig) -> Dict[str, i
     return counts
 
 
+def layer_paths(architecture: Architecture, config: ModelConfig) -> List[str]:
+    """The module path of each layer of the layer list."""
+    return [step.path for step, group, _ in _steps(architecture, config) if group is not None]
+
+
 def fixed_layer_groups(architecture: Architecture) -> Tuple[str, ...]:
     """The layer groups `parallelize()` places on IPUs of its own choosing, whatever `layers_per_ipu` says."""
     return tuple(step.group for step in architecture.steps if isinstance(step, Layers) and step.ipu is not None)

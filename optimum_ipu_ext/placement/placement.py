@@ -6,7 +6,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import PlacementError
 from . import balance
-from .layout import Layout, first_uses, fixed_layer_groups, generation_split, lay_out, layer_counts, origins
+from .layout import (
+    Layout,
+    first_uses,
+    fixed_layer_groups,
+    generation_split,
+    lay_out,
+    layer_counts,
+    layer_paths,
+    origins,
+)
 from .memory import IPU_MEMORY_BYTES, MemoryModel, memory_model
 from .parameters import Parameters, parallelized
 from .report import IPUPlacement, Placement
@@ -27,10 +36,21 @@ def place(model: str, architecture: Architecture, values: Mapping[str, Any], set
     config = architecture.config(values)
     lay_out(model, architecture, config, settings, for_inference)
     parameters = parallelized(model, architecture, shapes(architecture, config), settings)
+    _check_layers(model, architecture, config, parameters)
     frozen = frozenset(name for name in parameters.shapes if _frozen(architecture, config, name))
     planner = Planner(model, architecture, config, settings, for_inference, parameters,
                       memory_model(dict(settings), for_inference, fp32), frozen)
     return planner.placement(None)
+
+
+def _check_layers(model: str, architecture: Architecture, config: ModelConfig, parameters: Parameters) -> None:
+    """Every layer the config has holds parameters: a checkpoint without one is not this config's."""
+    names = [alias for name in parameters.shapes for alias in (name, *parameters.aliases.get(name, ()))]
+    paths = layer_paths(architecture, config)
+    for path in paths:
+        if not any(name.startswith(path + ".") or name == path for name in names):
+            raise PlacementError(model, f"its checkpoint holds no parameter of `{path}`, one of the {len(paths)} "
+                                 "layers its config.json gives it: the checkpoint is not this config's")
 
 
 def _frozen(architecture: Architecture, config: ModelConfig, name: str) -> bool:
