@@ -56,7 +56,8 @@ def _prediction_head(head: str, word_embeddings: str, transform: str = "transfor
             found[f"{head}.{decoder}.weight"] = (c.vocab_size, c.hidden_size)
         return found
 
-    ties = {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"), f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
+    ties = {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"),
+            f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
     return shapes, ties
 
 
@@ -468,7 +469,8 @@ def _ctc(family: str, prefix: str, model_type: str, extra: Tuple[Step, ...] = ()
     head = Layers("head", "Project Hidden", "lm_head", 1)
     return Architecture(
         f"{family}ForCTC", (model_type,), prefix, (*_speech_encoder(prefix, True), *extra, head), SPEECH_DEFAULTS,
-        heads={"lm_head": lambda c: _linear("lm_head", c.vocab_size, c.output_hidden_size if c.add_adapter else c.hidden_size)},
+        heads={"lm_head": lambda c: _linear("lm_head", c.vocab_size,
+                                            c.output_hidden_size if c.add_adapter else c.hidden_size)},
         frozen={f"{prefix}.feature_extractor": None}, blocks_on_one_ipu=False, renames=WEIGHT_NORM_RENAMES)
 
 

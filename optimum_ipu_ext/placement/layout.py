@@ -61,8 +61,9 @@ def encoder_decoder_cut(model: str, expanded: Sequence[int], encoder_layers: int
     powers = [cut for cut in cuts if cut & (cut - 1) == 0]
     if not powers:
         raise PlacementError(
-            model, f"{as_json(list(expanded))} does not end the encoder's {encoder_layers} layers on IPU 1, 2, 4, 8, ... : a "
-            "generation build runs the encoder on its own IPUs, a power of two of them, and the decoder on the others",
+            model, f"{as_json(list(expanded))} does not end the encoder's {encoder_layers} layers on IPU 1, 2, 4, 8, "
+            "... : a generation build runs the encoder on its own IPUs, a power of two of them, and the decoder on the "
+            "others",
             setting)
     return max(powers)
 
@@ -160,23 +161,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     _check_settings(model, architecture, settings, prefix)
     steps = list(_steps(architecture, config))
     counts = layer_counts(architecture, config)
-    fixed = fixed_layer_groups(architecture)
-    executors = (Executor("model", 0, ipus),)
-    if fixed:
-        group_ipus = {group: [_fixed_ipu(architecture, group)] * count for group, count in counts.items()}
-    elif generation_split(architecture, kwargs):
-        encoder, decoder = architecture.generation
-        expanded = expand_layers_per_ipu(model, given, ipus, sum(counts.values()), setting)
-        cut = encoder_decoder_cut(model, expanded, counts[encoder], setting)
-        executors = (Executor("encoder", 0, cut), Executor("decoder", cut, ipus - cut))
-        group_ipus = {
-            encoder: _layer_ipus(expand_layers_per_ipu(model, expanded[:cut], cut, counts[encoder], setting)),
-            decoder: [cut + ipu for ipu in _layer_ipus(
-                expand_layers_per_ipu(model, expanded[cut:], ipus - cut, counts[decoder], setting))],
-        }
-    else:
-        layer_ipus = iter(_layer_ipus(expand_layers_per_ipu(model, given, ipus, sum(counts.values()), setting)))
-        group_ipus = {group: [next(layer_ipus) for _ in range(count)] for group, count in counts.items()}
+    group_ipus, executors = _layers_on_ipus(model, architecture, counts, given, ipus, setting, kwargs)
     offsets = dict(zip(counts, itertools.accumulate([0, *counts.values()])))
     blocks: List[List[Optional[str]]] = [[] for _ in range(ipus)]
     claims: Dict[str, Dict[str, Claim]] = {executor.name: {} for executor in executors}
@@ -196,8 +181,9 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
                     block_origin = ("ipu", block_ipu) if step.ipu is not None else ("layer", offsets[group] + index)
                 if block_ipu >= ipus:
                     raise PlacementError(
-                        model, f"{architecture.name}'s parallelize() places its block {as_json(step.name or step.path)} on "
-                        f"IPU {block_ipu}, and the pipeline has {ipus} IPUs", f"{prefix}ipus_per_replica")
+                        model, f"{architecture.name}'s parallelize() places its block "
+                        f"{as_json(step.name or step.path)} on IPU {block_ipu}, and the pipeline has {ipus} IPUs",
+                        f"{prefix}ipus_per_replica")
                 if with_blocks:
                     _add_block(blocks[block_ipu], step.name)
                     if step.called:
@@ -206,6 +192,28 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     layer_ipus_list = [ipu for group in counts for ipu in group_ipus[group]]
     expanded = [layer_ipus_list.count(ipu) for ipu in range(ipus)]
     return Layout(ipus, expanded, layer_ipus_list, blocks, claims, executors)
+
+
+def _layers_on_ipus(model: str, architecture: Architecture, counts: Mapping[str, int], given: Sequence[int],
+                    ipus: int, setting: str,
+                    kwargs: Mapping[str, Any]) -> Tuple[Dict[str, List[int]], Tuple[Executor, ...]]:
+    """`{layer group: the IPU of each of its layers}` and the executors: one, or in a generation build the encoder's
+    and the decoder's, each with its part of the split."""
+    fixed = fixed_layer_groups(architecture)
+    if fixed:
+        return ({group: [_fixed_ipu(architecture, group)] * count for group, count in counts.items()},
+                (Executor("model", 0, ipus),))
+    expanded = expand_layers_per_ipu(model, given, ipus, sum(counts.values()), setting)
+    if not generation_split(architecture, kwargs):
+        layer_ipus = iter(_layer_ipus(expanded))
+        return ({group: [next(layer_ipus) for _ in range(count)] for group, count in counts.items()},
+                (Executor("model", 0, ipus),))
+    encoder, decoder = architecture.generation
+    cut = encoder_decoder_cut(model, expanded, counts[encoder], setting)
+    encoder_ipus = _layer_ipus(expand_layers_per_ipu(model, expanded[:cut], cut, counts[encoder], setting))
+    decoder_ipus = _layer_ipus(expand_layers_per_ipu(model, expanded[cut:], ipus - cut, counts[decoder], setting))
+    return ({encoder: encoder_ipus, decoder: [cut + ipu for ipu in decoder_ipus]},
+            (Executor("encoder", 0, cut), Executor("decoder", cut, ipus - cut)))
 
 
 def _add_block(names: List[Optional[str]], name: Optional[str]) -> None:
