@@ -61,6 +61,17 @@ def seconds(command: List[str]) -> float:
     return elapsed
 
 
+def medians(commands: Dict[str, List[str]], runs: int) -> Dict[str, float]:
+    """The median wall time of each command over `runs` runs, after one warm-up run each, run in alternation."""
+    times: Dict[str, List[float]] = {name: [] for name in commands}
+    for command in commands.values():
+        seconds(command)
+    for _ in range(runs):
+        for name, command in commands.items():
+            times[name].append(seconds(command))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10, help="runs of each command (after one warm-up run)")
@@ -78,27 +89,21 @@ def main() -> None:
         "optimum-graphcore load, 1 file (peer)": [sys.executable, "-c", PEER, str(TESTS), paths[0]],
         "optimum-graphcore load, 100 files (peer)": [sys.executable, "-c", PEER, str(TESTS), *paths],
     }
-    times: Dict[str, List[float]] = {name: [] for name in commands}
-    for command in commands.values():
-        seconds(command)
-    for _ in range(args.runs):
-        for name, command in commands.items():
-            times[name].append(seconds(command))
-    medians = {name: statistics.median(values) for name, values in times.items()}
+    found = medians(commands, args.runs)
 
     print(f"Whole process, median of {args.runs} runs, Python {sys.version.split()[0]}")
-    for name, median in medians.items():
+    for name, median in found.items():
         goal = GOALS.get(name)
         verdict = "" if goal is None else f"  goal <= {goal:.2f} s {'met' if median <= goal else 'NOT met'}"
         print(f"  {name:48} {median:6.3f} s{verdict}")
-    floor = medians["python -c pass (floor)"]
+    floor = found["python -c pass (floor)"]
     for name in (f"{command}, 1 file" for command in OURS):
-        peer = medians["optimum-graphcore load, 1 file (peer)"]
-        print(f"  {'ratio ' + name + ' / peer':48} {medians[name] / peer:6.2f}")
-        print(f"  {'ratio ' + name + ' / floor':48} {medians[name] / floor:6.2f}")
+        peer = found["optimum-graphcore load, 1 file (peer)"]
+        print(f"  {'ratio ' + name + ' / peer':48} {found[name] / peer:6.2f}")
+        print(f"  {'ratio ' + name + ' / floor':48} {found[name] / floor:6.2f}")
     name = "ipu-config validate, 100 files"
-    print(f"  {'ratio ' + name + ' / peer':48} {medians[name] / medians['optimum-graphcore load, 100 files (peer)']:6.2f}")
-    print(f"  {'ratio ' + name + ' / floor':48} {medians[name] / floor:6.2f}")
+    print(f"  {'ratio ' + name + ' / peer':48} {found[name] / found['optimum-graphcore load, 100 files (peer)']:6.2f}")
+    print(f"  {'ratio ' + name + ' / floor':48} {found[name] / floor:6.2f}")
 
 
 if __name__ == "__main__":

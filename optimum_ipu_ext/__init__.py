@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from .errors import (
+    ArchitectureError,
     BuilderError,
     ConfigFileError,
     HubAccessDeniedError,
@@ -19,6 +20,7 @@ from .errors import (
     ModelFileError,
     OptionsFileError,
     OutputExistsError,
+    PlacementError,
     PoplarSDKNotFoundError,
     SettingTypeError,
     UnknownSettingError,
@@ -30,6 +32,7 @@ from .popdist import PopDistLaunch
 
 if TYPE_CHECKING:
     from .configuration import IPUConfig
+    from .placement.report import Placement
     from .plain import PlainIPUConfig
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "PlainIPUConfig",
     "OptionsPlan",
     "PopDistLaunch",
+    "Placement",
     "IPUConfigError",
     "InvalidSettingError",
     "SettingTypeError",
@@ -47,6 +51,8 @@ __all__ = [
     "ModelFileError",
     "OptionsFileError",
     "OutputExistsError",
+    "PlacementError",
+    "ArchitectureError",
     "PoplarSDKNotFoundError",
     "HubError",
     "HubRepositoryNotFoundError",
@@ -71,4 +77,8 @@ def __getattr__(name: str):
         from .plain import PlainIPUConfig
 
         return PlainIPUConfig
+    if name == "Placement":  # what `placement()` returns, for annotations and isinstance
+        from .placement.report import Placement
+
+        return Placement
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -191,6 +191,39 @@ class OutputExistsError(IPUConfigError, FileExistsError):
         OSError.__init__(self, f"'{path}' exists: {how} to overwrite it")
 
 
+# --- placing a model on the IPUs of a config ----------------------------------------------------------------
+
+
+class PlacementError(IPUConfigError, ValueError):
+    """A config that cannot be placed for a model, as optimum-graphcore's `parallelize()` refuses it (a
+    `ValueError`, as upstream's `IncompatibleIPUConfigError` is).
+
+    Attributes:
+        model: the model, as given (a Hub id, a folder, or the `_name_or_path` of a config).
+        setting: the setting that cannot be placed (`layers_per_ipu`, ...), or `None` when the model itself cannot.
+        problem: what is wrong.
+
+    Example message: ``Cannot place bert-base-uncased with `layers_per_ipu`: it places 11 layers and the model has
+    12 (num_hidden_layers).``
+    """
+
+    def __init__(self, model: str, problem: str, setting: Optional[str] = None):
+        self.model = model
+        self.setting = setting
+        self.problem = problem
+        on = f" with `{setting}`" if setting else ""
+        super().__init__(f"Cannot place {model}{on}: {problem}.")
+
+
+class ArchitectureError(PlacementError):
+    """The model's architecture has no pipelined version in optimum-graphcore 0.7.1, or its `config.json` names
+    several architectures or none (`--architecture` / `architecture=` picks one).
+
+    Example message: ``Cannot place albert-base-v2: AlbertForMaskedLM has no pipelined version in
+    optimum-graphcore 0.7.1; give one of BartForConditionalGeneration, ... (architecture=, --architecture).``
+    """
+
+
 class HubError(IPUConfigError, OSError):
     """Loading an IPU config from the Hugging Face Hub, or pushing one, failed.
 

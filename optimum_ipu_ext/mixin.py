@@ -15,6 +15,7 @@ from .settings import BASE_SETTINGS, EXTENSION_SETTINGS, SETTINGS, TRANSFORMERS_
 
 if TYPE_CHECKING:
     from .option_file_import import Lines, PathOrPaths
+    from .placement.placement import Placement
 
 
 class SettingsMixin:
@@ -131,6 +132,40 @@ class SettingsMixin:
         settings = vars(self)
         check_rules(settings)
         return build_plan(settings, for_inference, compile_only, popdist=resolve_launch(popdist))
+
+    def placement(
+        self,
+        model: Any,
+        *,
+        architecture: Optional[str] = None,
+        for_inference: bool = False,
+        fp32: bool = False,
+        revision: Optional[str] = None,
+        token: Optional[str] = None,
+    ) -> "Placement":
+        """Where optimum-graphcore 0.7.1's `parallelize()` puts `model` on this config's IPUs: the blocks, layers
+        and parameters of each IPU, and the memory its parameters need as `IPUTrainer` builds the model. Needs no
+        Poplar SDK, no weights and, for a local folder, neither torch nor transformers.
+
+        Args:
+            model: a Hub model id, a local folder (its `config.json` and safetensors checkpoint, whose headers
+                alone are read), a transformers `PretrainedConfig`, or the dict of a `config.json`. Without a
+                checkpoint the sizes come from the architecture built on PyTorch's meta device.
+            architecture: the class to place (`"BertForQuestionAnswering"`), default the one `config.json` names.
+            for_inference: place the inference build (the inference settings, `inference_parallelize_kwargs`;
+                weights only).
+            fp32: size the weights in fp32, as `IPUTrainer` with `fp32=True`.
+            revision, token: for a Hub model.
+
+        Raises:
+            PlacementError: where optimum-graphcore refuses this config for this model (`ArchitectureError` for an
+                architecture with no pipelined version).
+            ModelFileError: for a missing or malformed `config.json` or safetensors header, naming the file.
+            HubError: where the Hub cannot give the model's files.
+        """
+        from .placement.sources import place_model
+
+        return place_model(vars(self), model, architecture, for_inference, fp32, revision, token)
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None

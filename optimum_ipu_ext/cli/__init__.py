@@ -93,6 +93,31 @@ def build_parser() -> argparse.ArgumentParser:
                       help="preview instance INDEX of `poprun --num-instances NUM_INSTANCES` (the job's replicas "
                       "are the config's replication factor)")
 
+    place = command(
+        "place", "Place a model on the config's IPUs as optimum-graphcore's parallelize() does: the blocks, layers and "
+        "parameters of each IPU, the memory they need, and whether each IPU holds them.",
+        epilog="MODEL is a Hub model id or a folder with its config.json; only the headers of its safetensors "
+        "checkpoint are read. Exit codes: 0 placed, 1 a config that cannot be placed for this model (with --check: "
+        "or an IPU over its memory), 2 usage error.",
+    )
+    place.add_argument("source", metavar="CONFIG", help=SOURCE_HELP)
+    place.add_argument("--model", required=True, metavar="MODEL", help="a Hub model id, or a folder holding config.json")
+    place.add_argument("--architecture", metavar="NAME",
+                       help="the class to place, e.g. BertForQuestionAnswering (default: the one config.json names)")
+    place.add_argument("--inference", action="store_true",
+                       help="place the inference build (inference settings and parallelize kwargs, weights only)")
+    place.add_argument("--fp32", action="store_true", help="weights in fp32, as IPUTrainer with fp32=True")
+    place.add_argument("--json", action="store_true", help="print the placement as JSON")
+    place.add_argument("--check", action="store_true", help="exit 1 if an IPU's on-chip bytes exceed its memory")
+    place.add_argument("--balance", action="store_true",
+                       help="propose the layers_per_ipu that makes the largest on-chip figure smallest")
+    place.add_argument("--write", metavar="OUT_DIR", help="with --balance: write the config with the proposed split "
+                       "to OUT_DIR/ipu_config.json")
+    place.add_argument("--force", action="store_true", help="with --write: overwrite an existing ipu_config.json")
+    place.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=SET_HELP)
+    place.add_argument("--revision", help="branch, tag or commit of CONFIG, for a Hub repository")
+    place.add_argument("--model-revision", metavar="REVISION", help="branch, tag or commit of MODEL, on the Hub")
+
     validate = command("validate", "Check configurations: one line per problem, exit 1 if any.",
                        epilog="A directory without ipu_config.json stands for the *.json files it holds.")
     validate.add_argument("sources", nargs="+", metavar="SOURCE", help=SOURCE_HELP)

@@ -5,23 +5,36 @@ commands that reach the Hub, when they do.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..documents import json_schema_string
-from ..errors import BuilderError, UnsupportedOptionsError
+from ..errors import BuilderError, PlacementError, UnsupportedOptionsError, as_json
 from ..option_file_import import import_located, option_file_sources, options_from_lines
+from ..placement.report import render, render_comparison
 from ..plain import PlainIPUConfig
 from ..popdist import PopDistLaunch
 from ..recorder import run_builder, sdk_modules
 from ..schema import parse_update_string
 from ..settings import SETTINGS
-from .output import PROG, Stream, recorded_warnings
+from .output import PROG, Stream, one_line, progress, recorded_warnings
 from .reports import differences_from_defaults, problems, render_diff, render_differences, render_summary, summary
 from .sources import (
-    CONFIG_NAME, CommandError, apply_updates, is_local, load, load_local, parsed_updates, presets, push, write_config,
+    CONFIG_NAME,
+    CommandError,
+    apply_updates,
+    get_token,
+    is_local,
+    load,
+    load_local,
+    parsed_updates,
+    presets,
+    push,
+    quiet_client,
+    write_config,
 )
 
 
@@ -38,6 +51,53 @@ def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     else:
         render_summary(data, str(config.options_plan(for_inference=args.inference, popdist=launch)), out)
     return 0
+
+
+def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    if args.write is not None and not args.balance:
+        args.parser.error("--write saves the balanced split: give --balance too")
+    target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
+    if target is not None and os.path.exists(target) and not args.force:
+        raise CommandError(f"{target}: exists; pass --force to overwrite it")
+    config = load(args.source, args.revision, args.set or ())
+    setting = "inference_layers_per_ipu" if args.inference else "layers_per_ipu"
+    try:
+        current = _placement(args, config, err)
+    except PlacementError as error:
+        if not (args.balance and error.setting == setting):
+            raise CommandError(f"{args.source}: {one_line(error)}") from error
+        # a split of the wrong size is balanced from an even one over the same IPUs
+        ipus = getattr(config, setting.replace("layers_per_ipu", "ipus_per_replica"))
+        err.write(f"{PROG}: note: {args.source}: {one_line(error)} Balancing from {as_json([-1] * ipus)}.")
+        setattr(config, setting, [-1] * ipus)
+        current = None
+    try:
+        balanced = (current or _placement(args, config, err)).balanced() if args.balance else current
+    except PlacementError as error:
+        raise CommandError(f"{args.source}: {one_line(error)}") from error
+    if args.json:
+        out.write(balanced.to_json_string().rstrip("\n"))
+    elif current is None:
+        out.write(render(balanced, out.style))
+    else:
+        out.write(render(current, out.style))
+        if args.balance:
+            out.write()
+            out.write(render_comparison(current, balanced, out.style))
+    if target is not None:
+        setattr(config, setting, list(balanced.layers_per_ipu))
+        err.write(f"Wrote {write_config(config, args.write, args.force)} with {setting} {list(balanced.layers_per_ipu)}")
+    return 1 if args.check and not balanced.fits else 0
+
+
+def _placement(args: argparse.Namespace, config, err: Stream):
+    """The placement of `--model` on `config`, a Hub model read behind a spinner."""
+    hub = not is_local(args.model)
+    if hub:
+        quiet_client()
+    with progress(err, f"Reading {args.model}") if hub else contextlib.nullcontext():
+        return config.placement(args.model, architecture=args.architecture, for_inference=args.inference,
+                                fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None)
 
 
 def expand(sources: Sequence[str]) -> List[str]:

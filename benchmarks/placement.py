@@ -1,0 +1,107 @@
+"""Start-to-exit time of `ipu-config place` on a local bert-base-sized model (config.json and a safetensors
+checkpoint), against the peer's way to the same answer: building the model with transformers and calling
+optimum-graphcore 0.7.1's own `to_pipelined()` and `parallelize()` (poptorch stood in by the test doubles, as the
+reference placements of the tests run it) on the IPU-host stack.
+
+`ipu-config place` reads the checkpoint's header only and imports neither torch nor transformers. Both sides read
+the same config.json and the bundled preset (the peer without the settings optimum-graphcore does not know). They
+run in fresh interpreters, in alternation, with byte-code caches written on a first run as an installed package has
+them. Prints the medians, the goal and the ratio ours/peer.
+
+    python benchmarks/placement.py [--runs 5] [--peer-python .venv/host/bin/python]
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+PRESET = ROOT / "configs" / "pipelined-2ipu.json"
+SCRIPT = Path(sys.executable).with_name("ipu-config")
+GOAL_SECONDS = 0.3
+
+# byte-code caches are written on the warm-up run, as an installed package has them
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+from cli import medians  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
+
+# The peer: optimum-graphcore's package stood in as the IPU-host tests stand it in (its real modules, the poptorch
+# doubles), then the model transformers builds, pipelined and parallelized.
+PEER = """
+import importlib, os, sys, types
+sys.path.insert(0, sys.argv[1])
+from doubles import installed, load_upstream_ipu_configuration
+upstream = load_upstream_ipu_configuration()
+package = types.ModuleType("optimum.graphcore")
+package.__path__ = [os.path.dirname(upstream.__file__)]
+package.IPUConfig, package.ipu_configuration = upstream.IPUConfig, upstream
+sys.modules["optimum.graphcore"], sys.modules["optimum.graphcore.ipu_configuration"] = package, upstream
+with installed():
+    modeling_utils = importlib.import_module("optimum.graphcore.modeling_utils")
+    importlib.import_module("optimum.graphcore.models.bert")
+    import transformers
+    config = transformers.AutoConfig.from_pretrained(sys.argv[2])
+    model = getattr(transformers, config.architectures[0])(config)
+    pipelined = modeling_utils.to_pipelined(model, upstream.IPUConfig.from_pretrained(sys.argv[3]))
+    pipelined.parallelize()
+"""
+
+
+def bert_base(folder: str) -> str:
+    sys.path.insert(0, str(TESTS))
+    from placement_fixtures import bert_base as write
+
+    return write(folder)
+
+
+def peer_config(folder: str) -> str:
+    """The preset without the settings this package adds, which optimum-graphcore rejects."""
+    from optimum_ipu_ext.settings import EXTENSION_SETTINGS
+
+    settings = {key: value for key, value in json.loads(PRESET.read_text()).items() if key not in EXTENSION_SETTINGS}
+    path = os.path.join(folder, "peer_ipu_config.json")
+    with open(path, "w", encoding="utf-8") as writer:
+        json.dump(settings, writer)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="runs of each command (after one warm-up run)")
+    parser.add_argument("--peer-python", default=str(ROOT / ".venv" / "host" / "bin" / "python"),
+                        help="the Python of the IPU-host stack, which has optimum-graphcore 0.7.1's models")
+    args = parser.parse_args()
+    if not SCRIPT.exists():
+        raise SystemExit(f"{SCRIPT} not found: install the package in this environment (pip install -e .)")
+    if not Path(args.peer_python).exists():
+        raise SystemExit(f"{args.peer_python} not found: build the IPU-host stack (make .venv/host/bin/python)")
+    with tempfile.TemporaryDirectory() as folder:
+        found = measure(args, folder)
+    print(f"Whole process, median of {args.runs} runs, Python {sys.version.split()[0]}")
+    for name, median in found.items():
+        verdict = f"  goal <= {GOAL_SECONDS:.2f} s {'met' if median <= GOAL_SECONDS else 'NOT met'}" \
+            if name.startswith("ipu-config") else ""
+        print(f"  {name:52} {median:6.3f} s{verdict}")
+    peer = found["build + parallelize(), bert-base (peer)"]
+    for name in (name for name in found if name.startswith("ipu-config")):
+        print(f"  {'ratio ' + name + ' / peer':52} {found[name] / peer:6.3f}")
+
+
+def measure(args: argparse.Namespace, folder: str) -> Dict[str, float]:
+    """The median seconds of each command, run in alternation."""
+    model = bert_base(os.path.join(folder, "bert-base"))
+    commands: Dict[str, List[str]] = {
+        "ipu-config place, bert-base": [str(SCRIPT), "place", str(PRESET), "--model", model],
+        "ipu-config place --balance, bert-base": [str(SCRIPT), "place", str(PRESET), "--model", model, "--balance"],
+        "build + parallelize(), bert-base (peer)": [args.peer_python, "-c", PEER, str(TESTS), model,
+                                                    peer_config(folder)],
+    }
+    return medians(commands, args.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,537 @@
+"""Where optimum-graphcore 0.7.1's `parallelize()` puts each part of a model: one row per class it registers a
+pipelined version of (45), built from the templates of a few families, in the vocabulary of rules.py.
+
+Read off `optimum/graphcore/models/*/modeling_*.py` (the `poptorch.BeginBlock` calls and `get_layer_ipu` lists of
+each `parallelize()`) and the forward passes of transformers 4.29.2, which order the modules outside every block.
+A test runs upstream's own `parallelize()` on a tiny model of every row and compares.
+"""
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from .rules import LAST, Architecture, Block, FirstSplitIPU, LayerIPU, Layers, ModelConfig, Run, Step, WhenConfig
+
+
+def _linear(name: str, outputs: int, inputs: int, bias: bool = True) -> Dict[str, Tuple[int, ...]]:
+    """The parameters of `nn.Linear(inputs, outputs)` named `name`."""
+    return {f"{name}.weight": (outputs, inputs), **({f"{name}.bias": (outputs,)} if bias else {})}
+
+
+def _norm(name: str, size: int) -> Dict[str, Tuple[int, ...]]:
+    return {f"{name}.weight": (size,), f"{name}.bias": (size,)}
+
+
+def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
+    """A head of one linear layer (`outputs(config)` by the config's `width` field) in a block of its own on the last
+    IPU: (its steps, its formula)."""
+    return (Block(block, path, LAST),), {path: lambda c: _linear(path, outputs(c), getattr(c, width))}
+
+
+def _labels(c: ModelConfig) -> int:
+    return c.num_labels
+
+
+def _under(prefix: str, path: str) -> str:
+    return f"{prefix}.{path}" if prefix else path
+
+
+# --- BERT-like encoders: BERT, GroupBERT, RoBERTa, MPNet ------------------------------------------------------------
+
+ENCODER_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "tie_word_embeddings": True}
+ROBERTA_DEFAULTS = {**ENCODER_DEFAULTS, "vocab_size": 50265}
+MPNET_DEFAULTS = {**ENCODER_DEFAULTS, "vocab_size": 30527}
+
+
+def _pooler(base: str):
+    return lambda c: _linear(_under(base, "pooler.dense"), c.hidden_size, c.hidden_size)
+
+
+def _prediction_head(head: str, word_embeddings: str, transform: str = "transform.dense",
+                     norm: str = "transform.LayerNorm", bias: str = "bias", decoder: str = "decoder"):
+    """An MLM head: a dense layer and a norm, then a decoder tied to the word embeddings, with a bias of its own."""
+
+    def shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
+        found = {**_linear(f"{head}.{transform}", c.hidden_size, c.hidden_size), **_norm(f"{head}.{norm}", c.hidden_size),
+                 f"{head}.{bias}": (c.vocab_size,)}
+        if not c.tie_word_embeddings:
+            found[f"{head}.{decoder}.weight"] = (c.vocab_size, c.hidden_size)
+        return found
+
+    ties = {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"),
+            f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
+    return shapes, ties
+
+
+def _encoder(name: str, model_type: str, prefix: str, tail: Tuple[Step, ...], defaults: Mapping[str, Any],
+             heads: Mapping[str, Any] = {}, ties: Mapping[str, Any] = {}, base: Optional[str] = None,
+             after_embeddings: Tuple[Step, ...] = (), after_layers: Tuple[Step, ...] = (),
+             serializes_embedding: bool = True, **fields: Any) -> Architecture:
+    """A BERT-like row: an embedding block on IPU 0, the encoder layers as `get_layer_ipu` places them, then `tail`.
+    `base`: where the encoder sits (the prefix, or "" for the bare model)."""
+    base = prefix if base is None else base
+    steps = (
+        Block("Embedding", _under(base, "embeddings")),
+        *after_embeddings,
+        Layers("encoder", "Encoder{i}", _under(base, "encoder.layer.{i}"), "num_hidden_layers"),
+        *after_layers,
+        *tail,
+    )
+    word_embeddings = _under(base, "embeddings.word_embeddings.weight")
+    fields.setdefault("reads_embedding_factor", True)
+    return Architecture(name, (model_type,), prefix, steps, defaults, heads=heads, ties=ties,
+                        serialized_embedding=word_embeddings if serializes_embedding else None, **fields)
+
+
+def _encoder_family(family: str, model_type: str, prefix: str, defaults: Mapping[str, Any], *,
+                    pooled: Tuple[str, ...], after_layers: Tuple[Step, ...] = (),
+                    masked_lm: Optional[Tuple[str, str, Tuple[Step, ...], Any, Any]] = None,
+                    sequence_classifier: Any = None) -> Dict[str, Architecture]:
+    """The heads a BERT-like family has: `{architecture: row}`. `pooled`: the heads whose model keeps the pooler,
+    which runs after the last layer; `masked_lm`: (class suffix, head path, steps, shapes, ties)."""
+    def row(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Tuple[str, Architecture]:
+        name = f"{family}{suffix}"
+        if suffix in pooled:
+            tail = (Run(f"{prefix}.pooler"), *tail)
+            heads = {**heads, f"{prefix}.pooler": _pooler(prefix)}
+        return name, _encoder(name, model_type, prefix, tail, defaults, heads=heads, after_layers=after_layers,
+                              **fields)
+
+    classifier, labels = _head("Classifier Output", "classifier", _labels, "hidden_size")
+    rows = dict([
+        row("ForSequenceClassification", classifier, sequence_classifier or labels),
+        row("ForMultipleChoice", *_head("Classifier Output", "classifier", lambda c: 1, "hidden_size")),
+        row("ForTokenClassification", classifier, labels),
+        row("ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
+    ])
+    if masked_lm is not None:
+        suffix, head, steps, shapes, ties = masked_lm
+        rows.update([row(suffix, steps, {head: shapes}, ties=ties, serializes_embedding=False)])
+    return rows
+
+
+_BERT_MLM_SHAPES, _BERT_MLM_TIES = _prediction_head("cls.predictions", "bert.embeddings.word_embeddings.weight")
+
+
+def _bert_pretraining_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
+    return {**_BERT_MLM_SHAPES(c), **_linear("cls.seq_relationship", 2, c.hidden_size)}
+
+
+def _bert_like(family: str, model_type: str, after_layers: Tuple[Step, ...] = (),
+               pooled: Tuple[str, ...] = ("ForSequenceClassification", "ForMultipleChoice")) -> Dict[str, Architecture]:
+    """BERT and GroupBERT (whose encoder ends with a norm, and whose every head keeps the pooler)."""
+    classifier = Block("Classifier", "cls")
+    rows = _encoder_family(family, model_type, "bert", ENCODER_DEFAULTS, pooled=pooled, after_layers=after_layers,
+                           masked_lm=("ForMaskedLM", "cls", (classifier,), _BERT_MLM_SHAPES, _BERT_MLM_TIES))
+    rows[f"{family}ForPreTraining"] = _encoder(
+        f"{family}ForPreTraining", model_type, "bert", (Block("Pooler", "bert.pooler"), classifier), ENCODER_DEFAULTS,
+        heads={"bert.pooler": _pooler("bert"), "cls": _bert_pretraining_shapes}, ties=_BERT_MLM_TIES,
+        after_layers=after_layers, serializes_embedding=False,
+    )
+    return rows
+
+
+BERT = {
+    **_bert_like("Bert", "bert"),
+    "BertModel": _encoder("BertModel", "bert", "bert", (Block("Pooler", "pooler"),), ENCODER_DEFAULTS,
+                          heads={"pooler": _pooler("")}, base=""),
+}
+
+GROUPBERT = _bert_like(
+    "GroupBert", "groupbert", after_layers=(Run("bert.encoder.LayerNorm"),),
+    pooled=("ForSequenceClassification", "ForMultipleChoice", "ForTokenClassification", "ForQuestionAnswering",
+            "ForMaskedLM"),
+)
+
+_ROBERTA_MLM_SHAPES, _ROBERTA_MLM_TIES = _prediction_head(
+    "lm_head", "roberta.embeddings.word_embeddings.weight", transform="dense", norm="layer_norm")
+
+ROBERTA = _encoder_family(
+    "Roberta", "roberta", "roberta", ROBERTA_DEFAULTS, pooled=("ForMultipleChoice",),
+    masked_lm=("ForMaskedLM", "lm_head", (Block("LM Head", "lm_head"),), _ROBERTA_MLM_SHAPES, _ROBERTA_MLM_TIES),
+    sequence_classifier={"classifier": lambda c: {**_linear("classifier.dense", c.hidden_size, c.hidden_size),
+                                                  **_linear("classifier.out_proj", c.num_labels, c.hidden_size)}},
+)
+
+_MPNET_MLM_SHAPES, _MPNET_MLM_TIES = _prediction_head(
+    "lm_head", "mpnet.embeddings.word_embeddings.weight", transform="dense", norm="layer_norm")
+
+
+def _unserialized(settings: Mapping[str, Any]) -> bool:
+    return (settings["embedding_serialization_factor"] or 1) <= 1
+
+
+MPNET = {
+    "MPNetModel": _encoder(
+        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, heads={"pooler": _pooler("")},
+        base="", after_embeddings=(Run("encoder.relative_attention_bias"),), serializes_embedding=False,
+        reads_embedding_factor=False),
+    # its __init__ builds a new encoder after the head is tied: the decoder keeps a copy of the word embeddings,
+    # tied again only where `parallelize()` serializes it
+    "MPNetForMaskedLM": _encoder(
+        "MPNetForMaskedLM", "mpnet", "mpnet", (Block("Classifier", "lm_head"),), MPNET_DEFAULTS,
+        heads={"lm_head": _MPNET_MLM_SHAPES}, ties=_MPNET_MLM_TIES,
+        after_embeddings=(Run("mpnet.encoder.relative_attention_bias"),), serializes_embedding=False,
+        copies={"lm_head.decoder.weight": ("mpnet.embeddings.word_embeddings.weight", _unserialized)}),
+}
+
+# --- DistilBERT and DeBERTa -------------------------------------------------------------------------------------
+
+DISTILBERT_DEFAULTS = {"vocab_size": 30522, "dim": 768, "n_layers": 6, "sinusoidal_pos_embds": False,
+                       "tie_word_embeddings": True}
+
+
+def _distilbert(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Architecture:
+    name = f"DistilBert{suffix}"
+    steps = (Block("Embedding", "distilbert.embeddings"),
+             Layers("encoder", "Encoder{i}", "distilbert.transformer.layer.{i}", "n_layers"), *tail)
+    fields.setdefault("serialized_embedding", "distilbert.embeddings.word_embeddings.weight")
+    return Architecture(name, ("distilbert",), "distilbert", steps, DISTILBERT_DEFAULTS, heads=heads,
+                        reads_embedding_factor=True,
+                        frozen={"distilbert.embeddings.position_embeddings": ("sinusoidal_pos_embds", True)}, **fields)
+
+
+def _distilbert_mlm_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
+    found = {**_linear("vocab_transform", c.dim, c.dim), **_norm("vocab_layer_norm", c.dim),
+             "vocab_projector.bias": (c.vocab_size,)}
+    if not c.tie_word_embeddings:
+        found["vocab_projector.weight"] = (c.vocab_size, c.dim)
+    return found
+
+
+def _distilbert_classifier(outputs):
+    return {"pre_classifier": lambda c: _linear("pre_classifier", c.dim, c.dim),
+            "classifier": lambda c: _linear("classifier", outputs(c), c.dim)}
+
+
+DISTILBERT_CLASSIFIER = (Block("Classifier", "pre_classifier", LAST), Block("Classifier", "classifier", LAST))
+
+DISTILBERT = {
+    "DistilBertForMaskedLM": _distilbert(
+        "ForMaskedLM", (Block("LM Head", "vocab_transform"), Block("LM Head", "vocab_layer_norm"),
+                        Block("LM Head", "vocab_projector")),
+        {"vocab_transform": _distilbert_mlm_shapes},
+        ties={"vocab_projector.weight": ("distilbert.embeddings.word_embeddings.weight", "tie_word_embeddings")},
+        serialized_embedding=None),
+    "DistilBertForSequenceClassification": _distilbert(
+        "ForSequenceClassification", DISTILBERT_CLASSIFIER, _distilbert_classifier(lambda c: c.num_labels)),
+    "DistilBertForMultipleChoice": _distilbert(
+        "ForMultipleChoice", DISTILBERT_CLASSIFIER, _distilbert_classifier(lambda c: 1)),
+    "DistilBertForTokenClassification": _distilbert(
+        "ForTokenClassification", *_head("Classifier", "classifier", _labels, "dim")),
+    "DistilBertForQuestionAnswering": _distilbert(
+        "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "dim")),
+}
+
+DEBERTA_DEFAULTS = {**ROBERTA_DEFAULTS, "relative_attention": False, "pooler_hidden_size": lambda c: c.hidden_size}
+_DEBERTA_MLM_SHAPES, _DEBERTA_MLM_TIES = _prediction_head("cls.predictions", "deberta.embeddings.word_embeddings.weight")
+
+
+def _deberta(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Architecture:
+    """DeBERTa: the encoder and its relative embeddings are unnamed blocks on IPU 0; `parallelize()` reads the
+    relative embeddings' weight in the encoder, before the first layer."""
+    name = f"Deberta{suffix}"
+    steps = (
+        Block("Embedding", "deberta.embeddings"),
+        Block(None, "deberta.encoder"),
+        Block(None, "deberta.encoder.rel_embeddings", called=False, when=("relative_attention", True)),
+        Layers("encoder", "Encoder{i}", "deberta.encoder.layer.{i}", "num_hidden_layers"),
+        *tail,
+    )
+    fields.setdefault("serialized_embedding", "deberta.embeddings.word_embeddings.weight")
+    return Architecture(name, ("deberta",), "deberta", steps, DEBERTA_DEFAULTS, heads=heads,
+                        reads_embedding_factor=True, **fields)
+
+
+DEBERTA = {
+    "DebertaForMaskedLM": _deberta(
+        "ForMaskedLM", (Run("cls.predictions.transform"), Block("Projection", "cls.predictions.decoder")),
+        {"cls": _DEBERTA_MLM_SHAPES}, ties=_DEBERTA_MLM_TIES, serialized_embedding=None),
+    "DebertaForSequenceClassification": _deberta(
+        "ForSequenceClassification", (Run("pooler"), Block("Classifier Output", "classifier", LAST)),
+        {"pooler": lambda c: _linear("pooler.dense", c.pooler_hidden_size, c.pooler_hidden_size),
+         "classifier": lambda c: _linear("classifier", c.num_labels, c.pooler_hidden_size)}),
+    "DebertaForTokenClassification": _deberta(
+        "ForTokenClassification", *_head("Classifier Output", "classifier", _labels, "hidden_size")),
+    "DebertaForQuestionAnswering": _deberta(
+        "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
+}
+
+# --- GPT-2 ---------------------------------------------------------------------------------------------------------
+
+GPT2_DEFAULTS = {"vocab_size": 50257, "n_embd": 768, "n_layer": 12, "tie_word_embeddings": True}
+
+
+def _gpt2(suffix: str, head: Block, shapes: Any, **fields: Any) -> Architecture:
+    """GPT-2: token and position embeddings on IPU 0, the layers, the final norm after the last layer; with
+    `embedding_serialization_factor` > 1 the vocabulary is padded to a multiple of it."""
+    steps = (
+        Block("Token embedding", "transformer.wte"),
+        Block("Position embedding", "transformer.wpe"),
+        Layers("layers", "Layer{i}", "transformer.h.{i}", "n_layer"),
+        Run("transformer.ln_f"),
+        head,
+    )
+    return Architecture(f"GPT2{suffix}", ("gpt2",), "transformer", steps, GPT2_DEFAULTS, heads={head.path: shapes},
+                        padded_embedding="transformer.wte.weight", reads_embedding_factor=True, **fields)
+
+
+GPT2 = {
+    "GPT2LMHeadModel": _gpt2(
+        "LMHeadModel", Block("LM head", "lm_head"),
+        lambda c: {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.n_embd, bias=False),
+        ties={"lm_head.weight": ("transformer.wte.weight", "tie_word_embeddings")}, kwargs=("for_generation",)),
+    "GPT2ForSequenceClassification": _gpt2(
+        "ForSequenceClassification", Block("Score", "score", LAST),
+        lambda c: _linear("score", c.num_labels, c.n_embd, bias=False)),
+    "GPT2ForTokenClassification": _gpt2(
+        "ForTokenClassification", Block("Classifier", "classifier", LAST),
+        lambda c: _linear("classifier", c.num_labels, c.n_embd)),
+}
+
+# --- encoder-decoders: BART, T5, MT5, Whisper ---------------------------------------------------------------------
+
+BART_DEFAULTS = {"vocab_size": 50265, "d_model": 1024, "encoder_layers": 12, "decoder_layers": 12,
+                 "tie_word_embeddings": True}
+GENERATION_KWARGS = ("for_generation", "use_cache", "*")
+
+
+def _bart(name: str, head: Block, shapes: Any, ties: Mapping[str, Any], **fields: Any) -> Architecture:
+    """BART: one embedding shared by the encoder and the decoder, computed once on IPU 0; each stack's positions
+    and embedding norm are blocks named "Embedding" on IPU 0 too."""
+    steps = (
+        Block("Embedding", "model.shared"),
+        Block("Embedding", "model.encoder.embed_positions", executor="encoder"),
+        Block("Embedding", "model.encoder.layernorm_embedding", executor="encoder"),
+        Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder"),
+        Block("Embedding", "model.decoder.embed_positions", executor="decoder"),
+        Block("Embedding", "model.decoder.layernorm_embedding", executor="decoder"),
+        Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder"),
+        head,
+    )
+    shared = {f"model.{stack}.embed_tokens.weight": ("model.shared.weight", None) for stack in ("encoder", "decoder")}
+    return Architecture(name, ("bart",), "model", steps, BART_DEFAULTS, heads={head.path: shapes},
+                        ties={**shared, **ties}, **fields)
+
+
+BART = {
+    "BartForConditionalGeneration": _bart(
+        "BartForConditionalGeneration", Block("LM Head Output", "lm_head", executor="decoder"),
+        lambda c: {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.d_model, bias=False),
+        {"lm_head.weight": ("model.shared.weight", "tie_word_embeddings")},
+        kwargs=GENERATION_KWARGS, generation=("encoder", "decoder"), reads_embedding_factor=True),
+    "BartForSequenceClassification": _bart(
+        "BartForSequenceClassification",
+        Block("Classification Head Output", "classification_head", LayerIPU("decoder", -1)),
+        lambda c: {**_linear("classification_head.dense", c.d_model, c.d_model),
+                   **_linear("classification_head.out_proj", c.num_labels, c.d_model)}, {}),
+}
+
+T5_DEFAULTS = {"vocab_size": 32128, "d_model": 512, "num_layers": 6, "num_decoder_layers": lambda c: c.num_layers,
+               "tie_word_embeddings": True}
+MT5_DEFAULTS = {**T5_DEFAULTS, "vocab_size": 250112, "num_layers": 8, "tie_word_embeddings": False}
+T5_ENCODER = (
+    Block("Embedding", "shared"),
+    Layers("encoder", "Encoder{i}", "encoder.block.{i}", "num_layers", executor="encoder"),
+    Block("Encoder Stack Final LayerNorm", "encoder.final_layer_norm", LayerIPU("encoder", -1), executor="encoder"),
+)
+T5_DECODER = (
+    Layers("decoder", "Decoder{i}", "decoder.block.{i}", "num_decoder_layers", executor="decoder"),
+    Block("Decoder Stack Final LayerNorm", "decoder.final_layer_norm", LayerIPU("decoder", -1), executor="decoder"),
+)
+T5_TIES = {f"{stack}.embed_tokens.weight": ("shared.weight", None) for stack in ("encoder", "decoder")}
+
+
+def _t5_lm_head(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
+    return {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.d_model, bias=False)
+
+
+T5 = {
+    "T5ForConditionalGeneration": Architecture(
+        "T5ForConditionalGeneration", ("t5",), "transformer",
+        (*T5_ENCODER, *T5_DECODER, Block("LM Head Output", "lm_head", executor="decoder")), T5_DEFAULTS,
+        heads={"lm_head": _t5_lm_head}, ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
+        kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder"),
+        reads_embedding_factor=True),
+    "T5EncoderModel": Architecture(
+        "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS,
+        ties={"encoder.embed_tokens.weight": ("shared.weight", None)}),
+    # the LM head goes with the embedding it is tied to, else to the last IPU
+    "MT5ForConditionalGeneration": Architecture(
+        "MT5ForConditionalGeneration", ("mt5",), "transformer",
+        (*T5_ENCODER, *T5_DECODER,
+         Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder")),
+        MT5_DEFAULTS, heads={"lm_head": _t5_lm_head},
+        ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
+        kwargs=("for_generation",), generation=("encoder", "decoder"),
+        unmodelled=("serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu")),
+}
+
+WHISPER_DEFAULTS = {"vocab_size": 51865, "d_model": 256, "encoder_layers": 4, "decoder_layers": 4,
+                    "tie_word_embeddings": True}
+# the decoder's embedding and the output projection tied to it go where the decoder starts, or where
+# `serialized_projection_splits_per_ipu` puts the projection
+WHISPER_PROJECTION_IPU = FirstSplitIPU("serialized_projection_splits_per_ipu", LayerIPU("decoder", 0))
+
+WHISPER = {
+    "WhisperForConditionalGeneration": Architecture(
+        "WhisperForConditionalGeneration", ("whisper",), "model",
+        (
+            Block("Conv1", "model.encoder.conv1", executor="encoder"),
+            Block("Conv2", "model.encoder.conv2", executor="encoder"),
+            Block("Embed Positions", "model.encoder.embed_positions", called=False, executor="encoder"),
+            Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder"),
+            Block("Encoder Layer Norm", "model.encoder.layer_norm", LayerIPU("encoder", -1), executor="encoder"),
+            Block("Decoder Embedding", "model.decoder.embed_tokens", WHISPER_PROJECTION_IPU, executor="decoder"),
+            Run("model.decoder.embed_positions", executor="decoder"),
+            Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder"),
+            Block("Decoder Layer Norm", "model.decoder.layer_norm", LayerIPU("decoder", -1), executor="decoder"),
+            Block("Output Projection", "proj_out", WHISPER_PROJECTION_IPU, executor="decoder"),
+        ),
+        WHISPER_DEFAULTS,
+        heads={"proj_out": lambda c: {} if c.tie_word_embeddings else _linear("proj_out", c.vocab_size, c.d_model,
+                                                                               bias=False)},
+        ties={"proj_out.weight": ("model.decoder.embed_tokens.weight", "tie_word_embeddings")},
+        kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder")),
+}
+
+# --- vision: ViT, ConvNeXt -------------------------------------------------------------------------------------------
+
+# transformers 5 renamed ViT's layers; a checkpoint it saves is read with the names of 4.29.2
+VIT_RENAMES = (
+    (r"^vit\.layers\.(\d+)\.attention\.([qkv])_proj\.", lambda match: "vit.encoder.layer.{}.attention.attention.{}.".format(
+        match.group(1), {"q": "query", "k": "key", "v": "value"}[match.group(2)])),
+    (r"^vit\.layers\.(\d+)\.attention\.o_proj\.", r"vit.encoder.layer.\1.attention.output.dense."),
+    (r"^vit\.layers\.(\d+)\.mlp\.fc1\.", r"vit.encoder.layer.\1.intermediate.dense."),
+    (r"^vit\.layers\.(\d+)\.mlp\.fc2\.", r"vit.encoder.layer.\1.output.dense."),
+    (r"^vit\.layers\.(\d+)\.", r"vit.encoder.layer.\1."),
+)
+
+VISION = {
+    "ViTForImageClassification": Architecture(
+        "ViTForImageClassification", ("vit",), "vit",
+        (Block("Embedding", "vit.embeddings"),
+         Layers("encoder", "Encoder{i}", "vit.encoder.layer.{i}", "num_hidden_layers"),
+         Block("LayerNorm", "vit.layernorm", LAST), Block("Classifier", "classifier", LAST)),
+        {"hidden_size": 768, "num_hidden_layers": 12},
+        heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_size) if c.num_labels else {}},
+        renames=VIT_RENAMES),
+    "ConvNextForImageClassification": Architecture(
+        "ConvNextForImageClassification", ("convnext",), "convnext",
+        (Block("Embedding", "convnext.embeddings"),
+         Layers("encoder", "Encoder_stage_{stage}_layer_{i}", "convnext.encoder.stages.{stage}.layers.{i}", "depths",
+                stage_prelude="convnext.encoder.stages.{stage}.downsampling_layer"),
+         Block("LayerNorm", "convnext.layernorm", LAST), Block("Classifier", "classifier", LAST)),
+        {"hidden_sizes": [96, 192, 384, 768], "depths": [3, 3, 9, 3]},
+        heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_sizes[-1]) if c.num_labels else {}}),
+}
+
+# --- speech: HuBERT, Wav2Vec2 --------------------------------------------------------------------------------------
+
+SPEECH_DEFAULTS = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "conv_dim": [512] * 7,
+                   "do_stable_layer_norm": False, "use_weighted_layer_sum": False, "classifier_proj_size": 256,
+                   "add_adapter": False, "output_hidden_size": lambda c: c.hidden_size,
+                   "num_codevectors_per_group": 320, "num_codevector_groups": 2, "codevector_dim": 256,
+                   "proj_codevector_dim": 256}
+
+# transformers 5 keeps a weight-normed convolution's two parameters under `parametrizations`
+WEIGHT_NORM_RENAMES = (
+    (r"\.parametrizations\.weight\.original0$", ".weight_g"),
+    (r"\.parametrizations\.weight\.original1$", ".weight_v"),
+)
+
+
+def _speech_encoder(prefix: str, pipelined: bool) -> Tuple[Step, ...]:
+    """The feature extractor's convolutions, the projection, the positional convolution and the layers. In CTC and
+    pre-training models (`pipelined`) the convolutions and the positional convolution are layers of the list too."""
+    encoder = f"{prefix}.encoder"
+    if pipelined:
+        convolutions = Layers("convolutions", "Conv {i:<2}", f"{prefix}.feature_extractor.conv_layers.{{i}}",
+                              lambda c: len(c.conv_dim))
+        positions = Layers("positions", "Positional Embedding", f"{encoder}.pos_conv_embed", 1)
+        layers = Layers("encoder", "Encoder {i:<2}", f"{encoder}.layers.{{i}}", "num_hidden_layers")
+        start: Tuple[Step, ...] = (convolutions, Run(f"{prefix}.feature_projection"))
+    else:
+        positions = Run(f"{encoder}.pos_conv_embed")
+        layers = Layers("encoder", "Encoder{i}", f"{encoder}.layers.{{i}}", "num_hidden_layers")
+        start = (Block(None, f"{prefix}.feature_extractor"), Block(None, f"{prefix}.feature_projection"))
+    return (
+        *start,
+        Run(f"{prefix}.masked_spec_embed"),
+        *(() if pipelined else (Block(None, encoder),)),
+        positions,
+        Run(f"{encoder}.layer_norm", when=("do_stable_layer_norm", False)),
+        layers,
+        Run(f"{encoder}.layer_norm", when=("do_stable_layer_norm", True)),
+    )
+
+
+def _ctc(family: str, prefix: str, model_type: str, extra: Tuple[Step, ...] = ()) -> Architecture:
+    """CTC: `parallelize()` freezes the feature extractor; with one IPU it places no block."""
+    head = Layers("head", "Project Hidden", "lm_head", 1)
+    return Architecture(
+        f"{family}ForCTC", (model_type,), prefix, (*_speech_encoder(prefix, True), *extra, head), SPEECH_DEFAULTS,
+        heads={"lm_head": lambda c: _linear("lm_head", c.vocab_size,
+                                            c.output_hidden_size if c.add_adapter else c.hidden_size)},
+        frozen={f"{prefix}.feature_extractor": None}, blocks_on_one_ipu=False, renames=WEIGHT_NORM_RENAMES)
+
+
+def _hubert_classifier_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
+    return {**_linear("projector", c.classifier_proj_size, c.hidden_size),
+            **_linear("classifier", c.num_labels, c.classifier_proj_size)}
+
+
+def _wav2vec2_pretraining_heads() -> Dict[str, Any]:
+    return {
+        "project_hid": lambda c: _linear("project_hid", c.proj_codevector_dim, c.hidden_size),
+        "quantizer": lambda c: {
+            "quantizer.codevectors": (1, c.num_codevector_groups * c.num_codevectors_per_group,
+                                      c.codevector_dim // c.num_codevector_groups),
+            **_linear("quantizer.weight_proj", c.num_codevector_groups * c.num_codevectors_per_group, c.conv_dim[-1]),
+        },
+        "project_q": lambda c: _linear("project_q", c.proj_codevector_dim, c.codevector_dim),
+    }
+
+
+SPEECH = {
+    "HubertForSequenceClassification": Architecture(
+        "HubertForSequenceClassification", ("hubert",), "hubert",
+        (*_speech_encoder("hubert", False), Run("layer_weights", when=("use_weighted_layer_sum", True)),
+         Block(None, "projector", LAST), Block(None, "classifier", LAST)),
+        SPEECH_DEFAULTS,
+        heads={"projector": _hubert_classifier_shapes,
+               "layer_weights": lambda c: {"layer_weights": (c.num_hidden_layers + 1,)} if c.use_weighted_layer_sum else {}},
+        renames=WEIGHT_NORM_RENAMES),
+    "HubertForCTC": _ctc("Hubert", "hubert", "hubert"),
+    "Wav2Vec2ForCTC": _ctc("Wav2Vec2", "wav2vec2", "wav2vec2", (Run("wav2vec2.adapter"),)),
+    "Wav2Vec2ForPreTraining": Architecture(
+        "Wav2Vec2ForPreTraining", ("wav2vec2",), "wav2vec2",
+        (*_speech_encoder("wav2vec2", True), Run("wav2vec2.adapter"),
+         Layers("project_hid", "Project Hidden", "project_hid", 1), Layers("quantizer", "Quantizer", "quantizer", 1),
+         Layers("project_q", "Project Quantizer", "project_q", 1)),
+        SPEECH_DEFAULTS, heads=_wav2vec2_pretraining_heads(), renames=WEIGHT_NORM_RENAMES),
+}
+
+# --- LXMERT: its blocks on IPUs 0 to 3, whatever layers_per_ipu says -------------------------------------------------
+
+LXMERT = {
+    "LxmertForQuestionAnswering": Architecture(
+        "LxmertForQuestionAnswering", ("lxmert",), "lxmert",
+        (Block("Embedding", "lxmert.embeddings"), Block("Image embedding", "lxmert.encoder.visn_fc"),
+         Layers("language", "Language layer{i}", "lxmert.encoder.layer.{i}", "l_layers", ipu=1),
+         Layers("visual", "Visual layer{i}", "lxmert.encoder.r_layers.{i}", "r_layers", ipu=2),
+         Layers("cross", "Cross modality layer{i}", "lxmert.encoder.x_layers.{i}", "x_layers", ipu=3),
+         Block("Pooler", "lxmert.pooler", 3), Block("Head", "answer_head", 3)),
+        {"hidden_size": 768, "l_layers": 9, "x_layers": 5, "r_layers": 5, "num_qa_labels": 9500},
+        heads={"lxmert.pooler": _pooler("lxmert"),
+               "answer_head": lambda c: {**_linear("answer_head.logit_fc.0", 2 * c.hidden_size, c.hidden_size),
+                                         **_norm("answer_head.logit_fc.2", 2 * c.hidden_size),
+                                         **_linear("answer_head.logit_fc.3", c.num_qa_labels, 2 * c.hidden_size)}}),
+}
+
+ARCHITECTURES: Dict[str, Architecture] = dict(sorted({
+    **BERT, **GROUPBERT, **ROBERTA, **MPNET, **DISTILBERT, **DEBERTA, **GPT2, **BART, **T5, **WHISPER, **VISION,
+    **SPEECH, **LXMERT,
+}.items()))
+
+# Tensors checkpoints hold that are buffers, not parameters: position and token type ids, GPT-2's attention masks,
+# BART's logits bias.
+BUFFER_PATTERN = r"(^|\.)(position_ids|token_type_ids|final_logits_bias)$|(^|\.)attn\.(bias|masked_bias)$"

@@ -1,0 +1,318 @@
+"""Where each block, layer and parameter of a model goes, from its architecture's row, its config and the IPU
+config's settings: optimum-graphcore 0.7.1's `parallelize()` worked out without running it.
+
+`lay_out()` needs no parameter: it expands `layers_per_ipu` as upstream does (refusing what upstream refuses, before
+any weight is read), places every block and layer, and lists, per executor, where each module path runs. `assign()`
+then puts each parameter on the IPU of the step that first uses it.
+"""
+
+import itertools
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+from ..errors import PlacementError, as_json
+from .rules import Architecture, Block, FirstSplitIPU, LastIPU, LayerIPU, Layers, ModelConfig, Run, WhenConfig
+
+
+def expand_layers_per_ipu(model: str, layers_per_ipu: Sequence[int], ipus: int, layers: int, setting: str) -> List[int]:
+    """The layers on each IPU, `-1` wildcards spread as optimum-graphcore's `_expand_layers_per_ipu_wildcard`
+    spreads them (the remainder to the last wildcard IPU); one IPU takes every layer, whatever `layers_per_ipu`.
+
+    Raises:
+        PlacementError: where upstream refuses the setting, and where its wildcards would get fewer than no layers.
+    """
+    if ipus == 1:
+        return [layers]
+    expanded = list(layers_per_ipu)
+    if expanded in ([-1], [-1] * ipus):
+        expanded = [layers // ipus] * ipus
+        expanded[-1] += layers % ipus
+        return expanded
+    ipus_setting = setting.replace("layers_per_ipu", "ipus_per_replica")
+    if len(expanded) != ipus:
+        raise PlacementError(model, f"{as_json(list(layers_per_ipu))} has {len(expanded)} entries, and `{ipus_setting}` "
+                             f"is {ipus}", setting)
+    wildcards = [index for index, count in enumerate(expanded) if count == -1]
+    given = sum(count for count in expanded if count != -1)
+    if not wildcards:
+        if given != layers:
+            raise PlacementError(model, f"{as_json(expanded)} places {given} layers and the model has {layers}", setting)
+        return expanded
+    if given > layers:
+        raise PlacementError(model, f"{as_json(expanded)} places {given} layers besides its wildcards, and the model "
+                             f"has {layers}", setting)
+    quotient, remainder = divmod(layers - given, len(wildcards))
+    for index in wildcards:
+        expanded[index] = quotient
+    expanded[wildcards[-1]] += remainder
+    return expanded
+
+
+def encoder_decoder_cut(model: str, expanded: Sequence[int], encoder_layers: int, setting: str) -> int:
+    """The number of IPUs the encoder takes when `split_encoder_decoder_ipu_config` splits the pipeline for a
+    generation build: the largest power of two after which exactly the encoder's layers are placed.
+
+    Raises:
+        PlacementError: where no such cut exists, as upstream refuses it.
+    """
+    if len(expanded) < 2:
+        raise PlacementError(model, "a generation build runs the encoder and the decoder on IPUs of their own, so "
+                             "it needs at least 2 IPUs", setting.replace("layers_per_ipu", "ipus_per_replica"))
+    cuts = [ipu + 1 for ipu, placed in enumerate(itertools.accumulate(expanded)) if placed == encoder_layers]
+    powers = [cut for cut in cuts if cut & (cut - 1) == 0]
+    if not powers:
+        raise PlacementError(
+            model, f"{as_json(list(expanded))} does not end the encoder's {encoder_layers} layers on IPU 1, 2, 4, 8, "
+            "... : a generation build runs the encoder on its own IPUs, a power of two of them, and the decoder on the "
+            "others",
+            setting)
+    return max(powers)
+
+
+class Executor(NamedTuple):
+    """One poptorch executor: the whole model, or in a generation build the encoder or the decoder, on
+    `ipus` IPUs numbered from `first_ipu` in the pipeline."""
+
+    name: str
+    first_ipu: int
+    ipus: int
+
+
+class Claim(NamedTuple):
+    """A module path whose parameters, where no longer path holds them, are used at `order` on `ipu` (of the
+    pipeline) by `executor`. `origin` says why that IPU: `("ipu", n)`, a block placed on it whatever the layers do,
+    or `("layer", n)`, the IPU of layer `n` of the layer list (its block, or the last one that began before)."""
+
+    order: int
+    ipu: int
+    executor: str
+    origin: Tuple[str, int]
+
+
+class Layout(NamedTuple):
+    """The placement of a model, before its parameters are known."""
+
+    ipus: int
+    layers_per_ipu: List[int]
+    layer_ipus: List[int]
+    blocks: List[List[Optional[str]]]
+    claims: Dict[str, Dict[str, Claim]]
+    executors: Tuple[Executor, ...]
+
+
+def _steps(architecture: Architecture, config: ModelConfig):
+    """The row's steps under this config, each layer a `Block` of its own: `(step, layer group, index in group)`."""
+    for step in architecture.steps:
+        if isinstance(step, Layers):
+            count = step.count(config) if callable(step.count) else (
+                getattr(config, step.count) if isinstance(step.count, str) else step.count)
+            stages = list(enumerate(count)) if isinstance(count, list) else [(None, count)]
+            index = 0
+            for stage, layers in stages:
+                if step.stage_prelude is not None:
+                    yield Run(step.stage_prelude.format(stage=stage), executor=step.executor), None, None
+                for layer in range(layers):
+                    block = Block(step.name.format(i=layer, stage=stage), step.path.format(i=layer, stage=stage),
+                                  step.ipu, executor=step.executor)
+                    yield block, step.group, index
+                    index += 1
+        elif config.holds(step.when):
+            yield step, None, None
+
+
+def layer_counts(architecture: Architecture, config: ModelConfig) -> Dict[str, int]:
+    """`{layer group: layers}`, in the order of the layer list."""
+    counts: Dict[str, int] = {}
+    for _, group, _ in _steps(architecture, config):
+        if group is not None:
+            counts[group] = counts.get(group, 0) + 1
+    return counts
+
+
+def layer_paths(architecture: Architecture, config: ModelConfig) -> List[str]:
+    """The module path of each layer of the layer list."""
+    return [step.path for step, group, _ in _steps(architecture, config) if group is not None]
+
+
+def fixed_layer_groups(architecture: Architecture) -> Tuple[str, ...]:
+    """The layer groups `parallelize()` places on IPUs of its own choosing, whatever `layers_per_ipu` says."""
+    return tuple(step.group for step in architecture.steps if isinstance(step, Layers) and step.ipu is not None)
+
+
+def generation_split(architecture: Architecture, kwargs: Mapping[str, Any]) -> bool:
+    """Whether `parallelize(**kwargs)` runs the encoder and the decoder as executors of their own."""
+    return bool(architecture.generation and kwargs.get("for_generation") and not kwargs.get("use_cond_encoder"))
+
+
+def lay_out(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
+            for_inference: bool, layers_per_ipu: Optional[Sequence[int]] = None) -> Layout:
+    """The blocks and layers of `architecture` on the IPUs of the config's `settings` (its `vars()`), in training
+    or in inference (the inference settings, as upstream's `eval()` mode reads them). `layers_per_ipu` replaces
+    the setting's value (what `--balance` tries).
+
+    Raises:
+        PlacementError: naming the setting, where upstream's `parallelize()` refuses the config for this model.
+    """
+    prefix = "inference_" if for_inference else ""
+    setting = f"{prefix}layers_per_ipu"
+    ipus = settings[f"{prefix}ipus_per_replica"]
+    given = list(settings[setting] if layers_per_ipu is None else layers_per_ipu)
+    kwargs = settings[f"{prefix}parallelize_kwargs"] or {}
+    _check_kwargs(model, architecture, kwargs, f"{prefix}parallelize_kwargs")
+    _check_settings(model, architecture, settings, prefix)
+    steps = list(_steps(architecture, config))
+    counts = layer_counts(architecture, config)
+    group_ipus, executors = _layers_on_ipus(model, architecture, counts, given, ipus, setting, kwargs)
+    offsets = dict(zip(counts, itertools.accumulate([0, *counts.values()])))
+    blocks: List[List[Optional[str]]] = [[] for _ in range(ipus)]
+    claims: Dict[str, Dict[str, Claim]] = {executor.name: {} for executor in executors}
+    order = itertools.count()
+    with_blocks = architecture.blocks_on_one_ipu or ipus > 1
+    for executor in executors:
+        ipu, origin = executor.first_ipu, ("ipu", executor.first_ipu)  # before the first block: the first IPU
+        for step, group, index in steps:
+            if len(executors) > 1 and step.executor not in (None, executor.name):
+                continue
+            if isinstance(step, Block):
+                if group is None:
+                    block_ipu, block_origin = _resolve(model, step.ipu, executor, group_ipus, offsets, config,
+                                                       settings, prefix)
+                else:
+                    block_ipu = group_ipus[group][index]
+                    block_origin = ("ipu", block_ipu) if step.ipu is not None else ("layer", offsets[group] + index)
+                if block_ipu >= ipus:
+                    raise PlacementError(
+                        model, f"{architecture.name}'s parallelize() places its block "
+                        f"{as_json(step.name or step.path)} on IPU {block_ipu}, and the pipeline has {ipus} IPUs",
+                        f"{prefix}ipus_per_replica")
+                if with_blocks:
+                    _add_block(blocks[block_ipu], step.name)
+                    if step.called:
+                        ipu, origin = block_ipu, block_origin
+            claims[executor.name].setdefault(step.path, Claim(next(order), ipu, executor.name, origin))
+    layer_ipus_list = [ipu for group in counts for ipu in group_ipus[group]]
+    expanded = [layer_ipus_list.count(ipu) for ipu in range(ipus)]
+    return Layout(ipus, expanded, layer_ipus_list, blocks, claims, executors)
+
+
+def _layers_on_ipus(model: str, architecture: Architecture, counts: Mapping[str, int], given: Sequence[int],
+                    ipus: int, setting: str,
+                    kwargs: Mapping[str, Any]) -> Tuple[Dict[str, List[int]], Tuple[Executor, ...]]:
+    """`{layer group: the IPU of each of its layers}` and the executors: one, or in a generation build the encoder's
+    and the decoder's, each with its part of the split."""
+    fixed = fixed_layer_groups(architecture)
+    if fixed:
+        return ({group: [_fixed_ipu(architecture, group)] * count for group, count in counts.items()},
+                (Executor("model", 0, ipus),))
+    expanded = expand_layers_per_ipu(model, given, ipus, sum(counts.values()), setting)
+    if not generation_split(architecture, kwargs):
+        layer_ipus = iter(_layer_ipus(expanded))
+        return ({group: [next(layer_ipus) for _ in range(count)] for group, count in counts.items()},
+                (Executor("model", 0, ipus),))
+    encoder, decoder = architecture.generation
+    cut = encoder_decoder_cut(model, expanded, counts[encoder], setting)
+    encoder_ipus = _layer_ipus(expand_layers_per_ipu(model, expanded[:cut], cut, counts[encoder], setting))
+    decoder_ipus = _layer_ipus(expand_layers_per_ipu(model, expanded[cut:], ipus - cut, counts[decoder], setting))
+    return ({encoder: encoder_ipus, decoder: [cut + ipu for ipu in decoder_ipus]},
+            (Executor("encoder", 0, cut), Executor("decoder", cut, ipus - cut)))
+
+
+def _add_block(names: List[Optional[str]], name: Optional[str]) -> None:
+    """Lists a block on its IPU once (upstream gives several modules one block name: BART's "Embedding")."""
+    if name is None or name not in names:
+        names.append(name)
+
+
+def _layer_ipus(expanded: Sequence[int]) -> List[int]:
+    """`get_layer_ipu`: the IPU of each layer."""
+    return [ipu for ipu, count in enumerate(expanded) for _ in range(count)]
+
+
+def _fixed_ipu(architecture: Architecture, group: str) -> int:
+    return next(step.ipu for step in architecture.steps if isinstance(step, Layers) and step.group == group)
+
+
+def _resolve(model: str, rule: Any, executor: Executor, group_ipus: Mapping[str, List[int]],
+             offsets: Mapping[str, int], config: ModelConfig, settings: Mapping[str, Any],
+             prefix: str) -> Tuple[int, Tuple[str, int]]:
+    """The IPU (of the pipeline) a block's rule gives, and its origin (see `Claim`)."""
+    if isinstance(rule, LayerIPU):
+        index = rule.index % len(group_ipus[rule.group])
+        return group_ipus[rule.group][index], ("layer", offsets[rule.group] + index)
+    if isinstance(rule, WhenConfig):
+        return _resolve(model, rule.then if getattr(config, rule.field) else rule.otherwise, executor, group_ipus,
+                        offsets, config, settings, prefix)
+    if isinstance(rule, FirstSplitIPU):
+        splits = settings[f"{prefix}{rule.setting}"]
+        if splits is None:
+            return _resolve(model, rule.otherwise, executor, group_ipus, offsets, config, settings, prefix)
+        used = [ipu for ipu, count in enumerate(splits) if count]
+        if len(used) > 1:
+            raise PlacementError(model, f"{as_json(splits)} splits it over several IPUs, and the model keeps all its splits on "
+                                 "one", f"{prefix}{rule.setting}")
+        rule = used[0]
+    ipu = executor.first_ipu + (executor.ipus - 1 if isinstance(rule, LastIPU) else rule)
+    return ipu, ("ipu", ipu)
+
+
+def _check_kwargs(model: str, architecture: Architecture, kwargs: Mapping[str, Any], setting: str) -> None:
+    unknown = sorted(name for name in kwargs if name not in architecture.kwargs)
+    if unknown and "*" not in architecture.kwargs:
+        takes = ", ".join(f"`{name}`" for name in architecture.kwargs) or "no keyword argument"
+        raise PlacementError(model, f"{architecture.name}'s parallelize() takes {takes}, not `{unknown[0]}`", setting)
+    if kwargs.get("use_group_quantized_linears"):
+        raise PlacementError(model, "`use_group_quantized_linears` packs the weights into groups of 4-bit numbers, "
+                             "which the placement does not size", setting)
+
+
+def _check_settings(model: str, architecture: Architecture, settings: Mapping[str, Any], prefix: str) -> None:
+    if architecture.reads_embedding_factor and settings["embedding_serialization_factor"] is None:
+        raise PlacementError(model, f"it is null, as `serialized_embedding_splits_per_ipu` is given, and "
+                             f"{architecture.name}'s parallelize() compares it with 1, which fails",
+                             "embedding_serialization_factor")
+    for name in architecture.unmodelled:
+        if settings[prefix + name] is not None:
+            raise PlacementError(model, f"{as_json(settings[prefix + name])} splits {architecture.name}'s weights over "
+                                 "IPUs, which the placement does not size", prefix + name)
+
+
+def first_uses(layout: Layout, names: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Claim]]:
+    """`{parameter: [where it is first used, in each executor that uses it]}`: each of its names (itself and its
+    `aliases`) is held by the step with the longest path holding it, and the earliest of those steps wins.
+    Parameters no step holds are left out: the architecture has no such module."""
+    placed: Dict[str, List[Claim]] = {}
+    for name in names:
+        found = []
+        for claims in layout.claims.values():
+            held = [claim for claim in (_longest_claim(claims, alias) for alias in (name, *aliases.get(name, ())))
+                    if claim is not None]
+            if held:
+                found.append(min(held))
+        if found:
+            placed[name] = found
+    return placed
+
+
+def _longest_claim(claims: Mapping[str, Claim], name: str) -> Optional[Claim]:
+    """The claim of the longest module path holding `name`, if any."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        found = claims.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return None
+
+
+def origins(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
+            for_inference: bool, cut: Optional[int], names: Sequence[str],
+            aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Tuple[str, int]]]:
+    """`{parameter: the origins of its IPUs}` (see `Claim`) for any split of the layers, or in a generation build
+    any whose encoder takes `cut` IPUs."""
+    prefix = "inference_" if for_inference else ""
+    ipus = settings[f"{prefix}ipus_per_replica"]
+    split: List[int] = [-1] * ipus
+    if cut is not None:
+        counts = layer_counts(architecture, config)
+        encoder, decoder = (counts[group] for group in architecture.generation)
+        split = [encoder] + [0] * (cut - 1) + [decoder] + [0] * (ipus - cut - 1)
+    layout = lay_out(model, architecture, config, settings, for_inference, split)
+    return {name: [claim.origin for claim in claims] for name, claims in first_uses(layout, names, aliases).items()}

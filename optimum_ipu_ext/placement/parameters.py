@@ -1,0 +1,114 @@
+"""The parameters of an architecture as transformers builds it, from the tensors of a checkpoint: named as
+transformers names them when it loads the checkpoint (its base-model prefix added or taken off, old names
+renamed), buffers and the tensors of modules the architecture lacks left out, a tied weight counted once, and the
+heads the checkpoint lacks added from the config. Then what `parallelize()` changes: a padded vocabulary, the
+copies some pipelined models hold."""
+
+import math
+import re
+from typing import Any, Dict, List, Mapping, NamedTuple, Tuple
+
+from ..errors import PlacementError
+from .architectures import BUFFER_PATTERN
+from .rules import Architecture, ModelConfig
+
+_BUFFERS = re.compile(BUFFER_PATTERN)
+# transformers' old names of a norm's weight and bias
+_LEGACY_NAMES = ((re.compile(r"\.gamma$"), ".weight"), (re.compile(r"\.beta$"), ".bias"))
+
+Shapes = Dict[str, Tuple[int, ...]]
+
+
+class Parameters(NamedTuple):
+    """`shapes`: `{parameter: shape}`, by the name `named_parameters()` gives it; `aliases`: `{parameter: its other
+    names}`, of the weights tied to it."""
+
+    shapes: Shapes
+    aliases: Dict[str, List[str]]
+
+    def elements(self, name: str) -> int:
+        return math.prod(self.shapes[name])
+
+
+def _top_modules(architecture: Architecture) -> Tuple[str, ...]:
+    return tuple({step.path.split(".")[0] for step in architecture.steps})
+
+
+def loaded_names(architecture: Architecture, names: List[str]) -> Dict[str, str]:
+    """`{checkpoint name: the name transformers loads it as}`: renamed, and its base-model prefix added (a
+    checkpoint of the bare model into a model with a head) or taken off (the other way), as `from_pretrained` does."""
+    renamed = {}
+    for name in names:
+        new = name
+        for pattern, replacement in _LEGACY_NAMES:
+            new = pattern.sub(replacement, new)
+        for pattern, replacement in architecture.renames:
+            new = re.sub(pattern, replacement, new)
+        renamed[name] = new
+    prefix = architecture.prefix + "."
+    tops = _top_modules(architecture)
+    expects_prefix = architecture.prefix in tops
+    has_prefix = any(name.startswith(prefix) for name in renamed.values())
+    if expects_prefix and not has_prefix:
+        return {name: new if new.split(".")[0] in tops else prefix + new for name, new in renamed.items()}
+    if has_prefix and not expects_prefix:
+        return {name: new[len(prefix):] if new.startswith(prefix) else new for name, new in renamed.items()}
+    return renamed
+
+
+def from_checkpoint(model: str, architecture: Architecture, config: ModelConfig,
+                    tensors: Mapping[str, Tuple[int, ...]]) -> Parameters:
+    """The parameters of `architecture` from a checkpoint's `{tensor name: shape}`, heads it lacks added."""
+    ties = architecture.tied(config)
+    shapes: Shapes = {}
+    for name, new in loaded_names(architecture, list(tensors)).items():
+        if _BUFFERS.search(new):
+            continue
+        target = ties.get(new, new)
+        shapes.setdefault(target, tuple(tensors[name]))
+    for path, formula in architecture.heads.items():
+        if not any(name == path or name.startswith(path + ".") for name in shapes):
+            shapes.update(formula(config))
+    return Parameters(shapes, _aliases(ties))
+
+
+def from_model(architecture: Architecture, config: ModelConfig, named: Mapping[str, Tuple[int, ...]]) -> Parameters:
+    """The parameters of `architecture` from the `named_parameters()` of the model transformers builds (whose
+    names are already the loaded ones, but for the renames of a newer transformers)."""
+    ties = architecture.tied(config)
+    renamed = loaded_names(architecture, list(named))
+    return Parameters({ties.get(renamed[name], renamed[name]): tuple(shape) for name, shape in named.items()},
+                      _aliases(ties))
+
+
+def _aliases(ties: Mapping[str, str]) -> Dict[str, List[str]]:
+    aliases: Dict[str, List[str]] = {}
+    for alias, target in ties.items():
+        aliases.setdefault(target, []).append(alias)
+    return aliases
+
+
+def parallelized(model: str, architecture: Architecture, parameters: Parameters,
+                 settings: Mapping[str, Any]) -> Parameters:
+    """The parameters after `parallelize()`: a vocabulary padded to a multiple of `embedding_serialization_factor`
+    (GPT-2), the copies a pipelined model holds; checks that a serialized embedding's rows divide by the factor.
+
+    `embedding_serialization_factor` is read as upstream's models read it: the training setting, in both modes.
+    """
+    factor = settings["embedding_serialization_factor"] or 1
+    shapes = dict(parameters.shapes)
+    aliases = {name: list(names) for name, names in parameters.aliases.items()}
+    padded = architecture.padded_embedding
+    if factor > 1 and padded in shapes:
+        rows, *rest = shapes[padded]
+        shapes[padded] = (math.ceil(rows / factor) * factor, *rest)
+    serialized = architecture.serialized_embedding
+    if factor > 1 and serialized in shapes and shapes[serialized][0] % factor:
+        raise PlacementError(
+            model, f"{factor} does not divide the {shapes[serialized][0]} rows of `{serialized}`, which "
+            f"{architecture.name}'s parallelize() splits into that many parts", "embedding_serialization_factor")
+    for copy, (source, applies) in architecture.copies.items():
+        if applies(settings) and source in shapes:
+            shapes[copy] = shapes[source]
+            aliases[source] = [alias for alias in aliases.get(source, []) if alias != copy]
+    return Parameters(shapes, aliases)

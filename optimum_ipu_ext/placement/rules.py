@@ -1,0 +1,187 @@
+"""The vocabulary of the placement rules: how an architecture's row (architectures.py) describes what its
+`parallelize()` in optimum-graphcore 0.7.1 does, and how its forward pass runs.
+
+A row's `steps` are the model's modules in the order its forward pass runs them:
+
+- `Block(name, path, ipu)`: `poptorch.BeginBlock(module at path, name, ipu_id=ipu)`; when the module runs, every
+  operation until the next block begins runs on that IPU. `called=False`: the module is wrapped but never called
+  (its weight is read directly), so it begins no block and its parameters go where the model is running then.
+- `Run(path)`: a module outside every block: it runs on the IPU of the block that began last (IPU 0 before the
+  first block).
+- `Layers(...)`: one `Block` per layer of a group of the layer list upstream passes to `get_layer_ipu`.
+
+A parameter belongs to the step with the longest path that holds it (a tied weight: to the first such step of any
+of its names), and goes to the IPU that step runs on. Paths are as transformers 4.29.2 names modules.
+
+Nothing here imports torch or transformers.
+"""
+
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple, Union
+
+# --- the IPU a block is placed on --------------------------------------------------------------------------------
+
+
+class LastIPU(NamedTuple):
+    """`ipu_config._ipus_per_replica - 1`: the last IPU of the pipeline (of its executor, in a generation build)."""
+
+
+class LayerIPU(NamedTuple):
+    """The IPU of layer `index` of the layer group `group` (negative: from the end), as `get_layer_ipu` places it."""
+
+    group: str
+    index: int
+
+
+class FirstSplitIPU(NamedTuple):
+    """The first IPU `setting` (a per-IPU list of splits) gives splits to, else `otherwise`. Upstream refuses
+    splits on more than one IPU."""
+
+    setting: str
+    otherwise: Any
+
+
+class WhenConfig(NamedTuple):
+    """`then` where the config's `field` is true, else `otherwise`."""
+
+    field: str
+    then: Any
+    otherwise: Any
+
+
+LAST = LastIPU()
+
+IPURule = Union[int, LastIPU, LayerIPU, FirstSplitIPU, WhenConfig]
+
+
+# --- the steps of a forward pass ----------------------------------------------------------------------------------
+
+# `when`: (config field, value) the step needs, or None: the step is always there.
+Condition = Optional[Tuple[str, Any]]
+
+# In a generation build the encoder and the decoder run as separate executors: `executor` says which one runs the
+# step ("encoder", "decoder"), None: both (a shared embedding), or the only one of a model that is not split.
+
+
+class Block(NamedTuple):
+    name: Optional[str]
+    path: str
+    ipu: IPURule = 0
+    called: bool = True
+    when: Condition = None
+    executor: Optional[str] = None
+
+
+class Run(NamedTuple):
+    path: str
+    when: Condition = None
+    executor: Optional[str] = None
+
+
+class Layers(NamedTuple):
+    """A group of the layer list: `count` layers (a config field, or a number), each a block named `name` on the
+    module `path` (`{i}`: its index in the group). A field holding a list counts layers per stage (ConvNeXt's
+    `depths`): `{stage}` is then the stage, and `stage_prelude` the module each stage runs first.
+
+    `ipu`: None, as `get_layer_ipu` places the layers; a number: every layer on that IPU, whatever the config.
+    """
+
+    group: str
+    name: str
+    path: str
+    count: Union[str, int, Callable[["ModelConfig"], int]]
+    ipu: Optional[int] = None
+    stage_prelude: Optional[str] = None
+    executor: Optional[str] = None
+
+
+Step = Union[Block, Run, Layers]
+
+
+# --- the model's config.json ----------------------------------------------------------------------------------------
+
+
+class ModelConfig:
+    """A model's `config.json`, each field read with the default of its config class in transformers 4.29.2 (the
+    release optimum-graphcore 0.7.1 runs on) where the file leaves it out, as `save_pretrained` does for defaults.
+
+    `defaults` values may be callables of the config (T5's `num_decoder_layers` defaults to `num_layers`).
+    """
+
+    def __init__(self, values: Mapping[str, Any], defaults: Mapping[str, Any]):
+        self.values = dict(values)
+        self.defaults = defaults
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = self.values.get(name)
+        if value is not None:
+            return value
+        if name == "num_labels":  # transformers keeps the labels' names; their number is a property
+            return len(self.values["id2label"]) if self.values.get("id2label") else 2
+        default = self.defaults.get(name)
+        if default is None:
+            raise AttributeError(f"config field {name!r} has no default in the placement rules")
+        return default(self) if callable(default) else default
+
+    def holds(self, condition: Condition) -> bool:
+        """Whether the config meets a step's `when`."""
+        if condition is None:
+            return True
+        field, value = condition
+        return getattr(self, field) == value
+
+
+Shapes = Callable[[ModelConfig], Dict[str, Tuple[int, ...]]]
+
+
+class Architecture(NamedTuple):
+    """One row: what optimum-graphcore 0.7.1 does with one transformers class.
+
+    - `name`, `model_types`: the class and the `model_type` values of the configs it takes;
+    - `prefix`: its `base_model_prefix` (a checkpoint of the bare model loads under it, as transformers loads it);
+    - `steps`: the forward pass, as above; `blocks_on_one_ipu`: False where `parallelize()` places no block at all
+      when the pipeline has one IPU;
+    - `defaults`: the config fields the rules read, with their defaults;
+    - `heads`: `{module path: shapes}` of the modules a checkpoint may lack (a head, a pooler), as formulas of the
+      config: `{parameter name: shape}`, names under the path;
+    - `ties`: `{alias: parameter}`, the names transformers gives a tied weight besides its own (`named_parameters()`
+      lists the parameter once, by its first name), each with the config field that ties it (None: always);
+    - `copies`: `{name: parameter}` a pipelined model holds as a parameter of its own, with the same values, where
+      the transformers model ties it (`PipelinedMPNetForMaskedLM`), with the condition on the settings;
+    - `frozen`: paths whose parameters do not train (`requires_grad=False`), each with its condition;
+    - `serialized_embedding`: the embedding `parallelize()` splits into `embedding_serialization_factor` parts,
+      which must divide its rows; `padded_embedding`: the one it pads to a multiple of the factor instead (GPT-2);
+    - `reads_embedding_factor`: whether its `parallelize()` compares `embedding_serialization_factor` with 1 (which
+      fails where the factor is null, as it is with `serialized_embedding_splits_per_ipu`); `unmodelled`: settings
+      whose effect on it the placement does not model, refused when set;
+    - `kwargs`: the keyword arguments its `parallelize()` takes (`"*"`: any), `generation`: the encoder and decoder
+      layer groups a `for_generation=True` build splits into two executors, or None;
+    - `renames`: `(pattern, replacement)` regular expressions mapping names a newer transformers writes in
+      checkpoints to the names of transformers 4.29.2.
+    """
+
+    name: str
+    model_types: Tuple[str, ...]
+    prefix: str
+    steps: Tuple[Step, ...]
+    defaults: Mapping[str, Any]
+    heads: Mapping[str, Shapes] = {}
+    ties: Mapping[str, Tuple[str, Optional[str]]] = {}
+    copies: Mapping[str, Tuple[str, Callable[[Mapping[str, Any]], bool]]] = {}
+    frozen: Mapping[str, Condition] = {}
+    blocks_on_one_ipu: bool = True
+    serialized_embedding: Optional[str] = None
+    padded_embedding: Optional[str] = None
+    reads_embedding_factor: bool = False
+    unmodelled: Tuple[str, ...] = ()
+    kwargs: Tuple[str, ...] = ()
+    generation: Optional[Tuple[str, str]] = None
+    renames: Tuple[Tuple[str, str], ...] = ()
+
+    def config(self, values: Mapping[str, Any]) -> ModelConfig:
+        return ModelConfig(values, self.defaults)
+
+    def tied(self, config: ModelConfig) -> Dict[str, str]:
+        """`{alias: parameter}` of the weights tied under this config."""
+        return {alias: target for alias, (target, field) in self.ties.items() if field is None or getattr(config, field)}
