@@ -392,6 +392,25 @@ def test_show_refuses_a_revision_for_a_local_file(capsys):
     assert code == 1 and "a local path; --revision applies to Hub repositories" in err
 
 
+def test_a_preset_name_is_a_source_of_every_command(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no file of that name here
+    assert run(capsys, "show", "pipelined-2ipu")[1] == run(capsys, "show", PRESET)[1].replace(str(PRESET), "pipelined-2ipu")
+    assert run(capsys, "validate", "pipelined-2ipu", "--set", "replication_factor=3,auto_round_num_ipus=false")[1] \
+        .startswith("pipelined-2ipu: `auto_round_num_ipus=false` is invalid: the training build asks for")
+    assert run(capsys, "validate", "pipelined-2ipu")[2] == "1 IPU config(s) valid\n"
+    code, out, _ = run(capsys, "diff", "pipelined-2ipu", PRESET, "--exit-code")
+    assert (code, out.splitlines()[2]) == (0, "No setting differs.")
+    code, _, err = run(capsys, "show", "pipelined-2ipu", "--revision", "v1")
+    assert (code, err) == (1, "ipu-config: error: pipelined-2ipu: a preset; --revision applies to Hub repositories\n")
+
+
+def test_a_local_path_comes_before_a_preset_of_that_name(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pipelined-2ipu").mkdir()
+    (tmp_path / "pipelined-2ipu" / "ipu_config.json").write_text('{"replication_factor": 8}')
+    assert "  replicas                    8\n" in run(capsys, "show", "pipelined-2ipu")[1]
+
+
 def test_directory_without_a_config(capsys, tmp_path):
     code, _, err = run(capsys, "show", tmp_path)
     assert (code, err) == (1, f"ipu-config: error: Cannot load the IPU config file '{tmp_path}': a directory, but it holds no ipu_config.json.\n")

@@ -7,6 +7,7 @@ the client's own log lines (its retries) are not shown.
 """
 
 import importlib.resources
+import json
 import logging
 import os
 import sys
@@ -42,12 +43,22 @@ def is_local(source: str) -> bool:
     return os.path.exists(source) or looks_like_path(source)
 
 
+def preset(source: str) -> Optional[Dict[str, Any]]:
+    """The settings of the bundled preset `source` names (`pipelined-2ipu`), where it names no local path: a Hub
+    repository of the same name is reached with its namespace."""
+    text = None if is_local(source) else presets().get(source)
+    return None if text is None else json.loads(text)
+
+
 def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = ()) -> SettingsMixin:
-    """The configuration of a JSON file, a directory or a Hub repository, with `--set` updates applied."""
-    if is_local(source):
+    """The configuration of a JSON file, a directory, a preset or a Hub repository, with `--set` updates applied."""
+    bundled = preset(source)
+    if is_local(source) or bundled is not None:
         if revision:
-            raise CommandError(f"{source}: a local path; --revision applies to Hub repositories")
-        config: SettingsMixin = PlainIPUConfig.from_json_file(local_config_file(source))
+            kind = "a preset" if bundled is not None else "a local path"
+            raise CommandError(f"{source}: {kind}; --revision applies to Hub repositories")
+        config: SettingsMixin = PlainIPUConfig.from_dict(bundled) if bundled is not None \
+            else PlainIPUConfig.from_json_file(local_config_file(source))
     else:
         from ..configuration import IPUConfig
 
@@ -60,6 +71,9 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
 
 def load_dict(source: str, revision: Optional[str] = None) -> Dict[str, Any]:
     """The saved settings of a source, as the class reads them before checking them."""
+    bundled = preset(source)
+    if bundled is not None:
+        return bundled
     if is_local(source):
         return read_config_file(local_config_file(source))
     from ..configuration import IPUConfig
