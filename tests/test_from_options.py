@@ -5,7 +5,6 @@ import os
 import pickle
 import tempfile
 import types
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from hypothesis import given
 import doubles
 from doubles import installed
 from expected_states import seed_state
+from markers import NOT_UNDER_MUTMUT
 from optimum_ipu_ext import IncompatibleSettingsError, IPUConfig, UnknownSettingError, UnsupportedOptionsError
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.importer import python_state
@@ -455,8 +455,7 @@ def test_what_is_dropped_is_said_once_for_both_builds(sdk):
     assert (config.matmul_proportion, config.inference_matmul_proportion) == ([0.1, 0.2], 0.4)
 
 
-@pytest.mark.skipif(Path(__file__).parents[1].name == "mutants",
-                    reason="under mutmut, its trampolines stand between caller and warning")
+@NOT_UNDER_MUTMUT
 def test_what_is_dropped_is_said_at_the_callers_line(sdk):
     _, warned = _import_dropping_in_both_builds()
     assert warned[0].filename == __file__
