@@ -79,9 +79,9 @@ def compositions(layers, ipus):
             for cut in itertools.combinations_with_replacement(range(layers + 1), ipus - 1)]
 
 
-def brute_force(layers, ipus, cost, current):
+def brute_force(layers, ipus, cost, current, some_layer_within=0):
     return min(((split, max(cost(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for ipu in range(ipus)))
-                for split in compositions(layers, ipus)),
+                for split in compositions(layers, ipus) if some_layer_within == 0 or sum(split[:some_layer_within])),
                key=lambda found: (found[1], balance.distance(found[0], current), found[0]))
 
 
@@ -92,18 +92,23 @@ def test_the_best_split_of_any_costs_is_the_brute_force_s(seed):
     fixed = [generator.choice([0, 0, 5, 30]) for _ in range(ipus)]
     weights = [generator.choice([1, 2, 10]) for _ in range(layers)]
     current = generator.choice(compositions(layers, ipus))
+    some_layer_within = generator.choice([0, 0, 1, 2, 3, 4])
 
     def cost(ipu, first, end):
         return fixed[ipu] + sum(weights[first:end])
 
-    assert balance.best_split(layers, ipus, cost, current) == brute_force(layers, ipus, cost, current)
+    assert (balance.best_split(layers, ipus, cost, current, some_layer_within=some_layer_within)
+            == brute_force(layers, ipus, cost, current, some_layer_within))
 
 
-def test_the_best_split_keeps_the_ipus_that_must_take_a_layer():
-    split, largest = balance.best_split(3, 3, lambda ipu, first, end: end - first, [3, 0, 0], first_nonempty=(0, 1))
-    assert (split, largest) == ([1, 1, 1], 1)
-    split, _ = balance.best_split(2, 3, lambda ipu, first, end: 0, [0, 2, 0], first_nonempty=(0,))
-    assert split[0] >= 1
+def test_the_first_ipus_take_a_layer_between_them_not_each():
+    def cost(ipu, first, end):
+        return [0, 0, 9][ipu] + (end - first) * 10
+    assert balance.best_split(2, 3, cost, [0, 2, 0]) == ([1, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 1, 0], some_layer_within=2) == ([0, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=2) == ([0, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=1) == ([1, 0, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1]) == ([0, 1, 0], 10)
 
 
 def best_by_brute_force(placement):
@@ -134,6 +139,11 @@ BALANCED_CASES = [
      {"inference_layers_per_ipu": [3, 1, 1], "inference_parallelize_kwargs": {"for_generation": True}}, True),
     ("BartForConditionalGeneration", {"encoder_layers": 2, "decoder_layers": 3},
      {"inference_layers_per_ipu": [1, 1, 1, 2], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+    # the best splits leave the decoder's first IPU empty, its second keeping the encoder on 2 IPUs
+    ("T5ForConditionalGeneration", {"num_layers": 2, "num_decoder_layers": 1},
+     {"inference_layers_per_ipu": [1, 1, 0, 1, 0], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+    ("BartForConditionalGeneration", {"encoder_layers": 2, "decoder_layers": 2},
+     {"inference_layers_per_ipu": [1, 1, 0, 1, 1], "inference_parallelize_kwargs": {"for_generation": True}}, True),
 ]
 
 

@@ -15,19 +15,19 @@ Cost = Callable[[int, int, int], int]
 
 
 def best_split(layers: int, ipus: int, cost: Cost, current: Sequence[int],
-               first_nonempty: Sequence[int] = ()) -> Tuple[List[int], int]:
+               some_layer_within: int = 0) -> Tuple[List[int], int]:
     """The split of `layers` consecutive layers over `ipus` IPUs (each taking 0 or more) with the smallest largest
-    `cost`, ties to the closest to `current`; and that largest cost. IPUs in `first_nonempty` take at least one
-    layer."""
+    `cost`, ties to the closest to `current`; and that largest cost. The first `some_layer_within` IPUs take at
+    least one layer between them."""
     least = functools.lru_cache(maxsize=None)(lambda ipu, first: _least_largest(ipu, first, layers, ipus, cost,
-                                                                                 least, first_nonempty))
+                                                                                 least, some_layer_within))
     bound = least(0, 0)
     closest = functools.lru_cache(maxsize=None)(lambda ipu, first: _closest(ipu, first, layers, ipus, cost, bound,
-                                                                           current, closest, first_nonempty))
+                                                                           current, closest, some_layer_within))
     split, first = [], 0
     for ipu in range(ipus):
         target = closest(ipu, first)
-        for count in _counts(ipu, first, layers, ipus, first_nonempty):
+        for count in _counts(ipu, first, layers, ipus, some_layer_within):
             rest = 0 if ipu == ipus - 1 else closest(ipu + 1, first + count)
             if cost(ipu, first, first + count) <= bound and abs(count - current[ipu]) + rest == target:
                 split.append(count)
@@ -39,23 +39,25 @@ def best_split(layers: int, ipus: int, cost: Cost, current: Sequence[int],
 _UNREACHABLE = float("inf")
 
 
-def _counts(ipu: int, first: int, layers: int, ipus: int, first_nonempty: Sequence[int]) -> Sequence[int]:
+def _counts(ipu: int, first: int, layers: int, ipus: int, some_layer_within: int) -> Sequence[int]:
     """The numbers of layers IPU `ipu` may take when the layers before `first` are placed: all the rest on the last."""
     if ipu == ipus - 1:
         counts: Sequence[int] = [layers - first]
     else:
         counts = range(layers - first + 1)
-    return [count for count in counts if count or ipu not in first_nonempty]
+    if first == 0 and ipu == some_layer_within - 1:
+        return [count for count in counts if count]
+    return counts
 
 
-def _least_largest(ipu, first, layers, ipus, cost, least, first_nonempty) -> float:
+def _least_largest(ipu, first, layers, ipus, cost, least, some_layer_within) -> float:
     return min((max(cost(ipu, first, first + count), 0 if ipu == ipus - 1 else least(ipu + 1, first + count))
-                for count in _counts(ipu, first, layers, ipus, first_nonempty)), default=_UNREACHABLE)
+                for count in _counts(ipu, first, layers, ipus, some_layer_within)), default=_UNREACHABLE)
 
 
-def _closest(ipu, first, layers, ipus, cost, bound, current, closest, first_nonempty) -> float:
+def _closest(ipu, first, layers, ipus, cost, bound, current, closest, some_layer_within) -> float:
     return min((abs(count - current[ipu]) + (0 if ipu == ipus - 1 else closest(ipu + 1, first + count))
-                for count in _counts(ipu, first, layers, ipus, first_nonempty)
+                for count in _counts(ipu, first, layers, ipus, some_layer_within)
                 if cost(ipu, first, first + count) <= bound), default=_UNREACHABLE)
 
 

@@ -130,9 +130,9 @@ class Planner:
         def decoder_cost(ipu: int, first: int, end: int) -> int:
             return cost(ipu + cut, first + encoder, end + encoder)
 
-        # the decoder's first IPU takes a layer: else the cut would fall after it
+        # the decoder's first `cut` IPUs take a layer between them: else the cut would fall after them
         decoder_split, decoder_largest = balance.best_split(layers - encoder, ipus - cut, decoder_cost, split[cut:],
-                                                            first_nonempty=(0,))
+                                                            some_layer_within=cut)
         return encoder_split + decoder_split, max(encoder_largest, decoder_largest)
 
     def _cost(self, cut: Optional[int]) -> balance.Cost:
