@@ -22,7 +22,7 @@ from optimum_ipu_ext import (
     UnknownSettingError,
 )
 from optimum_ipu_ext.build import shards_optimizer_state
-from optimum_ipu_ext.core import read_config_file
+from optimum_ipu_ext.core import check_local_source, local_config_file, read_config_file
 from optimum_ipu_ext.bundled_base import transformers_defaults
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext import PlainIPUConfig
@@ -142,6 +142,49 @@ def test_config_files_beyond_a_megabyte_are_refused_naming_the_file(tmp_path, ca
         assert str(path) in str(raised.value)
     code, out, _ = run(capsys, "validate", path)
     assert code == 1 and out.count("\n") == 1 and "1048576" in out
+
+
+def test_a_local_source_names_the_file_it_stands_for(tmp_path):
+    (tmp_path / "ipu_config.json").write_text("{}")
+    (tmp_path / "other.json").write_text("{}")
+    assert local_config_file(tmp_path) == os.path.join(str(tmp_path), "ipu_config.json")
+    assert local_config_file(tmp_path / "other.json") == str(tmp_path / "other.json")
+    check_local_source(tmp_path)
+    check_local_source("a-hub/repo-id")  # could be a Hub id: not for this check to refuse
+
+
+@pytest.mark.parametrize("source, subfolder, problem", [
+    ("empty", "", "a directory, but it holds no ipu_config.json"),
+    ("empty", "sub", "a directory, but its subfolder 'sub' holds no ipu_config.json"),
+    ("missing.json", "", "no such file or directory"),
+    ("missing/", "", "no such file or directory"),
+    ("./missing", "", "no such file or directory"),
+    ("a/b/missing", "", "no such file or directory"),
+])
+def test_a_local_source_without_a_config_is_refused_naming_it(tmp_path, monkeypatch, source, subfolder, problem):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    with pytest.raises(ConfigFileError) as raised:
+        check_local_source(source, subfolder=subfolder)
+    assert str(raised.value) == f"Cannot load the IPU config file '{source}': {problem}."
+    assert (raised.value.path, raised.value.problem) == (source, problem)
+
+
+def test_a_config_name_of_the_callers_choice_is_looked_for(tmp_path):
+    (tmp_path / "mine.json").write_text("{}")
+    check_local_source(tmp_path, config_name="mine.json")
+    with pytest.raises(ConfigFileError, match="holds no ipu_config.json"):
+        check_local_source(tmp_path)
+
+
+def test_a_missing_name_that_could_be_a_hub_id_is_no_local_config_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigFileError) as raised:
+        local_config_file("abc")
+    assert str(raised.value) == "Cannot load the IPU config file 'abc': no such file or directory."
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigFileError, match="'empty': a directory, but it holds no ipu_config.json"):
+        local_config_file("empty")
 
 
 # Settings after construction
