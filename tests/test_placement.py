@@ -13,7 +13,15 @@ import pytest
 
 from optimum_ipu_ext import ArchitectureError, IPUConfig, ModelFileError, PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.layout import encoder_decoder_cut, expand_layers_per_ipu, lay_out
+from optimum_ipu_ext.placement.layout import (
+    Claim,
+    Layout,
+    encoder_decoder_cut,
+    expand_layers_per_ipu,
+    first_uses,
+    lay_out,
+    origins,
+)
 from optimum_ipu_ext.placement.memory import IPU_MEMORY_BYTES, MemoryModel, Storage, memory_model
 from optimum_ipu_ext.placement.parameters import Parameters, from_checkpoint, loaded_names, parallelized
 from optimum_ipu_ext.placement.report import bar, compress, render, render_comparison
@@ -285,6 +293,107 @@ def test_mt5_s_weights_split_over_ipus_are_not_sized(setting):
     with pytest.raises(PlacementError) as raised:
         layout_of("MT5ForConditionalGeneration", for_inference=True, **{f"inference_{setting}": [1]})
     assert raised.value.setting == f"inference_{setting}"
+
+
+WHISPER = {"encoder_layers": 2, "decoder_layers": 2}
+T5_GENERATION = {"inference_parallelize_kwargs": {"for_generation": True}}
+
+
+@pytest.mark.parametrize("refused, message", [
+    (lambda: encoder_decoder_cut("t5", [4], 2, "inference_layers_per_ipu"),
+     "Cannot place t5 with `inference_ipus_per_replica`: a generation build runs the encoder and the decoder on IPUs "
+     "of their own, so it needs at least 2 IPUs."),
+    (lambda: layout_of("T5ForConditionalGeneration", {"num_layers": 2}, True, inference_layers_per_ipu=[1, 3],
+                       **T5_GENERATION),
+     "Cannot place m with `inference_layers_per_ipu`: [1, 3] does not end the encoder's 2 layers on IPU 1, 2, 4, 8, "
+     "... : a generation build runs the encoder on its own IPUs, a power of two of them, and the decoder on the "
+     "others."),
+    (lambda: layout_of("WhisperForConditionalGeneration", WHISPER, layers_per_ipu=[2, 2],
+                       serialized_projection_splits_per_ipu=[1, 1]),
+     "Cannot place m with `serialized_projection_splits_per_ipu`: [1, 1] splits it over several IPUs, and the model "
+     "keeps all its splits on one."),
+    (lambda: layout_of("BertForMaskedLM", parallelize_kwargs={"for_generation": True}),
+     "Cannot place m with `parallelize_kwargs`: BertForMaskedLM's parallelize() takes no keyword argument, not "
+     "`for_generation`."),
+    (lambda: layout_of("WhisperForConditionalGeneration", inference_parallelize_kwargs={
+        "use_group_quantized_linears": True}, for_inference=True),
+     "Cannot place m with `inference_parallelize_kwargs`: `use_group_quantized_linears` packs the weights into groups "
+     "of 4-bit numbers, which the placement does not size."),
+    (lambda: layout_of("GPT2LMHeadModel", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1]),
+     "Cannot place m with `embedding_serialization_factor`: it is null, as `serialized_embedding_splits_per_ipu` is "
+     "given, and GPT2LMHeadModel's parallelize() compares it with 1, which fails."),
+    (lambda: layout_of("MT5ForConditionalGeneration", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1]),
+     "Cannot place m with `serialized_embedding_splits_per_ipu`: [1, 1] splits MT5ForConditionalGeneration's weights "
+     "over IPUs, which the placement does not size."),
+    (lambda: layout_of("LxmertForQuestionAnswering", {"l_layers": 2, "r_layers": 1, "x_layers": 1},
+                       layers_per_ipu=[-1, -1]),
+     'Cannot place m with `ipus_per_replica`: LxmertForQuestionAnswering\'s parallelize() places its block '
+     '"Visual layer0" on IPU 2, and the pipeline has 2 IPUs.'),
+], ids=["two-ipus", "no-cut", "splits", "kwargs", "quantized", "null-factor", "mt5-splits", "lxmert"])
+def test_each_refusal_says_what_upstream_cannot_do_for_which_model(refused, message):
+    with pytest.raises(PlacementError) as raised:
+        refused()
+    assert str(raised.value) == message
+
+
+def test_keyword_arguments_upstream_takes_are_listed_in_its_order():
+    row = ARCHITECTURES["GPT2LMHeadModel"]._replace(kwargs=("for_generation", "use_cache"))
+    with pytest.raises(PlacementError) as raised:
+        lay_out("m", row, row.config({}), settings(parallelize_kwargs={"max_length": 4}), False)
+    assert raised.value.problem == ("GPT2LMHeadModel's parallelize() takes `for_generation`, `use_cache`, not "
+                                    "`max_length`")
+
+
+def test_a_conditional_encoder_runs_encoder_and_decoder_as_one_executor():
+    kwargs = {"for_generation": True, "use_cond_encoder": True}
+    layout = layout_of("WhisperForConditionalGeneration", WHISPER, True, inference_layers_per_ipu=[1, 1, 1, 1],
+                       inference_parallelize_kwargs=kwargs)
+    assert [tuple(executor) for executor in layout.executors] == [("model", 0, 4)]
+    assert layout_of("BertForMaskedLM", layers_per_ipu=[-1, -1]).executors == (("model", 0, 2),)
+    assert layout_of("LxmertForQuestionAnswering", layers_per_ipu=[-1] * 4).executors == (("model", 0, 4),)
+
+
+@pytest.mark.parametrize("architecture, config, ipu_settings, for_inference, cut, expected", [
+    # a block on an IPU of its own (the embeddings, a tied head), or on the IPU of a layer of the layer list
+    ("BertForMaskedLM", {"num_hidden_layers": 3}, {"layers_per_ipu": [5, 5], "inference_layers_per_ipu": [-1]}, False,
+     None, {"bert.embeddings.word_embeddings.weight": [("ipu", 0)],
+            "bert.encoder.layer.2.output.dense.weight": [("layer", 2)],
+            "cls.predictions.transform.dense.weight": [("ipu", 0)]}),
+    # the module after the last block runs with the last layer
+    ("GPT2LMHeadModel", {"n_layer": 3}, {"layers_per_ipu": [-1, -1]}, False, None,
+     {"transformer.ln_f.weight": [("layer", 2)], "transformer.h.0.attn.c_attn.weight": [("layer", 0)]}),
+    # layers parallelize() puts on IPUs of its own choosing
+    ("LxmertForQuestionAnswering", {"l_layers": 2, "r_layers": 1, "x_layers": 1}, {"layers_per_ipu": [-1] * 4}, False,
+     None, {"lxmert.encoder.layer.1.attention.self.query.weight": [("ipu", 1)],
+            "lxmert.encoder.r_layers.0.attention.self.query.weight": [("ipu", 2)],
+            "answer_head.logit_fc.0.weight": [("ipu", 3)]}),
+    # a generation build whose encoder takes `cut` IPUs, whatever the config's split cuts at
+    ("T5ForConditionalGeneration", {"num_layers": 2}, dict(T5_GENERATION, inference_layers_per_ipu=[1, 1, 1, 1]), True,
+     1, {"shared.weight": [("ipu", 0), ("ipu", 1)], "encoder.block.1.layer.0.SelfAttention.q.weight": [("layer", 1)],
+         "decoder.block.0.layer.0.SelfAttention.q.weight": [("layer", 2)], "lm_head.weight": [("ipu", 1)]}),
+    ("WhisperForConditionalGeneration", WHISPER, {"layers_per_ipu": [-1, -1], "serialized_projection_splits_per_ipu": [0, 2]},
+     False, None, {"proj_out.weight": [("ipu", 1)], "model.decoder.layers.0.fc1.weight": [("layer", 2)]}),
+    ("WhisperForConditionalGeneration", WHISPER, {"layers_per_ipu": [-1, -1]}, False, None,
+     {"proj_out.weight": [("layer", 2)]}),
+])
+def test_each_parameter_s_ipu_is_fixed_or_that_of_a_layer(architecture, config, ipu_settings, for_inference, cut,
+                                                          expected):
+    row = ARCHITECTURES[architecture]
+    found = origins("m", row, row.config(config), settings(**ipu_settings), for_inference, cut, list(expected), {})
+    assert found == expected
+
+
+def test_the_origins_of_a_split_upstream_refuses_name_the_model():
+    row = ARCHITECTURES["LxmertForQuestionAnswering"]
+    with pytest.raises(PlacementError, match="^Cannot place lxmert with `ipus_per_replica`"):
+        origins("lxmert", row, row.config({}), settings(layers_per_ipu=[-1, -1]), False, None, [], {})
+
+
+def test_a_parameter_is_where_it_is_first_used_not_on_the_lowest_ipu():
+    claims = {"model": {"head": Claim(0, 1, ("ipu", 1)), "embedding": Claim(1, 0, ("ipu", 0))}}
+    layout = Layout(2, [0, 0], [], [[], []], claims, (("model", 0, 2),))
+    assert first_uses(layout, ["head.weight"], {"head.weight": ["embedding.weight"]}) == {
+        "head.weight": [claims["model"]["head"]]}
 
 
 def test_each_of_the_45_architectures_has_a_row():

@@ -13,6 +13,7 @@ from safetensors.torch import load_file, save_file
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement import balance
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.layout import encoder_decoder_cut, layer_counts
 from placement_fixtures import saved_tiny_model, tiny_model
 from placement_models import TINY_MODELS
 
@@ -150,20 +151,48 @@ BALANCED_CASES = [
 @pytest.mark.parametrize("architecture, model_config, ipu_settings, for_inference", BALANCED_CASES)
 def test_the_balanced_split_is_the_best_upstream_accepts(architecture, model_config, ipu_settings, for_inference):
     config = dict(tiny_model(architecture).config.to_dict(), **model_config)
-    placement = PlainIPUConfig(**ipu_settings).placement(config, for_inference=for_inference)
+    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture, for_inference=for_inference)
     balanced = placement.balanced()
     best = best_by_brute_force(placement)
     assert (list(balanced.layers_per_ipu), max(ipu.on_chip_bytes for ipu in balanced.ipus)) == best
     assert balanced.to_dict() == placement.with_layers_per_ipu(best[0]).to_dict()
 
 
+@pytest.mark.parametrize("architecture, model_config, ipu_settings, for_inference", BALANCED_CASES + [
+    ("Wav2Vec2ForCTC", {}, {"layers_per_ipu": [-1, -1, -1], "gradient_accumulation_steps": 4}, False),
+])
+def test_the_balance_costs_each_split_as_its_placement_does(architecture, model_config, ipu_settings, for_inference):
+    config = dict(tiny_model(architecture).config.to_dict(), **model_config)
+    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture, for_inference=for_inference)
+    planner, ipus = placement._planner, len(placement.ipus)
+    layers = sum(len(ipu.layers) for ipu in placement.ipus)
+    encoder = layer_counts(planner.architecture, planner.config).get((planner.architecture.generation or [None])[0])
+    checked = 0
+    for cut in planner._cuts(ipus):
+        cost = planner._cost(cut)
+        for split in compositions(layers, ipus):
+            try:
+                other = placement.with_layers_per_ipu(split)
+                if cut is not None and encoder_decoder_cut("m", split, encoder, "layers_per_ipu") != cut:
+                    continue
+            except PlacementError:
+                continue
+            assert [cost(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for ipu in range(ipus)] == [
+                ipu.on_chip_bytes for ipu in other.ipus], (cut, split)
+            checked += 1
+    assert checked > ipus
+
+
 def test_one_ipu_is_balanced_already():
-    placement = PlainIPUConfig().placement(tiny_model("BertForMaskedLM").config.to_dict())
+    placement = PlainIPUConfig().placement(tiny_model("BertForMaskedLM").config.to_dict(), architecture="BertForMaskedLM")
     assert placement.balanced() is placement
 
 
 def test_lxmert_has_no_split_to_balance():
-    config = dict(tiny_model("LxmertForQuestionAnswering").config.to_dict())
-    placement = PlainIPUConfig(layers_per_ipu=[-1] * 4).placement(config)
-    with pytest.raises(PlacementError, match="places its layers on IPUs of its own choosing"):
+    config = dict(tiny_model("LxmertForQuestionAnswering").config.to_dict(), _name_or_path="lxmert")
+    placement = PlainIPUConfig(layers_per_ipu=[-1] * 4).placement(config, architecture="LxmertForQuestionAnswering")
+    with pytest.raises(PlacementError) as raised:
         placement.balanced()
+    assert str(raised.value) == ("Cannot place lxmert: LxmertForQuestionAnswering's parallelize() places its layers on "
+                                 "IPUs of its own choosing, whatever `layers_per_ipu` says: there is no split to "
+                                 "balance.")

@@ -79,12 +79,11 @@ class Executor(NamedTuple):
 
 class Claim(NamedTuple):
     """A module path whose parameters, where no longer path holds them, are used at `order` on `ipu` (of the
-    pipeline) by `executor`. `origin` says why that IPU: `("ipu", n)`, a block placed on it whatever the layers do,
+    pipeline). `origin` says why that IPU: `("ipu", n)`, a block placed on it whatever the layers do,
     or `("layer", n)`, the IPU of layer `n` of the layer list (its block, or the last one that began before)."""
 
     order: int
     ipu: int
-    executor: str
     origin: Tuple[str, int]
 
 
@@ -188,7 +187,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
                     _add_block(blocks[block_ipu], step.name)
                     if step.called:
                         ipu, origin = block_ipu, block_origin
-            claims[executor.name].setdefault(step.path, Claim(next(order), ipu, executor.name, origin))
+            claims[executor.name].setdefault(step.path, Claim(next(order), ipu, origin))
     layer_ipus_list = [ipu for group in counts for ipu in group_ipus[group]]
     expanded = [layer_ipus_list.count(ipu) for ipu in range(ipus)]
     return Layout(ipus, expanded, layer_ipus_list, blocks, claims, executors)
@@ -235,23 +234,27 @@ def _resolve(model: str, rule: Any, executor: Executor, group_ipus: Mapping[str,
              offsets: Mapping[str, int], config: ModelConfig, settings: Mapping[str, Any],
              prefix: str) -> Tuple[int, Tuple[str, int]]:
     """The IPU (of the pipeline) a block's rule gives, and its origin (see `Claim`)."""
+    while isinstance(rule, (WhenConfig, FirstSplitIPU)):
+        rule = _chosen_rule(model, rule, config, settings, prefix)
     if isinstance(rule, LayerIPU):
         index = rule.index % len(group_ipus[rule.group])
         return group_ipus[rule.group][index], ("layer", offsets[rule.group] + index)
-    if isinstance(rule, WhenConfig):
-        return _resolve(model, rule.then if getattr(config, rule.field) else rule.otherwise, executor, group_ipus,
-                        offsets, config, settings, prefix)
-    if isinstance(rule, FirstSplitIPU):
-        splits = settings[f"{prefix}{rule.setting}"]
-        if splits is None:
-            return _resolve(model, rule.otherwise, executor, group_ipus, offsets, config, settings, prefix)
-        used = [ipu for ipu, count in enumerate(splits) if count]
-        if len(used) > 1:
-            raise PlacementError(model, f"{as_json(splits)} splits it over several IPUs, and the model keeps all its splits on "
-                                 "one", f"{prefix}{rule.setting}")
-        rule = used[0]
     ipu = executor.first_ipu + (executor.ipus - 1 if isinstance(rule, LastIPU) else rule)
     return ipu, ("ipu", ipu)
+
+
+def _chosen_rule(model: str, rule: Any, config: ModelConfig, settings: Mapping[str, Any], prefix: str) -> Any:
+    """The rule a conditional one stands for under this config and these settings."""
+    if isinstance(rule, WhenConfig):
+        return rule.then if getattr(config, rule.field) else rule.otherwise
+    splits = settings[f"{prefix}{rule.setting}"]
+    if splits is None:
+        return rule.otherwise
+    used = [ipu for ipu, count in enumerate(splits) if count]
+    if len(used) > 1:
+        raise PlacementError(model, f"{as_json(splits)} splits it over several IPUs, and the model keeps all its splits on "
+                             "one", f"{prefix}{rule.setting}")
+    return used[0]
 
 
 def _check_kwargs(model: str, architecture: Architecture, kwargs: Mapping[str, Any], setting: str) -> None:
