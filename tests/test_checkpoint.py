@@ -8,7 +8,16 @@ import torch
 from safetensors.torch import save_file
 
 from optimum_ipu_ext import ModelFileError
-from optimum_ipu_ext.placement.checkpoint import DTYPE_BITS, TensorHeader, read_folder, read_header
+from optimum_ipu_ext.placement import checkpoint
+from optimum_ipu_ext.placement.checkpoint import (
+    DTYPE_BITS,
+    TensorHeader,
+    parse_config,
+    parse_header,
+    read_folder,
+    read_header,
+    read_index,
+)
 
 
 def write_raw(path, header, data=b""):
@@ -88,6 +97,7 @@ def problem(path):
     (b"\x10\0\0", "truncated: 3 bytes, shorter than the 8-byte header length"),
     (struct.pack("<Q", 100) + b'{"a": 1}', "truncated: the header says 100 bytes, the file holds 8 after it"),
     (struct.pack("<Q", 100_000_001), "a header of 100000001 bytes, more than the 100000000 allowed"),
+    (b"\xff" * 8, "a header of 18446744073709551615 bytes, more than the 100000000 allowed"),  # unsigned
     (struct.pack("<Q", 4) + b"\xff\xfe{}", "the header is not JSON ('utf-8' codec can't decode byte 0xff"),
     (struct.pack("<Q", 3) + b"{a}", "the header is not JSON (Expecting property name enclosed in double quotes"),
     (struct.pack("<Q", 2) + b"[]", "the header is a JSON list, not an object"),
@@ -134,6 +144,56 @@ def test_offsets_at_the_end_of_the_data_are_within_it(tmp_path):
     assert read_header(path) == {"t": TensorHeader("F32", (2,))}
 
 
+def test_a_tensor_may_have_no_elements(tmp_path):
+    path = write_raw(tmp_path / "m.safetensors", {"t": {"dtype": "F32", "shape": [0, 4], "data_offsets": [0, 0]}})
+    assert read_header(path) == {"t": TensorHeader("F32", (0, 4))}
+
+
+def test_only_the_header_is_read_never_the_tensors(tmp_path, monkeypatch):
+    path = write_raw(tmp_path / "m.safetensors", {"t": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}},
+                     b"\0" * 16)
+    reads = []
+
+    def recording_open(*args, **kwargs):
+        file = open(*args, **kwargs)
+        read = file.read
+        file.read = lambda size=-1: reads.append(size) or read(size)
+        return file
+
+    monkeypatch.setattr(checkpoint, "open", recording_open, raising=False)
+    assert read_header(path) == {"t": TensorHeader("F32", (4,))}
+    header_bytes = len(json.dumps({"t": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}))
+    assert reads == [8, header_bytes]
+
+
+def test_a_header_read_with_the_data_after_it_is_read_up_to_its_length():
+    # a range request for the first bytes of a file on the Hub takes some of its tensors' data too
+    text = json.dumps({"t": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    data = struct.pack("<Q", len(text)) + text + b"\0" * 16
+    assert parse_header(data, len(data), "m.safetensors") == {"t": TensorHeader("F32", (4,))}
+    with pytest.raises(ModelFileError) as raised:
+        parse_header(data[:5], 100, "remote/m.safetensors")
+    assert str(raised.value) == ("Cannot read the model file 'remote/m.safetensors': truncated: 5 bytes, shorter than "
+                                 "the 8-byte header length.")
+
+
+def test_a_config_json_is_an_object_of_json_named_by_its_file():
+    assert parse_config(b'{"model_type": "bert"}', "config.json") == {"model_type": "bert"}
+    for data, problem in [(b"[1]", "expected a JSON object, found list"),
+                          (b"{", "not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
+                                 "(char 1))")]:
+        with pytest.raises(ModelFileError) as raised:
+            parse_config(data, "m/config.json")
+        assert str(raised.value) == f"Cannot read the model file 'm/config.json': {problem}."
+
+
+def test_an_index_that_cannot_be_read_is_named(tmp_path):
+    with pytest.raises(ModelFileError) as raised:
+        read_index(str(tmp_path / "model.safetensors.index.json"))
+    assert str(raised.value) == (f"Cannot read the model file '{tmp_path / 'model.safetensors.index.json'}': "
+                                 "No such file or directory.")
+
+
 def test_a_missing_or_unreadable_file_is_named(tmp_path):
     assert problem(tmp_path / "absent.safetensors") == "No such file or directory"
     (tmp_path / "folder.safetensors").mkdir()
@@ -150,6 +210,8 @@ def test_a_missing_or_unreadable_file_is_named(tmp_path):
     ('{"weight_map": {"a": "m.safetensors", "b": "m.safetensors", "c": "m.safetensors", "d": "m.safetensors", '
      '"e": "m.safetensors"}}', "it names tensors its files do not hold: b, c, d and 1 more"),
     ('{"weight_map": {"a": "m.safetensors", "b": "m.safetensors"}}', "it names tensors its files do not hold: b"),
+    ('{"weight_map": {"a": "m.safetensors", "b": "m.safetensors", "c": "m.safetensors", "d": "m.safetensors"}}',
+     "it names tensors its files do not hold: b, c, d"),
 ])
 def test_a_malformed_index_is_named(tmp_path, index, expected):
     save_file({"a": torch.zeros(1)}, str(tmp_path / "m.safetensors"))

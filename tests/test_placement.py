@@ -24,6 +24,7 @@ from optimum_ipu_ext.placement.layout import (
 )
 from optimum_ipu_ext.placement.memory import IPU_MEMORY_BYTES, MemoryModel, Storage, memory_model
 from optimum_ipu_ext.placement.parameters import Parameters, from_checkpoint, loaded_names, parallelized
+from optimum_ipu_ext.placement.placement import _frozen
 from optimum_ipu_ext.placement.report import bar, compress, render, render_comparison
 from optimum_ipu_ext.placement.rules import ModelConfig
 from placement_fixtures import BERT_BASE, bert_base, bert_shapes, write_checkpoint
@@ -466,6 +467,8 @@ def test_gpt2_pads_its_vocabulary_to_a_multiple_of_the_serialization_factor():
     assert parallelized("m", row, parameters, settings(embedding_serialization_factor=4)).shapes == {
         "transformer.wte.weight": (64, 16), "score.weight": (2, 16)}
     assert parallelized("m", row, parameters, settings()).shapes["transformer.wte.weight"] == (63, 16)
+    assert parallelized("m", row, parameters, settings(embedding_serialization_factor=2)).shapes[
+        "transformer.wte.weight"] == (64, 16)
 
 
 def test_an_embedding_split_into_parts_must_divide():
@@ -473,10 +476,12 @@ def test_an_embedding_split_into_parts_must_divide():
     parameters = Parameters({"bert.embeddings.word_embeddings.weight": (63, 16)}, {})
     with pytest.raises(PlacementError) as raised:
         parallelized("bert", row, parameters, settings(embedding_serialization_factor=2))
-    assert raised.value.setting == "embedding_serialization_factor"
+    assert (raised.value.setting, raised.value.model) == ("embedding_serialization_factor", "bert")
     assert raised.value.problem == ("2 does not divide the 63 rows of `bert.embeddings.word_embeddings.weight`, "
                                     "which BertForSequenceClassification's parallelize() splits into that many parts")
     assert parallelized("bert", row, parameters, settings(embedding_serialization_factor=3)).shapes == parameters.shapes
+    assert parallelized("bert", row, parameters, settings(embedding_serialization_factor=None)).shapes == (
+        parameters.shapes)  # null: not serialized
     # the masked LM's head is serialized instead, with no such check
     mlm = ARCHITECTURES["BertForMaskedLM"]
     assert parallelized("bert", mlm, parameters, settings(embedding_serialization_factor=2)).shapes == parameters.shapes
@@ -490,6 +495,24 @@ def test_the_pipelined_mpnet_mlm_keeps_a_copy_of_its_word_embeddings_unless_seri
     assert "lm_head.decoder.weight" not in copied.aliases["mpnet.embeddings.word_embeddings.weight"]
     retied = parallelized("m", row, parameters, settings(embedding_serialization_factor=2))
     assert "lm_head.decoder.weight" not in retied.shapes
+    word_embeddings = "mpnet.embeddings.word_embeddings.weight"
+    aliased = Parameters({word_embeddings: (64, 16)}, {word_embeddings: ["lm_head.decoder.weight", "other.weight"]})
+    assert parallelized("m", row, aliased, settings()).aliases == {word_embeddings: ["other.weight"]}
+    assert parallelized("m", row, Parameters({word_embeddings: (64, 16)}, {}), settings()).aliases == {
+        word_embeddings: []}
+
+
+@pytest.mark.parametrize("architecture, config, name, frozen", [
+    ("Wav2Vec2ForCTC", {}, "wav2vec2.feature_extractor.conv_layers.0.conv.weight", True),
+    ("Wav2Vec2ForCTC", {}, "wav2vec2.feature_extractor", True),
+    ("Wav2Vec2ForCTC", {}, "wav2vec2.feature_projection.projection.weight", False),
+    ("Wav2Vec2ForCTC", {}, "wav2vec2.feature_extractor_head.weight", False),
+    ("DistilBertForMaskedLM", {"sinusoidal_pos_embds": True}, "distilbert.embeddings.position_embeddings.weight", True),
+    ("DistilBertForMaskedLM", {}, "distilbert.embeddings.position_embeddings.weight", False),
+])
+def test_a_parameter_is_frozen_in_a_frozen_module_where_its_condition_holds(architecture, config, name, frozen):
+    row = ARCHITECTURES[architecture]
+    assert _frozen(row, row.config(config), name) is frozen
 
 
 # --- memory -------------------------------------------------------------------------------------------------------
@@ -498,6 +521,7 @@ def test_the_pipelined_mpnet_mlm_keeps_a_copy_of_its_word_embeddings_unless_seri
 @pytest.mark.parametrize("values, for_inference, fp32, expected", [
     ({}, False, False, ("training", 2, 0, 6)),
     ({"gradient_accumulation_steps": 8}, False, False, ("training", 2, 2, 6)),
+    ({"gradient_accumulation_steps": 2}, False, False, ("training", 2, 2, 6)),
     ({"gradient_accumulation_steps": 8}, False, True, ("training", 4, 4, 8)),
     ({"gradient_accumulation_steps": 8}, True, False, ("inference", 2, 0, 0)),
     ({}, True, True, ("inference", 4, 0, 0)),
@@ -538,6 +562,9 @@ def test_the_bytes_of_trained_and_frozen_parameters_on_chip_and_in_streaming_mem
     assert model.bytes(100, 10) == (420, 200)  # a frozen parameter has no accumulator and no optimizer state
     assert model.bytes(101, 0) == (404, 202)  # a share rounds up
     assert MemoryModel("inference", 4, 0, 0, storage).bytes(100, 10) == (440, 0)
+    off_chip = Storage(False, 4)
+    streamed = MemoryModel("training", 2, 2, 6, {"weights": off_chip, "accumulators": ON_CHIP, "optimizer": off_chip})
+    assert streamed.bytes(101, 0) == (202, 51 + 152)  # each kind's share rounds up to a whole byte
 
 
 def test_the_assumptions_say_what_is_counted_and_what_comes_on_top():
@@ -644,6 +671,35 @@ def test_an_ipu_over_its_memory_is_named_in_red(tmp_path):
     assert not over.fits
 
 
+def tagged(text, name):
+    return f"<{name}>{text}</{name}>"
+
+
+def test_the_model_and_the_headers_are_bold_and_an_ipu_full_to_its_last_byte_is_not_over(tmp_path):
+    placement = PlainIPUConfig(layers_per_ipu=[12, 0]).placement(bert_base(tmp_path / "bert"))
+    exactly = dataclasses.replace(placement, ipu_memory_bytes=placement.ipus[0].on_chip_bytes)
+    lines = render(exactly, tagged).splitlines()
+    assert lines[0] == f"<bold>{tmp_path / 'bert'}</bold>: BertForMaskedLM, training, layers_per_ipu [12, 0]"
+    assert lines[2].startswith("<bold>IPU  Blocks") and lines[2].endswith("Streaming, MiB</bold>")
+    assert [number for number, line in enumerate(lines) if "<" in line] == [0, 2]
+    assert lines[-2].startswith("Fits: ")
+    # the parameters are right-aligned under their header
+    header, *rows = str(exactly).splitlines()[2:5]
+    ends = [row.index(f"{ipu.parameters:,}") + len(f"{ipu.parameters:,}") for row, ipu in zip(rows, exactly.ipus)]
+    assert ends == [header.index("Parameters") + len("Parameters")] * 2 and exactly.ipus[1].parameters == 0
+
+
+def test_the_comparison_s_verdict_and_headers_are_bold(tmp_path):
+    placement = PlainIPUConfig(layers_per_ipu=[6, 6]).placement(bert_base(tmp_path / "bert"))
+    balanced = placement.balanced()
+    lines = render_comparison(placement, balanced, tagged).splitlines()
+    assert lines[0] == f"<bold>Balanced: layers_per_ipu {list(balanced.layers_per_ipu)} (the config's: [6, 6])</bold>"
+    assert lines[1] == "<bold>IPU  Layers  Balanced  On chip, MiB  Balanced, MiB</bold>"
+    assert not any("<" in line for line in lines[2:])
+    assert render_comparison(balanced, balanced, tagged) == (
+        "<bold>Balanced: the config's layers_per_ipu already makes the largest on-chip figure smallest.</bold>")
+
+
 def test_the_balanced_split_is_shown_beside_the_config_s(tmp_path):
     placement = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8).placement(bert_base(tmp_path / "bert"))
     balanced = placement.balanced()
@@ -682,6 +738,16 @@ def test_the_same_placement_on_both_config_classes(tmp_path):
     folder = tiny_bert(tmp_path)
     values = {"layers_per_ipu": [1, 2], "gradient_accumulation_steps": 4}
     assert IPUConfig(**values).placement(folder).to_dict() == PlainIPUConfig(**values).placement(folder).to_dict()
+
+
+@pytest.mark.parametrize("make", [IPUConfig, PlainIPUConfig])
+def test_fp32_sizes_the_weights_and_the_first_moments_in_fp32(tmp_path, make):
+    folder = tiny_bert(tmp_path)
+    fp16, fp32 = (make().placement(folder, fp32=fp32).ipus[0] for fp32 in (False, True))
+    assert fp16.parameters == fp32.parameters
+    assert (fp16.on_chip_bytes, fp32.on_chip_bytes) == (8 * fp16.parameters, 12 * fp16.parameters)
+    inference = make().placement(folder, fp32=True, for_inference=True).ipus[0]
+    assert inference.on_chip_bytes == 4 * fp16.parameters
 
 
 def test_another_architecture_counts_its_head_and_not_the_checkpoint_s(tmp_path):

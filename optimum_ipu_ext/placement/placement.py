@@ -23,8 +23,7 @@ from .rules import Architecture, ModelConfig
 
 
 def place(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
-          shapes: Callable[[Architecture, ModelConfig], Parameters], for_inference: bool = False,
-          fp32: bool = False) -> Placement:
+          shapes: Callable[[Architecture, ModelConfig], Parameters], for_inference: bool, fp32: bool) -> Placement:
     """The placement of `architecture`, configured by `values` (its `config.json`), on the IPUs of a config whose
     `settings` are its `vars()`. `shapes(architecture, config)` gives its parameters; it is called only once the
     config's layers are found to fit the model, so a wrong `layers_per_ipu` is reported before any weight header

@@ -125,8 +125,8 @@ def parameter_shapes(source: ModelSource):
     return shapes
 
 
-def place_model(settings: Dict[str, Any], model: Any, architecture: Optional[str] = None, for_inference: bool = False,
-                fp32: bool = False, revision: Optional[str] = None, token: Optional[str] = None) -> Placement:
+def place_model(settings: Dict[str, Any], model: Any, architecture: Optional[str], for_inference: bool, fp32: bool,
+                revision: Optional[str], token: Optional[str]) -> Placement:
     """`IPUConfig.placement()`: the placement of `model` on the IPUs of a config whose settings are `settings`."""
     check_rules(settings)
     source = read_model(model, revision, token)
