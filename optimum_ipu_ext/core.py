@@ -65,11 +65,11 @@ def local_config_file(source: Union[str, os.PathLike]) -> str:
     return os.path.join(path, CONFIG_NAME) if os.path.isdir(path) else path
 
 
-def check_keys(values: Dict[str, Any], source: Optional[str] = None) -> None:
-    """Rejects keys no release ever had; carries over, or drops, with a warning, keys that earlier releases had
-    (`source`: the file or repository they come from, for the warning). A count given as null becomes what null
-    stands for (`replication_factor`: 1), before a base class sees it."""
-    carry_over_legacy_keys(values, source)
+def check_keys(values: Dict[str, Any]) -> None:
+    """Rejects keys no release ever had; carries over, or drops, with a warning, keys that earlier releases had (a
+    file's loader has done so already, naming the file). A count given as null becomes what null stands for
+    (`replication_factor`: 1), before a base class sees it."""
+    carry_over_legacy_keys(values)
     for key in list(values):
         if key in SETTINGS:
             if values[key] is None:

@@ -61,6 +61,6 @@ def members(text: str) -> List[Tuple[str, int]]:
 
 def enum_value(path: str) -> int:
     """The value of the integer enum member `path`: `"popart.RecomputationType.Pipeline"` -> `3`."""
-    module, enum_name, member = path.rsplit(".", 2)
-    table: Dict[str, str] = _INTEGER_ENUMS[module.split(".")[0]]
+    module, enum_name, member = path.split(".")
+    table: Dict[str, str] = _INTEGER_ENUMS[module]
     return dict(members(table[enum_name]))[member]

@@ -134,6 +134,12 @@ def test_a_legacy_key_with_a_setting_carries_its_value_naming_the_file_and_the_n
     assert config.to_dict() == type(config)(replication_factor=2, **carried).to_dict()
 
 
+def test_every_legacy_key_of_a_file_is_read_after_one_that_is_dropped():
+    with pytest.warns(FutureWarning) as caught:
+        config = PlainIPUConfig.from_dict({"compile_only": True, "random_seed": 3, "profile_dir": "p"})
+    assert config.seed == 3 and len(caught) == 3
+
+
 def test_a_legacy_popart_option_joins_the_popart_options_given():
     with pytest.warns(FutureWarning, match="carried over as `popart_options="):
         config = IPUConfig(decompose_grad_sum=True, popart_options={"enableStableNorm": True})
@@ -171,7 +177,7 @@ def test_a_legacy_key_and_its_setting_with_the_same_value_load():
 def test_a_legacy_value_of_the_wrong_type_is_refused_naming_the_legacy_key(key, value, expected):
     with pytest.raises(SettingTypeError) as raised:
         PlainIPUConfig(**{key: value})
-    assert (raised.value.field, raised.value.allowed) == (key, expected)
+    assert (raised.value.field, raised.value.value, raised.value.allowed) == (key, value, expected)
 
 
 def test_metadata_keys_of_saved_files_are_accepted_silently():

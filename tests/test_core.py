@@ -170,6 +170,16 @@ def test_a_local_source_without_a_config_is_refused_naming_it(tmp_path, monkeypa
     assert (raised.value.path, raised.value.problem) == (source, problem)
 
 
+def test_a_subfolder_s_config_is_looked_for_in_the_subfolder(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ipu_config.json").write_text("{}")
+    check_local_source(tmp_path, subfolder="sub")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "ipu_config.json").write_text("{}")
+    with pytest.raises(ConfigFileError, match="its subfolder 'other' holds no ipu_config.json"):
+        check_local_source(tmp_path, subfolder="other")
+
+
 def test_a_config_name_of_the_callers_choice_is_looked_for(tmp_path):
     (tmp_path / "mine.json").write_text("{}")
     check_local_source(tmp_path, config_name="mine.json")

@@ -30,6 +30,8 @@ from optimum_ipu_ext.option_files import OptionLine, lines_run
 from optimum_ipu_ext.plan import Construct, OptionCall, OptionsPlan, Ref
 from optimum_ipu_ext.popdist import PopDistLaunch
 from optimum_ipu_ext.recorder import sdk_modules
+from optimum_ipu_ext.sdk_enums import enum_value, members
+from test_recorder import POPART_ENUM_VALUES, POPTORCH_ENUM_VALUES
 
 
 def write(folder, name, *lines):
@@ -216,6 +218,20 @@ def test_a_file_is_ascii_whatever_its_name_and_values(tmp_path):
 def test_each_kind_of_argument_is_written_with_only_poptorch_in_scope(value, line):
     plan = OptionsPlan(Construct("poptorch.Options"), (OptionCall("_Popart.set", ("k", value)),))
     assert plan.to_options_lines() == [line]
+
+
+@pytest.mark.parametrize("module, values", [("poptorch", POPTORCH_ENUM_VALUES), ("popart", POPART_ENUM_VALUES)])
+def test_an_integer_enum_member_is_written_as_its_value(module, values):
+    written = {(enum, member): enum_value(f"{module}.{enum}.{member}")
+               for enum, found in values.items() for member, value in found.items() if isinstance(value, int)}
+    assert written == {(enum, member): value for enum, found in values.items() for member, value in found.items()
+                       if isinstance(value, int)}
+    assert len(written) > 20
+
+
+def test_a_member_s_value_counts_from_0_unless_the_table_gives_it():
+    assert members("Final EveryN All") == [("Final", 0), ("EveryN", 1), ("All", 2)]
+    assert members("OnePerGroup=0 AllReplicas=2") == [("OnePerGroup", 0), ("AllReplicas", 2)]
 
 
 def test_a_temporary_file_is_drawn_afresh_by_each_load(tmp_path):
