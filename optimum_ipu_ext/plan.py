@@ -230,7 +230,7 @@ class OptionsPlan:
         return options
 
 
-def render(value: Any, in_file: bool = False) -> str:
+def render(value: Any, in_file: bool) -> str:
     """`value` as Python source; `in_file`: as a poptorch option file writes it, with only `poptorch` in scope."""
     if isinstance(value, _SDK_VALUES):
         return value.render(in_file)

@@ -769,6 +769,7 @@ def test_the_inference_build_is_checked_with_its_own_replicas_and_pipeline():
     {"replication_factor": 4, "layers_per_ipu": [-1, -1], "auto_round_num_ipus": False},  # 8: a power of two
     {"replication_factor": 3, "auto_round_num_ipus": False, "connection_type": "never"},  # an offline target
     {"replication_factor": 96, "auto_round_num_ipus": False},  # beyond one process: each poprun instance is checked
+    {"replication_factor": 48, "layers_per_ipu": [-1, -1], "auto_round_num_ipus": False},  # 96 IPUs: the same
 ])
 def test_what_poptorch_reserves_as_asked_is_accepted(settings):
     assert PlainIPUConfig(**settings).options_plan(popdist=False).calls
@@ -790,6 +791,19 @@ def test_a_poprun_instance_is_checked_with_its_own_replicas(monkeypatch):
     monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "3")
     with pytest.raises(IncompatibleSettingsError, match="this poprun instance's 3 replicas"):
         PlainIPUConfig(layers_per_ipu=[-1, -1], replication_factor=6, auto_round_num_ipus=False)
+
+
+def test_a_poprun_instance_is_checked_with_the_ipus_of_the_build_planned():
+    from optimum_ipu_ext.popdist import PopDistLaunch
+
+    # each instance has 2 of the 32 replicas: 2 x 2 IPUs to train, 2 x 3 IPUs for inference
+    config = PlainIPUConfig(replication_factor=32, layers_per_ipu=[-1, -1], inference_replication_factor=32,
+                            inference_layers_per_ipu=[-1, -1, -1],
+                            auto_round_num_ipus=False)
+    launch = PopDistLaunch(num_replicas=32, num_instances=16)
+    assert config.options_plan(popdist=launch).calls
+    with pytest.raises(IncompatibleSettingsError, match=r"of 32\) x `inference_ipus_per_replica=3` = 6 IPUs"):
+        config.options_plan(for_inference=True, popdist=launch)
 
 
 def test_to_options_and_update_from_string_refuse_it_too(sdk):

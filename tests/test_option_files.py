@@ -213,6 +213,18 @@ def test_a_file_is_ascii_whatever_its_name_and_values(tmp_path):
         (float("-inf"), '_Popart.set("k", float("-inf"))'),
         ({"a": [1, "b"]}, '_Popart.set("k", {"a": [1, "b"]})'),
         (Construct("poptorch.Stage", ("0",), chain=(("ipu", (1,)),)), '_Popart.set("k", poptorch.Stage("0").ipu(1))'),
+        # SDK values inside lists, dicts and constructs are written for the file too
+        ([Ref("popart.RecomputationType.Pipeline", as_int=True), Ref("popart.RecomputationType.NormOnly", as_int=True)],
+         '_Popart.set("k", [3, 2])  # popart.RecomputationType.Pipeline, popart.RecomputationType.NormOnly'),
+        ({Ref("torch.float16"): Ref("popart.RecomputationType.Pipeline", as_int=True)},
+         '_Popart.set("k", {poptorch.torch.float16: 3})  # popart.RecomputationType.Pipeline'),
+        (Construct("poptorch.Stage", (Ref("torch.float16"),), kwargs=(("k", Ref("torch.float32")),),
+                   chain=(("ipu", (Ref("popart.RecomputationType.Pipeline", as_int=True),)),)),
+         '_Popart.set("k", poptorch.Stage(poptorch.torch.float16, k=poptorch.torch.float32).ipu(3))'
+         '  # popart.RecomputationType.Pipeline'),
+        # JSON's escapes up to U+FFFF, Python's beyond
+        ("\uffff", '_Popart.set("k", "\\uffff")'),
+        ("\U00010000", "_Popart.set(\"k\", '\\U00010000')"),
     ],
 )
 def test_each_kind_of_argument_is_written_with_only_poptorch_in_scope(value, line):
