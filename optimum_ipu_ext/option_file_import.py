@@ -37,7 +37,7 @@ def read_option_file(path: Union[str, "os.PathLike[str]"]) -> OptionLines:
     """The lines of the option file `path`, read as poptorch opens it: as text in the locale's encoding."""
     where = str(os.fspath(path))
     try:
-        with open(where, encoding=None) as file:  # poptorch's `open(filepath)`
+        with open(where) as file:  # as poptorch opens it
             return OptionLines(where, list(file))
     except FileNotFoundError:
         problem = "no such file or directory"
@@ -65,7 +65,7 @@ def run_lines(options: Any, poptorch: Any, source: OptionLines, mode: str, writt
     run = lines_run(source.lines)
     text = code(run)
     try:  # poptorch compiles the lines as one: a line that does not compile runs none
-        compile(text, source.where, "exec", dont_inherit=True)
+        compile(text, source.where, "exec")
     except (SyntaxError, ValueError) as error:  # ValueError: a null character, before Python 3.12
         problem = f"{type(error).__name__}: {error.msg if isinstance(error, SyntaxError) else error}"
         if not getattr(error, "lineno", None):
