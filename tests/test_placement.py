@@ -3,6 +3,7 @@ the memory arithmetic, the data and the text of a `Placement`, and where it refu
 
 The comparison with optimum-graphcore's own `parallelize()` is in test_upstream_placement.py (IPU-host stack)."""
 
+import copy
 import dataclasses
 import json
 import os
@@ -601,6 +602,18 @@ def test_a_placement_s_data_has_exactly_the_keys_of_its_json(tmp_path):
     assert json.loads(placement.to_json_string()) == data and placement.to_json_string().endswith("}\n")
 
 
+def test_the_json_is_indented_by_two_and_ends_its_line(tmp_path):
+    placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(tiny_bert(tmp_path))
+    assert placement.to_json_string() == json.dumps(placement.to_dict(), indent=2) + "\n"
+
+
+def test_a_placement_can_be_copied_and_its_copy_balanced(tmp_path):
+    placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(tiny_bert(tmp_path))
+    copied = copy.deepcopy(placement)
+    assert copied.to_dict() == placement.to_dict()
+    assert copied.balanced().to_dict() == placement.balanced().to_dict()
+
+
 def test_a_placement_is_immutable(tmp_path):
     import optimum_ipu_ext
 
@@ -624,6 +637,8 @@ def test_every_parameter_is_on_the_ipu_that_first_uses_it(tmp_path):
     assert ipus["cls.predictions.bias"] == (0,)
     assert ipus["bert.encoder.layer.0.output.dense.weight"] == (1,)
     assert "bert.embeddings.position_ids" not in ipus and len(ipus) == 5 + 3 * 16 + 5
+    other = PlainIPUConfig(layers_per_ipu=[0, 3]).placement(tiny_bert(tmp_path)).with_layers_per_ipu([1, 2])
+    assert other.parameter_ipus()["bert.encoder.layer.0.output.dense.weight"] == (0,)  # of its own split
 
 
 @pytest.mark.parametrize("names, compressed", [

@@ -112,6 +112,11 @@ def test_the_first_ipus_take_a_layer_between_them_not_each():
     assert balance.best_split(1, 3, cost, [0, 0, 1]) == ([0, 1, 0], 10)
 
 
+def test_of_equally_good_and_close_splits_the_one_with_fewer_layers_first_is_chosen():
+    assert balance.chosen([([2, 1], 5), ([1, 2], 5), ([3, 0], 4)], [2, 1]) == ([3, 0], 4)
+    assert balance.chosen([([2, 1], 5), ([1, 2], 5), ([0, 3], 6)], [0, 0]) == ([1, 2], 5)
+
+
 def best_by_brute_force(placement):
     """The split of the placement's model a brute force over every split upstream accepts finds best."""
     layers = sum(len(ipu.layers) for ipu in placement.ipus)

@@ -8,7 +8,7 @@ the differences per IPU; then the one with the fewest layers on the first IPUs).
 """
 
 import functools
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Sequence, Tuple
 
 # `cost(ipu, first, end)`: the bytes IPU `ipu` holds when it takes layers `first` to `end - 1`
 Cost = Callable[[int, int, int], int]
@@ -65,6 +65,6 @@ def distance(split: Sequence[int], current: Sequence[int]) -> int:
     return sum(abs(a - b) for a, b in zip(split, current))
 
 
-def chosen(candidates: Sequence[Tuple[List[int], int]], current: Sequence[int]) -> Optional[Tuple[List[int], int]]:
+def chosen(candidates: Sequence[Tuple[List[int], int]], current: Sequence[int]) -> Tuple[List[int], int]:
     """Of several (split, largest cost) results, the one `best_split` would choose among them."""
-    return min(candidates, key=lambda found: (found[1], distance(found[0], current), found[0]), default=None)
+    return min(candidates, key=lambda found: (found[1], distance(found[0], current), found[0]))
