@@ -62,6 +62,7 @@ def layout_of(architecture, config=None, for_inference=False, **ipu_settings):
     ([-1, 2, -1], 3, 7, [2, 2, 3]),  # the remainder on the last wildcard
     ([-1, 2, -1, 0], 4, 7, [2, 2, 3, 0]),
     ([0, 3], 2, 3, [0, 3]),
+    ([3, -1], 2, 3, [3, 0]),  # a wildcard may get no layer
     ([3, 0], 2, 3, [3, 0]),
     ([4, 8], 2, 12, [4, 8]),
 ])

@@ -23,10 +23,8 @@ def expand_layers_per_ipu(model: str, layers_per_ipu: Sequence[int], ipus: int, 
     if ipus == 1:
         return [layers]
     expanded = list(layers_per_ipu)
-    if expanded in ([-1], [-1] * ipus):
-        expanded = [layers // ipus] * ipus
-        expanded[-1] += layers % ipus
-        return expanded
+    if expanded == [-1]:  # one wildcard for every IPU
+        expanded = [-1] * ipus
     ipus_setting = setting.replace("layers_per_ipu", "ipus_per_replica")
     if len(expanded) != ipus:
         raise PlacementError(model, f"{as_json(list(layers_per_ipu))} has {len(expanded)} entries, and `{ipus_setting}` "
