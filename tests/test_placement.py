@@ -373,7 +373,8 @@ def test_a_conditional_encoder_runs_encoder_and_decoder_as_one_executor():
     # a generation build whose encoder takes `cut` IPUs, whatever the config's split cuts at
     ("T5ForConditionalGeneration", {"num_layers": 2}, dict(T5_GENERATION, inference_layers_per_ipu=[1, 1, 1, 1]), True,
      1, {"shared.weight": [("ipu", 0), ("ipu", 1)], "encoder.block.1.layer.0.SelfAttention.q.weight": [("layer", 1)],
-         "decoder.block.0.layer.0.SelfAttention.q.weight": [("layer", 2)], "lm_head.weight": [("ipu", 1)]}),
+         "decoder.block.0.layer.0.SelfAttention.q.weight": [("layer", 2)], "lm_head.weight": [("ipu", 1)],
+         "decoder.final_layer_norm.weight": [("layer", 3)]}),
     ("WhisperForConditionalGeneration", WHISPER, {"layers_per_ipu": [-1, -1], "serialized_projection_splits_per_ipu": [0, 2]},
      False, None, {"proj_out.weight": [("ipu", 1)], "model.decoder.layers.0.fc1.weight": [("layer", 2)]}),
     ("WhisperForConditionalGeneration", WHISPER, {"layers_per_ipu": [-1, -1]}, False, None,
