@@ -527,6 +527,14 @@ def test_a_fresh_initializer_file_does_not_hide_what_follows_it(sdk):
     assert list(raised.value.options) == ["useIpuModel (use_model)"]
 
 
+def test_a_refused_popart_value_of_one_of_two_builds_names_that_build(sdk):
+    inference = doubles.poptorch.Options()
+    inference._Popart.set("customCodelets", None)
+    with pytest.raises(UnsupportedOptionsError) as raised:
+        IPUConfig.from_options(training=doubles.poptorch.Options(), inference=inference)
+    assert list(raised.value.options) == ["customCodelets (inference)"]
+
+
 def test_an_initializer_file_that_is_not_a_name_is_refused(sdk):
     opts = doubles.poptorch.Options()
     opts._Popart.set("saveInitializersToFile", 5)

@@ -263,6 +263,13 @@ def test_only_poptorchs_names_can_be_written(path):
         plan.to_options_lines()
 
 
+def test_only_poptorch_s_classes_can_be_made_in_a_file():
+    plan = OptionsPlan(Construct("poptorch.Options"), (OptionCall("_Popart.set", ("k", Construct("torch.Tensor"))),))
+    with pytest.raises(ValueError) as raised:
+        plan.to_options_lines()
+    assert str(raised.value) == "`torch.Tensor` cannot be written in a poptorch option file: only `poptorch` is in scope"
+
+
 def test_a_plan_of_popdist_options_is_not_written(tmp_path):
     config = PlainIPUConfig(replication_factor=4)
     plan = build_plan(vars(config), popdist=PopDistLaunch(num_replicas=4, num_instances=2))

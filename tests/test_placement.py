@@ -24,7 +24,7 @@ from optimum_ipu_ext.placement.layout import (
     origins,
 )
 from optimum_ipu_ext.placement.memory import IPU_MEMORY_BYTES, MemoryModel, Storage, memory_model
-from optimum_ipu_ext.placement.parameters import Parameters, from_checkpoint, loaded_names, parallelized
+from optimum_ipu_ext.placement.parameters import Parameters, from_checkpoint, from_model, loaded_names, parallelized
 from optimum_ipu_ext.placement.placement import _frozen
 from optimum_ipu_ext.placement.report import bar, compress, render, render_comparison
 from optimum_ipu_ext.placement.rules import ModelConfig
@@ -358,7 +358,8 @@ def test_a_conditional_encoder_runs_encoder_and_decoder_as_one_executor():
 
 @pytest.mark.parametrize("architecture, config, ipu_settings, for_inference, cut, expected", [
     # a block on an IPU of its own (the embeddings, a tied head), or on the IPU of a layer of the layer list
-    ("BertForMaskedLM", {"num_hidden_layers": 3}, {"layers_per_ipu": [5, 5], "inference_layers_per_ipu": [-1]}, False,
+    ("BertForMaskedLM", {"num_hidden_layers": 3}, {"layers_per_ipu": [5, 5], "inference_layers_per_ipu": [-1] * 3},
+     False,
      None, {"bert.embeddings.word_embeddings.weight": [("ipu", 0)],
             "bert.encoder.layer.2.output.dense.weight": [("layer", 2)],
             "cls.predictions.transform.dense.weight": [("ipu", 0)]}),
@@ -464,6 +465,13 @@ def test_gpt2_s_attention_masks_are_buffers_and_its_attention_parameters_are_not
     assert shapes == {"transformer.h.0.attn.c_attn.bias": (48,), "transformer.wte.weight": (64, 16)}
 
 
+def test_a_built_model_s_tied_parameter_is_counted_as_the_weight_it_is_tied_to():
+    row = ARCHITECTURES["GPT2LMHeadModel"]
+    parameters = from_model(row, row.config({}), {"lm_head.weight": (64, 16), "transformer.ln_f.weight": (16,)})
+    assert parameters.shapes == {"transformer.wte.weight": (64, 16), "transformer.ln_f.weight": (16,)}
+    assert parameters.aliases == {"transformer.wte.weight": ["lm_head.weight"]}
+
+
 def test_gpt2_pads_its_vocabulary_to_a_multiple_of_the_serialization_factor():
     row = ARCHITECTURES["GPT2ForSequenceClassification"]
     parameters = Parameters({"transformer.wte.weight": (63, 16), "score.weight": (2, 16)}, {})
@@ -483,8 +491,9 @@ def test_an_embedding_split_into_parts_must_divide():
     assert raised.value.problem == ("2 does not divide the 63 rows of `bert.embeddings.word_embeddings.weight`, "
                                     "which BertForSequenceClassification's parallelize() splits into that many parts")
     assert parallelized("bert", row, parameters, settings(embedding_serialization_factor=3)).shapes == parameters.shapes
-    assert parallelized("bert", row, parameters, settings(embedding_serialization_factor=None)).shapes == (
-        parameters.shapes)  # null: not serialized
+    null_factor = settings(layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1])
+    assert null_factor["embedding_serialization_factor"] is None
+    assert parallelized("bert", row, parameters, null_factor).shapes == parameters.shapes  # null: not serialized
     # the masked LM's head is serialized instead, with no such check
     mlm = ARCHITECTURES["BertForMaskedLM"]
     assert parallelized("bert", mlm, parameters, settings(embedding_serialization_factor=2)).shapes == parameters.shapes
@@ -749,6 +758,24 @@ def test_a_model_is_a_folder_its_config_json_a_dict_or_a_pretrained_config(tmp_p
     # the architecture the config names, built on the meta device: the same parameters as the checkpoint's
     assert [ipu.parameters for ipu in from_dict.ipus] == [ipu.parameters for ipu in from_folder.ipus]
     assert [ipu.parameters for ipu in from_config.ipus] == [ipu.parameters for ipu in from_folder.ipus]
+
+
+def test_an_inference_placement_needs_only_the_inference_split_to_fit(tmp_path):
+    config = PlainIPUConfig(layers_per_ipu=[2, 2], inference_layers_per_ipu=[1, 2])
+    assert config.placement(tiny_bert(tmp_path), for_inference=True).layers_per_ipu == (1, 2)
+    with pytest.raises(PlacementError, match="places 4 layers and the model has 3"):
+        config.placement(tiny_bert(tmp_path))
+
+
+def test_refusals_of_a_placement_s_other_splits_and_parameters_name_the_model(tmp_path):
+    folder = tiny_bert(tmp_path, vocab_size=63)
+    placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder)
+    with pytest.raises(PlacementError) as raised:
+        placement.with_layers_per_ipu([2, 2])
+    assert str(raised.value) == f"Cannot place {folder} with `layers_per_ipu`: [2, 2] places 4 layers and the model has 3."
+    with pytest.raises(PlacementError) as raised:
+        PlainIPUConfig(embedding_serialization_factor=2).placement(folder, architecture="BertForSequenceClassification")
+    assert str(raised.value).startswith(f"Cannot place {folder} with `embedding_serialization_factor`: 2 does not divide")
 
 
 def test_the_same_placement_on_both_config_classes(tmp_path):

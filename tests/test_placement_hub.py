@@ -6,7 +6,7 @@ import pytest
 
 from cli_helpers import run
 from hub_fixtures import tiny_model_files
-from optimum_ipu_ext import HubRepositoryNotFoundError, PlainIPUConfig
+from optimum_ipu_ext import HubAccessDeniedError, HubRepositoryNotFoundError, PlainIPUConfig
 from placement_fixtures import PRESET
 
 
@@ -45,6 +45,15 @@ def test_a_missing_hub_model_raises_the_hub_s_error(hub):
     with pytest.raises(HubRepositoryNotFoundError) as raised:
         PlainIPUConfig().placement("org/no-such-model")
     assert "org/no-such-model" in str(raised.value)
+
+
+def test_a_gated_model_is_placed_with_a_token_that_has_access(hub, tiny_models):
+    hub.create_repo("org/gated")
+    hub.commit("org/gated", tiny_models["org/tiny-bert"])
+    hub.gate("org/gated", granted_tokens=[hub.write_token])
+    with pytest.raises(HubAccessDeniedError):
+        PlainIPUConfig().placement("org/gated", token=hub.read_token)
+    assert PlainIPUConfig().placement("org/gated", token=hub.write_token).model == "org/gated"
 
 
 def test_ipu_config_place_reads_a_hub_model(hub, capsys):

@@ -67,8 +67,8 @@ def test_a_checkpoint_lacking_a_layer_is_not_this_config_s(tmp_path):
     rewrite(folder, lambda name: None if name.startswith("bert.encoder.layer.2.") else name)
     with pytest.raises(PlacementError) as raised:
         PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder)
-    assert raised.value.problem == ("its checkpoint holds no parameter of `bert.encoder.layer.2`, one of the 3 layers "
-                                    "its config.json gives it: the checkpoint is not this config's")
+    assert str(raised.value) == (f"Cannot place {folder}: its checkpoint holds no parameter of `bert.encoder.layer.2`, "
+                                 "one of the 3 layers its config.json gives it: the checkpoint is not this config's.")
 
 
 # --- balancing --------------------------------------------------------------------------------------------------------
@@ -131,14 +131,19 @@ def best_by_brute_force(placement):
 
 
 BALANCED_CASES = [
-    ("BertForQuestionAnswering", {"num_hidden_layers": 6}, {"layers_per_ipu": [-1, -1, -1]}, False),
+    # the training build's own IPUs, not the inference build's
+    ("BertForQuestionAnswering", {"num_hidden_layers": 6}, {"layers_per_ipu": [-1, -1, -1],
+                                                            "inference_layers_per_ipu": [-1]}, False),
     ("BertForPreTraining", {"num_hidden_layers": 5}, {"layers_per_ipu": [1, -1], "gradient_accumulation_steps": 4},
      False),
     ("GPT2LMHeadModel", {"n_layer": 5}, {"layers_per_ipu": [-1, -1, -1, -1]}, False),
     ("GPT2ForSequenceClassification", {"n_layer": 4}, {"inference_layers_per_ipu": [-1, -1, -1]}, True),
     ("ConvNextForImageClassification", {"depths": [2, 3]}, {"layers_per_ipu": [-1, -1, -1]}, False),
     ("HubertForCTC", {}, {"layers_per_ipu": [-1, -1, -1], "optimizer_state_offchip": True}, False),
+    # the inference build's generation split leaves the training build one executor
     ("T5ForConditionalGeneration", {"num_layers": 3}, {"layers_per_ipu": [-1, -1, -1, -1]}, False),
+    ("T5ForConditionalGeneration", {"num_layers": 3}, {"layers_per_ipu": [-1, -1, -1],
+                                                       "inference_parallelize_kwargs": {"for_generation": True}}, False),
     ("T5ForConditionalGeneration", {"num_layers": 3, "num_decoder_layers": 3},
      {"inference_layers_per_ipu": [1, 2, 2, 1], "inference_parallelize_kwargs": {"for_generation": True}}, True),
     ("WhisperForConditionalGeneration", {"encoder_layers": 3, "decoder_layers": 2},
@@ -147,7 +152,9 @@ BALANCED_CASES = [
      {"inference_layers_per_ipu": [1, 1, 1, 2], "inference_parallelize_kwargs": {"for_generation": True}}, True),
     # the best splits leave the decoder's first IPU empty, its second keeping the encoder on 2 IPUs
     ("T5ForConditionalGeneration", {"num_layers": 2, "num_decoder_layers": 1},
-     {"inference_layers_per_ipu": [1, 1, 0, 1, 0], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+     {"inference_layers_per_ipu": [2, 1, 0, 0, 0], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+    ("T5ForConditionalGeneration", {"num_layers": 1, "num_decoder_layers": 1},
+     {"inference_layers_per_ipu": [1, 1, 0, 0, 0], "inference_parallelize_kwargs": {"for_generation": True}}, True),
     ("BartForConditionalGeneration", {"encoder_layers": 2, "decoder_layers": 2},
      {"inference_layers_per_ipu": [1, 1, 0, 1, 1], "inference_parallelize_kwargs": {"for_generation": True}}, True),
 ]
