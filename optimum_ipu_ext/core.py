@@ -252,7 +252,11 @@ def check_rules(settings: Dict[str, Any]) -> None:
 
 
 class _RepeatedKey(Exception):
-    """A key given twice in one JSON object, the key its argument: raised out of `json.loads`."""
+    """A key given twice in one JSON object: raised out of `json.loads`."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
 
 
 def _object_once(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
@@ -277,7 +281,7 @@ def read_config_file(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigFileError(str(path), f"not valid JSON ({error})") from error
     except _RepeatedKey as repeated:
-        raise ConfigFileError(str(path), f"the key {as_json(repeated.args[0])} is given twice in one object; give each "
+        raise ConfigFileError(str(path), f"the key {as_json(repeated.key)} is given twice in one object; give each "
                               "key once") from None
     if not isinstance(config_dict, dict):
         raise ConfigFileError(str(path), f"expected a JSON object, found {type(config_dict).__name__}")

@@ -798,8 +798,7 @@ def test_a_poprun_instance_is_checked_with_the_ipus_of_the_build_planned():
 
     # each instance has 2 of the 32 replicas: 2 x 2 IPUs to train, 2 x 3 IPUs for inference
     config = PlainIPUConfig(replication_factor=32, layers_per_ipu=[-1, -1], inference_replication_factor=32,
-                            inference_layers_per_ipu=[-1, -1, -1],
-                            auto_round_num_ipus=False)
+                            inference_layers_per_ipu=[-1, -1, -1], auto_round_num_ipus=False)
     launch = PopDistLaunch(num_replicas=32, num_instances=16)
     assert config.options_plan(popdist=launch).calls
     with pytest.raises(IncompatibleSettingsError, match=r"of 32\) x `inference_ipus_per_replica=3` = 6 IPUs"):

@@ -359,8 +359,7 @@ def test_a_conditional_encoder_runs_encoder_and_decoder_as_one_executor():
 @pytest.mark.parametrize("architecture, config, ipu_settings, for_inference, cut, expected", [
     # a block on an IPU of its own (the embeddings, a tied head), or on the IPU of a layer of the layer list
     ("BertForMaskedLM", {"num_hidden_layers": 3}, {"layers_per_ipu": [5, 5], "inference_layers_per_ipu": [-1] * 3},
-     False,
-     None, {"bert.embeddings.word_embeddings.weight": [("ipu", 0)],
+     False, None, {"bert.embeddings.word_embeddings.weight": [("ipu", 0)],
             "bert.encoder.layer.2.output.dense.weight": [("layer", 2)],
             "cls.predictions.transform.dense.weight": [("ipu", 0)]}),
     # the module after the last block runs with the last layer
@@ -688,17 +687,17 @@ Assumes training: weights fp16, gradient accumulators fp16, AdamW/LAMB state 6 b
 pipeline stashes, code and exchange buffers come on top."""
 
 
+def tagged(text, name):
+    return f"<{name}>{text}</{name}>"
+
+
 def test_an_ipu_over_its_memory_is_named_in_red(tmp_path):
     placement = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8).placement(bert_base(tmp_path / "bert"))
     over = dataclasses.replace(placement, ipu_memory_bytes=600 << 20)
-    text = render(over, lambda text, name: f"<{name}>{text}</{name}>" if name == "red" else text)
+    text = render(over, tagged)
     assert "<red>  0</red>  Embedding, Encoder0-5" in text and "  1  Encoder6-11" in text
     assert text.splitlines()[-2] == "Does not fit: <red>IPU 0</red> (638.8 MiB) over the 600.0 MiB of an IPU."
     assert not over.fits
-
-
-def tagged(text, name):
-    return f"<{name}>{text}</{name}>"
 
 
 def test_the_model_and_the_headers_are_bold_and_an_ipu_full_to_its_last_byte_is_not_over(tmp_path):
