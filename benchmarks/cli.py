@@ -37,7 +37,7 @@ OURS = ("ipu-config show", "ipu-config show --json", "ipu-config validate")
 
 def shared_files(directory: str, count: int) -> List[str]:
     """`count` copies of the preset without the settings this package adds, which optimum-graphcore rejects."""
-    from optimum_ipu_ext.settings import EXTENSION_SETTINGS
+    from optimum_ipu_ext.settings.table import EXTENSION_SETTINGS
 
     settings = {key: value for key, value in json.loads(PRESET.read_text()).items() if key not in EXTENSION_SETTINGS}
     paths = []

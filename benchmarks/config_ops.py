@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from doubles import installed, load_upstream_ipu_configuration  # noqa: E402
 
 from optimum_ipu_ext import IPUConfig  # noqa: E402
-from optimum_ipu_ext.plan import OptionsPlan, TempFile  # noqa: E402
+from optimum_ipu_ext.sdk.plan import OptionsPlan, TempFile  # noqa: E402
 
 CONFIG = {
     "layers_per_ipu": [3, 5, 4, 4],

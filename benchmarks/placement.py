@@ -60,7 +60,7 @@ def bert_base(folder: str) -> str:
 
 def peer_config(folder: str) -> str:
     """The preset without the settings this package adds, which optimum-graphcore rejects."""
-    from optimum_ipu_ext.settings import EXTENSION_SETTINGS
+    from optimum_ipu_ext.settings.table import EXTENSION_SETTINGS
 
     settings = {key: value for key, value in json.loads(PRESET.read_text()).items() if key not in EXTENSION_SETTINGS}
     path = os.path.join(folder, "peer_ipu_config.json")

@@ -27,13 +27,13 @@ from .errors import (
     UnsupportedOptionsError,
 )
 from ._version import __version__
-from .plan import OptionsPlan
-from .popdist import PopDistLaunch
+from .sdk.plan import OptionsPlan
+from .sdk.popdist import PopDistLaunch
 
 if TYPE_CHECKING:
-    from .configuration import IPUConfig
+    from .config.configuration import IPUConfig
     from .placement.report import Placement
-    from .plain import PlainIPUConfig
+    from .config.plain import PlainIPUConfig
 
 __all__ = [
     "IPUConfig",
@@ -70,11 +70,11 @@ def __getattr__(name: str):
     """The config classes are imported on first use: `IPUConfig` imports transformers (and, on IPU hosts,
     optimum-graphcore); `PlainIPUConfig` needs neither, and `ipu-config` on local files imports nothing else."""
     if name == "IPUConfig":
-        from .configuration import IPUConfig
+        from .config.configuration import IPUConfig
 
         return IPUConfig
     if name == "PlainIPUConfig":
-        from .plain import PlainIPUConfig
+        from .config.plain import PlainIPUConfig
 
         return PlainIPUConfig
     if name == "Placement":  # what `placement()` returns, for annotations and isinstance

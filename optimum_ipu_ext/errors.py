@@ -9,6 +9,9 @@ import difflib
 import json
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+# What a missing local path is called, by every command and the API
+NO_SUCH_PATH = "no such file or directory"
+
 
 def as_json(value: Any) -> str:
     """A value as a config file writes it (`true`, `null`, `"everything"`, `[0.1, 0.2]`), for messages; inside it,

@@ -4,8 +4,8 @@ files match the rows."""
 
 from pathlib import Path
 
-from optimum_ipu_ext.documents import SCHEMA_FILE, attribute_table, json_schema_string, method_table
-from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS
+from optimum_ipu_ext.settings.documents import SCHEMA_FILE, attribute_table, json_schema_string, method_table
+from optimum_ipu_ext.settings.table import BASE_SETTINGS, EXTENSION_SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import doubles
 from doubles import installed, state
-from optimum_ipu_ext.plan import TempFile
-from optimum_ipu_ext.settings import SETTINGS
+from optimum_ipu_ext.sdk.plan import TempFile
+from optimum_ipu_ext.settings.table import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted((ROOT / "configs").glob("*.json"))

@@ -20,9 +20,9 @@ from optimum_ipu_ext import (
     SettingTypeError,
     UnknownSettingError,
 )
-from optimum_ipu_ext.base import BaseIPUConfig
-from optimum_ipu_ext.legacy import LEGACY_KEYS
-from optimum_ipu_ext.settings import EXTENSION_SETTINGS
+from optimum_ipu_ext.config.base import BaseIPUConfig
+from optimum_ipu_ext.settings.legacy import LEGACY_KEYS
+from optimum_ipu_ext.settings.table import EXTENSION_SETTINGS
 from test_to_options import PRESET, UPSTREAM_CONFIGS
 
 
@@ -38,7 +38,7 @@ def test_base_is_the_one_the_stack_provides(upstream):
         assert BaseIPUConfig is upstream.IPUConfig
         assert isinstance(IPUConfig(), upstream.IPUConfig)
     else:
-        assert BaseIPUConfig.__module__ == "optimum_ipu_ext.bundled_base"
+        assert BaseIPUConfig.__module__ == "optimum_ipu_ext.config.bundled_base"
         assert not isinstance(IPUConfig(), upstream.IPUConfig)
     assert IPUConfig.CONFIG_NAME == "ipu_config.json"
 

@@ -21,14 +21,14 @@ from optimum_ipu_ext import (
     IPUConfig,
     UnknownSettingError,
 )
-from optimum_ipu_ext.build import shards_optimizer_state
-from optimum_ipu_ext.core import check_local_source, local_config_file, read_config_file
-from optimum_ipu_ext.bundled_base import transformers_defaults
+from optimum_ipu_ext.options.build import shards_optimizer_state
+from optimum_ipu_ext.settings.files import check_local_source, local_config_file, read_config_file
+from optimum_ipu_ext.config.bundled_base import transformers_defaults
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.documents import attribute_table, json_schema, json_schema_string, method_table
-from optimum_ipu_ext.plan import NONE, Construct, OptionCall, Ref, TempFile
-from optimum_ipu_ext.settings import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS
+from optimum_ipu_ext.settings.documents import attribute_table, json_schema, json_schema_string, method_table
+from optimum_ipu_ext.sdk.plan import NONE, Construct, OptionCall, Ref, TempFile
+from optimum_ipu_ext.settings.table import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESET = str(ROOT / "configs" / "pipelined-2ipu.json")
@@ -546,7 +546,7 @@ def test_validate_of_many_files_checks_each(tmp_path, capsys):
 
 def test_the_core_imports_no_transformers_torch_optimum_or_hub():
     code = (
-        "import sys; import optimum_ipu_ext.core, optimum_ipu_ext.documents, optimum_ipu_ext.cli.commands; "
+        "import sys; import optimum_ipu_ext.settings.files, optimum_ipu_ext.settings.rules, optimum_ipu_ext.settings.documents, optimum_ipu_ext.cli.commands; "
         "print(sorted({name.split('.')[0] for name in sys.modules} & "
         "{'transformers', 'torch', 'optimum', 'huggingface_hub', 'poptorch', 'popart', 'popdist'}))"
     )
@@ -662,8 +662,7 @@ def test_a_plan_as_json_text_is_indented_by_two():
 
 
 def test_build_plan_plans_a_training_build_for_an_ipu_by_default():
-    from optimum_ipu_ext.build import build_plan
-
+    from optimum_ipu_ext.options.build import build_plan
     methods = [call.method for call in build_plan(vars(PlainIPUConfig())).calls]
     assert "Training.gradientAccumulation" in methods and "useOfflineIpuTarget" not in methods
 
@@ -683,8 +682,7 @@ def test_non_default_settings_are_those_that_differ():
     ],
 )
 def test_what_can_only_be_a_local_path(source, path_only):
-    from optimum_ipu_ext.core import looks_like_path
-
+    from optimum_ipu_ext.settings.files import looks_like_path
     assert looks_like_path(source) is path_only
 
 
@@ -776,7 +774,7 @@ def test_what_poptorch_reserves_as_asked_is_accepted(settings):
 
 
 def test_a_poprun_instance_is_checked_with_its_own_replicas(monkeypatch):
-    from optimum_ipu_ext.popdist import PopDistLaunch
+    from optimum_ipu_ext.sdk.popdist import PopDistLaunch
 
     config = PlainIPUConfig(replication_factor=96, auto_round_num_ipus=False)
     with pytest.raises(IncompatibleSettingsError) as raised:
@@ -794,7 +792,7 @@ def test_a_poprun_instance_is_checked_with_its_own_replicas(monkeypatch):
 
 
 def test_a_poprun_instance_is_checked_with_the_ipus_of_the_build_planned():
-    from optimum_ipu_ext.popdist import PopDistLaunch
+    from optimum_ipu_ext.sdk.popdist import PopDistLaunch
 
     # each instance has 2 of the 32 replicas: 2 x 2 IPUs to train, 2 x 3 IPUs for inference
     config = PlainIPUConfig(replication_factor=32, layers_per_ipu=[-1, -1], inference_replication_factor=32,

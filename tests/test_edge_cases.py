@@ -233,7 +233,7 @@ def test_sharding_shards_only_with_replicas_and_warns_about_none(caplog, recwarn
 
 
 def test_bundled_base_batch_size_factor_is_upstreams(upstream):
-    from optimum_ipu_ext.bundled_base import IPUConfig as BundledIPUConfig
+    from optimum_ipu_ext.config.bundled_base import IPUConfig as BundledIPUConfig
 
     settings = {"replication_factor": 4, "gradient_accumulation_steps": 8, "device_iterations": 2,
                 "inference_replication_factor": 3, "inference_device_iterations": 5}
@@ -248,7 +248,7 @@ def test_saved_config_holds_no_mode():
 
 
 def test_bundled_base_names_an_unknown_key():
-    from optimum_ipu_ext.bundled_base import IPUConfig as BundledIPUConfig
+    from optimum_ipu_ext.config.bundled_base import IPUConfig as BundledIPUConfig
 
     with pytest.raises(UnknownSettingError) as raised:
         BundledIPUConfig(replicaton_factor=2)

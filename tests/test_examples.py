@@ -116,7 +116,7 @@ def ipu_trainer(sdk, monkeypatch):
         monkeypatch.setattr(package, "IPUTrainer", trainer.IPUTrainer, raising=False)
         monkeypatch.setattr(package, "IPUTrainingArguments", arguments.IPUTrainingArguments, raising=False)
     else:
-        import optimum_ipu_ext.configuration  # noqa: F401  (its base is chosen before the stand-in is in place)
+        import optimum_ipu_ext.config.configuration  # noqa: F401  (its base is chosen before the stand-in is in place)
 
         monkeypatch.setitem(sys.modules, "optimum.graphcore", optimum_graphcore)
     from optimum.graphcore import IPUTrainer

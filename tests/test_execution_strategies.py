@@ -353,7 +353,7 @@ def test_settings_no_build_reads_and_missing_phases_are_refused(settings, field,
 
 
 def test_the_schema_describes_a_stage_as_far_as_json_schema_can():
-    from optimum_ipu_ext.documents import json_schema
+    from optimum_ipu_ext.settings.documents import json_schema
 
     stage = {"type": "object", "additionalProperties": {"anyOf": [{"type": "integer"},
                                                                   {"type": "array", "items": {"type": "string"}}]}}

@@ -29,7 +29,7 @@ from optimum_ipu_ext import (
     IPUConfig,
     UnknownSettingError,
 )
-from optimum_ipu_ext.hub import SECTION_END, SECTION_START, card_text
+from optimum_ipu_ext.hub.card import SECTION_END, SECTION_START, card_text
 
 CONFIG = {"layers_per_ipu": [2, 2], "replication_factor": 4, "gradient_accumulation_steps": 8,
           "recomputation_mode": "pipeline"}
@@ -364,7 +364,7 @@ def test_a_card_whose_metadata_cannot_be_read_is_not_touched(hub):
 
 def test_a_card_edited_while_pushing_is_not_overwritten(hub, monkeypatch):
     """The commit names the commit whose card was read: a commit in between makes the Hub refuse it."""
-    import optimum_ipu_ext.hub as package_hub
+    import optimum_ipu_ext.hub.push as package_hub
 
     hub.create_repo("org/race")
     hub.commit("org/race", {"README.md": USER_CARD})
@@ -424,7 +424,7 @@ def test_pushing_the_same_config_again_commits_nothing_and_says_so(hub, caplog):
     assert again.oid == first.oid == hub.refs("org/same")["refs/heads/main"] and again.pr_url is None
     assert pull_request.pr_url is None and not any(ref.startswith("refs/pr/") for ref in hub.refs("org/same"))
     assert len(hub.commit_messages("org/same")) == 2
-    messages = [r.getMessage() for r in caplog.records if r.name == "optimum_ipu_ext.hub"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "optimum_ipu_ext.hub.push"]
     assert messages == ["No change: org/same already holds this config; nothing was committed.",
                         "No change: org/same already holds this config; nothing was committed and no pull request "
                         "opened."]
@@ -661,7 +661,7 @@ def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, s
     import huggingface_hub.file_download
     import huggingface_hub.utils._http
 
-    import optimum_ipu_ext.hub as package_hub
+    import optimum_ipu_ext.hub.load as package_hub
 
     if cache_state.startswith("warm"):
         IPUConfig.from_pretrained(seeded)
@@ -682,7 +682,7 @@ def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, s
             assert IPUConfig.from_pretrained(seeded).replication_factor == 4
     answered = hub.log
     assert 1 <= len(answered) <= 3 and {r.status for r in answered} == {500}, answered
-    ours = [r.getMessage() for r in caplog.records if r.name == "optimum_ipu_ext.hub"]
+    ours = [r.getMessage() for r in caplog.records if r.name == "optimum_ipu_ext.hub.load"]
     if cache_state == "warm" and HUB_0X:  # huggingface_hub 2.x falls back to the cache at once by itself
         assert len(ours) == 1 and ours[0].startswith("Loading the cached copy of 'ipu_config.json' of Hub "
                                                      "repository 'org/cfg' at revision 'main': the Hub at ")

@@ -406,7 +406,7 @@ def test_a_failing_hub_with_a_warm_cache_is_not_waited_for(hub, monkeypatch, cap
     import huggingface_hub.file_download
     import huggingface_hub.utils._http
 
-    import optimum_ipu_ext.hub as package_hub
+    import optimum_ipu_ext.hub.load as package_hub
 
     model = hub_model(SINGLE)
     monkeypatch.setattr(package_hub, "PATIENCE", 0.3)

@@ -1,6 +1,5 @@
-"""The package's layout: the modules import each other without a cycle, lazy imports included, and the core
-(settings, checks, plans, documents) imports nothing of the shell (the classes on top of it, the Hub, the import
-of builders, the CLI)."""
+"""The package's layout: the modules import each other without a cycle, lazy imports included, and each
+subpackage imports only the layers below it, so the tree draws the architecture (docs/internals.md)."""
 
 import ast
 from pathlib import Path
@@ -10,25 +9,11 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "optimum_ipu_ext"
 
-CORE = {
-    "optimum_ipu_ext.errors", "optimum_ipu_ext.legacy", "optimum_ipu_ext.plan", "optimum_ipu_ext.schema",
-    "optimum_ipu_ext.settings", "optimum_ipu_ext.popdist", "optimum_ipu_ext.build", "optimum_ipu_ext.core",
-    "optimum_ipu_ext.documents", "optimum_ipu_ext.placement", "optimum_ipu_ext.placement.checkpoint",
-    "optimum_ipu_ext.sdk_enums", "optimum_ipu_ext._version", "optimum_ipu_ext.option_files",
-    "optimum_ipu_ext.placement.rules", "optimum_ipu_ext.placement.architectures", "optimum_ipu_ext.placement.layout",
-    "optimum_ipu_ext.placement.parameters", "optimum_ipu_ext.placement.memory", "optimum_ipu_ext.placement.balance",
-    "optimum_ipu_ext.placement.placement", "optimum_ipu_ext.placement.report",
-}
-SHELL_PACKAGES = ("optimum_ipu_ext.recorder", "optimum_ipu_ext.cli")
-SHELL = {
-    "optimum_ipu_ext", "optimum_ipu_ext.mixin", "optimum_ipu_ext.plain", "optimum_ipu_ext.configuration",
-    "optimum_ipu_ext.base", "optimum_ipu_ext.bundled_base", "optimum_ipu_ext.hub", "optimum_ipu_ext.importer",
-    "optimum_ipu_ext.presets",  # data: the preset configs the CLI writes
-    "optimum_ipu_ext.placement.hub_model", "optimum_ipu_ext.option_file_import",
-    # the model a placement is for, on the Hub or built by transformers
-    "optimum_ipu_ext.placement.sources", "optimum_ipu_ext.placement.meta", "optimum_ipu_ext.placement.hub_model",
-}
-
+# The layers, lowest first: a module may import its own layer and those below. The top-level modules `errors` and
+# `_version` are below every layer; the package itself (`__init__`, the public names) is above every one.
+LAYERS = ("sdk", "recorder", "settings", "options", "hub", "placement", "config", "cli")
+LEAVES = {"optimum_ipu_ext.errors", "optimum_ipu_ext._version"}
+DATA = {"optimum_ipu_ext.presets"}  # the preset configs, imported by nothing
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
@@ -63,9 +48,25 @@ def imported(name: str) -> Set[str]:
 GRAPH: Dict[str, Set[str]] = {name: imported(name) for name in MODULES}
 
 
-def test_every_module_is_core_or_shell():
-    unplaced = [name for name in MODULES if name not in CORE | SHELL and not name.startswith(SHELL_PACKAGES)]
-    assert unplaced == []
+def layer(name: str) -> int:
+    """The index of a module's layer: -1 below every layer, len(LAYERS) above."""
+    if name in LEAVES:
+        return -1
+    if name == "optimum_ipu_ext":
+        return len(LAYERS)
+    return LAYERS.index(name.split(".")[1])
+
+
+def test_every_module_is_in_a_layer():
+    top = {name for name in MODULES if name.count(".") == 1}
+    assert sorted(top - LEAVES - DATA - {f"optimum_ipu_ext.{name}" for name in LAYERS}) == []
+    assert len({name for name in top if not MODULES[name].name == "__init__.py"}) <= 6
+
+
+def test_each_subpackage_says_what_it_owns():
+    for name in LAYERS:
+        docstring = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text(encoding="utf-8")))
+        assert docstring and "May import" in docstring, name
 
 
 def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
@@ -98,18 +99,19 @@ def test_the_walk_finds_a_cycle_where_there_is_one():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.parametrize("name", sorted(CORE))
-def test_the_core_imports_nothing_of_the_shell(name):
-    reached, todo = set(), [name]
-    while todo:
-        for target in GRAPH[todo.pop()] - reached:
-            reached.add(target)
-            todo.append(target)
-    assert sorted(reached - CORE) == []
+@pytest.mark.parametrize("name", sorted(set(MODULES) - LEAVES - DATA - {"optimum_ipu_ext"}))
+def test_a_module_imports_only_its_layer_and_those_below(name):
+    assert sorted(target for target in GRAPH[name] if layer(target) > layer(name)) == []
+
+
+def test_the_layer_rule_refuses_an_import_upwards():
+    assert layer("optimum_ipu_ext.settings.rules") > layer("optimum_ipu_ext.sdk.plan") > layer("optimum_ipu_ext.errors")
+    assert layer("optimum_ipu_ext.cli.commands") > layer("optimum_ipu_ext.config.plain") > layer("optimum_ipu_ext.placement")
+    assert layer("optimum_ipu_ext") > layer("optimum_ipu_ext.cli")
 
 
 def test_the_walk_sees_lazy_and_relative_imports():
-    assert "optimum_ipu_ext.importer" in GRAPH["optimum_ipu_ext.mixin"]  # inside `from_options`
-    assert "optimum_ipu_ext.configuration" in GRAPH["optimum_ipu_ext.plain"]  # under TYPE_CHECKING and lazily
-    assert "optimum_ipu_ext" in GRAPH["optimum_ipu_ext.cli"]  # `from .. import __version__`
+    assert "optimum_ipu_ext.options.readback" in GRAPH["optimum_ipu_ext.config.mixin"]  # inside `from_options`
+    assert "optimum_ipu_ext.config.configuration" in GRAPH["optimum_ipu_ext.config.plain"]  # under TYPE_CHECKING and lazily
+    assert "optimum_ipu_ext._version" in GRAPH["optimum_ipu_ext.cli"]  # `from .._version import __version__`
     assert "optimum_ipu_ext.recorder.enums" in GRAPH["optimum_ipu_ext.recorder.poptorch"]  # `from . import enums`

@@ -25,12 +25,12 @@ from optimum_ipu_ext import (
     UnsupportedOptionsError,
     __version__,
 )
-from optimum_ipu_ext.build import build_plan
-from optimum_ipu_ext.option_files import OptionLine, lines_run
-from optimum_ipu_ext.plan import Construct, OptionCall, OptionsPlan, Ref
-from optimum_ipu_ext.popdist import PopDistLaunch
+from optimum_ipu_ext.options.build import build_plan
+from optimum_ipu_ext.sdk.option_lines import OptionLine, lines_run
+from optimum_ipu_ext.sdk.plan import Construct, OptionCall, OptionsPlan, Ref
+from optimum_ipu_ext.sdk.popdist import PopDistLaunch
 from optimum_ipu_ext.recorder import sdk_modules
-from optimum_ipu_ext.sdk_enums import enum_value, members
+from optimum_ipu_ext.sdk.enums import enum_value, members
 from test_recorder import POPART_ENUM_VALUES, POPTORCH_ENUM_VALUES
 
 
@@ -529,7 +529,7 @@ def test_an_unreadable_file(tmp_path, monkeypatch):
     def refused(file, *args, **kwargs):  # what open() raises for a file without read permission (root reads any)
         raise PermissionError(13, "Permission denied", file)
 
-    from optimum_ipu_ext import option_file_import
+    from optimum_ipu_ext.options import option_file_import
 
     monkeypatch.setattr(option_file_import, "open", refused, raising=False)
     with pytest.raises(OptionsFileError) as raised:

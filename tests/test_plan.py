@@ -12,7 +12,7 @@ import pytest
 
 import doubles
 from optimum_ipu_ext import IPUConfig, PoplarSDKNotFoundError
-from optimum_ipu_ext.plan import Construct, OptionCall, OptionsPlan, Ref, TempFile
+from optimum_ipu_ext.sdk.plan import Construct, OptionCall, OptionsPlan, Ref, TempFile
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import doubles
 from doubles import installed
 from expected_states import differences, seed_state
 from optimum_ipu_ext import IPUConfig, InvalidSettingError, PoplarSDKNotFoundError, SettingTypeError
-from optimum_ipu_ext.popdist import PopDistLaunch
+from optimum_ipu_ext.sdk.popdist import PopDistLaunch
 from test_to_options import PRESET, comparable
 
 

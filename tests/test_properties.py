@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 import doubles
 from expected_states import differences
 from optimum_ipu_ext import IPUConfig
-from optimum_ipu_ext.core import derive_base_settings
-from optimum_ipu_ext.settings import BASE_SETTINGS, POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS
+from optimum_ipu_ext.settings.rules import derive_base_settings
+from optimum_ipu_ext.settings.table import BASE_SETTINGS, POPART_KEYS_WITH_A_SETTING, POPTORCH_OPTION_KEYS
 from test_to_options import comparable
 
 # Deterministic and bounded, so that CI runs the same examples every time in a few seconds.

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, PlainIPUConfig
-from optimum_ipu_ext.documents import json_schema
-from optimum_ipu_ext.settings import SETTINGS
+from optimum_ipu_ext.settings.documents import json_schema
+from optimum_ipu_ext.settings.table import SETTINGS
 
 SCHEMA = json_schema()
 # The settings only: transformers' own keys are not IPU settings, and legacy keys stand for settings drawn already

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, SettingTypeError, UnknownSettingError
-from optimum_ipu_ext.schema import Setting
+from optimum_ipu_ext.settings.schema import Setting
 
 TYPES = {
     "replication_factor": "int, or null",
@@ -164,7 +164,7 @@ def test_a_list_has_at_least_its_fewest_items(min_items, words):
 
 
 def test_a_pipeline_has_an_ipu_but_an_empty_inference_pipeline_is_the_training_one():
-    from optimum_ipu_ext.documents import json_schema
+    from optimum_ipu_ext.settings.documents import json_schema
 
     with pytest.raises(InvalidSettingError, match=r"^`layers_per_ipu=\[\]` is invalid: at least 1 item needed\.$"):
         IPUConfig(layers_per_ipu=[])

@@ -11,7 +11,7 @@ import doubles
 from doubles import state
 from expected_states import differences, seed_state
 from optimum_ipu_ext import IPUConfig, PoplarSDKNotFoundError
-from optimum_ipu_ext.plan import Ref
+from optimum_ipu_ext.sdk.plan import Ref
 
 
 PRESET = str(Path(__file__).resolve().parents[1] / "configs" / "pipelined-2ipu.json")

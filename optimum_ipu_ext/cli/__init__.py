@@ -3,6 +3,8 @@
 
 Exit codes: 0 success, 1 invalid configuration or failed operation, 2 usage error. An error is one line on
 stderr (`--debug` adds its traceback). Colour and progress indicators appear only on terminals.
+
+May import every layer.
 """
 
 import argparse
@@ -12,7 +14,7 @@ import sys
 import traceback
 from typing import Any, List, Optional, Sequence, Tuple
 
-from .. import __version__
+from .._version import __version__
 from .output import PROG, Stream, one_line, recorded_warnings
 
 __all__ = ["main"]

@@ -11,15 +11,15 @@ import os
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..documents import json_schema_string
+from ..settings.documents import json_schema_string
 from ..errors import BuilderError, PlacementError, UnsupportedOptionsError, as_json
-from ..option_file_import import import_located, option_file_sources, options_from_lines
+from ..options.option_file_import import import_located, option_file_sources, options_from_lines
 from ..placement.report import render, render_comparison
-from ..plain import PlainIPUConfig
-from ..popdist import PopDistLaunch
+from ..config.plain import PlainIPUConfig
+from ..sdk.popdist import PopDistLaunch
 from ..recorder import run_builder, sdk_modules
-from ..schema import parse_update_string
-from ..settings import SETTINGS
+from ..settings.schema import parse_update_string
+from ..settings.table import SETTINGS
 from .output import PROG, Stream, one_line, progress, recorded_warnings
 from .reports import differences_from_defaults, problems, render_diff, render_differences, render_summary, summary
 from .sources import (

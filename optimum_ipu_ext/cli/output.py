@@ -89,10 +89,11 @@ def _printed_by_its_library(logger: logging.Logger) -> bool:
 
 def _from_configuration(filename: str) -> bool:
     """Whether a warning was raised by the configuration classes (ours or the base), not a library they call."""
-    base = sys.modules.get("optimum_ipu_ext.base")
+    base = sys.modules.get("optimum_ipu_ext.config.base")
     names = ("optimum_ipu_ext", getattr(base, "BASE_ORIGIN", None))
     folders = {os.path.dirname(os.path.abspath(sys.modules[name].__file__)) for name in names if name in sys.modules}
-    return os.path.dirname(os.path.abspath(filename)) in folders
+    path = os.path.abspath(filename)
+    return any(os.path.commonpath([folder, path]) == folder for folder in folders)
 
 
 @contextlib.contextmanager

@@ -3,12 +3,14 @@
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..build import MAX_IPUS_PER_PROCESS, reserved_ipus as rounded_up, shards_optimizer_state
+from ..options.build import shards_optimizer_state
+
+from ..settings.rules import MAX_IPUS_PER_PROCESS, reserved_ipus as rounded_up
 from ..errors import IncompatibleSettingsError, as_json
-from ..mixin import SettingsMixin
-from ..plain import PlainIPUConfig
-from ..popdist import PopDistLaunch
-from ..settings import PHASED_STRATEGIES
+from ..config.mixin import SettingsMixin
+from ..config.plain import PlainIPUConfig
+from ..sdk.popdist import PopDistLaunch
+from ..settings.table import PHASED_STRATEGIES
 from .output import Stream, one_line
 from .sources import CommandError, load_dict
 

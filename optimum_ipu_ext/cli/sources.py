@@ -1,7 +1,7 @@
 """Where `ipu-config` reads and writes configurations: files, directories, the Hub, the bundled presets.
 
 Local files and presets are read and written by the core (`PlainIPUConfig`), which imports no transformers.
-The Hub is reached only through the library (`IPUConfig.from_pretrained`, `hub.push_config`), with the token
+The Hub is reached only through the library (`IPUConfig.from_pretrained`, `hub.push.push_config`), with the token
 the `hf` CLI stores; their errors (`HubError`) already say, in one line, what happened to which repository, so
 the client's own log lines (its retries) are not shown.
 """
@@ -13,11 +13,11 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-from ..core import CONFIG_NAME, local_config_file, looks_like_path, read_config_file
-from ..mixin import SettingsMixin
-from ..plain import PlainIPUConfig
-from ..schema import parse_update_string
-from ..settings import SETTINGS
+from ..settings.files import CONFIG_NAME, local_config_file, looks_like_path, read_config_file
+from ..config.mixin import SettingsMixin
+from ..config.plain import PlainIPUConfig
+from ..settings.schema import parse_update_string
+from ..settings.table import SETTINGS
 from .output import Stream, one_line, progress
 
 PRESETS_PACKAGE = "optimum_ipu_ext.presets"
@@ -60,7 +60,7 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
         config: SettingsMixin = PlainIPUConfig.from_dict(bundled) if bundled is not None \
             else PlainIPUConfig.from_json_file(local_config_file(source))
     else:
-        from ..configuration import IPUConfig
+        from ..config.configuration import IPUConfig
 
         quiet_client()
         with progress(Stream(sys.stderr), f"Loading {source}"):
@@ -76,8 +76,8 @@ def load_dict(source: str, revision: Optional[str] = None) -> Dict[str, Any]:
         return bundled
     if is_local(source):
         return read_config_file(local_config_file(source))
-    from ..configuration import IPUConfig
-    from ..hub import load_arguments
+    from ..config.configuration import IPUConfig
+    from ..hub.compat import load_arguments
 
     try:
         load(source, revision)  # into the cache, or a Hub error; the settings are checked by the caller
@@ -132,7 +132,7 @@ def quiet_client() -> None:
 
 def load_local(source: str):
     """The configuration of a local file or folder; a missing path is never taken for a Hub repository."""
-    from ..configuration import IPUConfig
+    from ..config.configuration import IPUConfig
 
     local_config_file(source)  # raises for a missing path, whatever its name
     return IPUConfig.from_pretrained(source)
@@ -147,12 +147,12 @@ def push(config, repo_id: str, private: bool, revision: Optional[str], create_pr
         raise CommandError("pushing needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN")
     options: Dict[str, Any] = {"token": token, "create_pr": create_pr, "private": private or None,
                                "revision": revision, "commit_message": commit_message}
-    from .. import hub
+    from ..hub.push import push_config
 
     quiet_client()
-    logging.getLogger(hub.__name__).setLevel(logging.ERROR)  # the command says itself that nothing changed
+    logging.getLogger(push_config.__module__).setLevel(logging.ERROR)  # the command says itself that nothing changed
     with progress(Stream(sys.stderr), f"Pushing to {repo_id}"):
-        outcome = hub.push_config(config, repo_id, options)
+        outcome = push_config(config, repo_id, options)
     if not outcome.changed:
         return None
     return outcome.commit.pr_url or outcome.commit.commit_url

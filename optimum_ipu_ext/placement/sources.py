@@ -9,7 +9,9 @@ first use.
 import os
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional
 
-from ..core import check_rules, looks_like_path
+from ..settings.files import looks_like_path
+
+from ..settings.rules import check_rules
 from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
 from .architectures import ARCHITECTURES
 from .checkpoint import TensorHeader, parse_config, read_folder

@@ -15,6 +15,8 @@ with sdk_modules():  # the real SDK where poptorch imports, else the recorder
 ```
 
 `ipu-config import` does the same from a terminal.
+
+May import: `sdk`, `errors`, `_version`.
 """
 
 import argparse
@@ -26,7 +28,7 @@ import os
 import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
-from ..core import NO_SUCH_PATH
+from ..errors import NO_SUCH_PATH
 from ..errors import BuilderError
 
 __all__ = ["run_builder", "sdk_modules"]

@@ -8,7 +8,7 @@ value, but a member never equals a plain int; `NativeEnum` behaves so.
 import enum
 from typing import Dict, Type
 
-from .. import sdk_enums
+from ..sdk import enums as sdk_enums
 
 
 class NativeEnum(enum.Enum):

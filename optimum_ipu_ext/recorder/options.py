@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from ..option_files import code, lines_run
+from ..sdk.option_lines import code, lines_run
 from . import enums
 from .enums import AutoStage, CommGroupType, ConnectionType, Liveness, OutputMode, ReductionType, SyncPattern
 

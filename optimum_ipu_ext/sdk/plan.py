@@ -16,8 +16,8 @@ import types
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, NamedTuple, Sequence, Tuple
 
-from .errors import PoplarSDKNotFoundError
-from .sdk_enums import enum_value
+from ..errors import PoplarSDKNotFoundError
+from .enums import enum_value
 
 
 IPU_MK2_HARDWARE_VERSIONS = (2, 21)

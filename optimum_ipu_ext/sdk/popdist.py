@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Mapping, Optional, Union
 
-from .errors import InvalidSettingError, SettingTypeError
+from ..errors import InvalidSettingError, SettingTypeError
 
 
 TOTAL_REPLICAS = "POPDIST_NUM_TOTAL_REPLICAS"

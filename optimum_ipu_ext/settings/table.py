@@ -15,8 +15,8 @@ under our class. Adding a setting is one row here plus a test. Nothing here impo
 import math
 from typing import Any, Callable, Dict, List, Optional, Union
 
-from .errors import as_json
-from .plan import NONE, Construct, Ref, TempFile, sdk_value
+from ..errors import as_json
+from ..sdk.plan import NONE, Construct, Ref, TempFile, sdk_value
 from .schema import Setting, table
 
 # poptorch reserves at most 64 IPUs per process ("Too many IPUs requested ... Experiments that need more than 64
@@ -508,3 +508,12 @@ TRANSFORMERS_KEYS = frozenset("""
 """.split())
 
 VERSION_KEYS = ("transformers_version", "optimum_version")
+
+
+# How each phased strategy sets where tensors stay between phases: (method, {tensors_liveness choice: argument})
+TENSORS_LIVENESS_CALLS = {
+    "serial_phased": ("setTensorsLiveness", {
+        choice: SETTINGS["tensors_liveness"].argument(choice) for choice in SETTINGS["tensors_liveness"].choices
+    }),
+    "parallel_phased": ("sendTensorsOffChipAfterFwd", {"always_live": False, "off_chip_after_fwd": True}),
+}

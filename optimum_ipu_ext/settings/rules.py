@@ -1,68 +1,25 @@
-"""The core of an IPU config, in plain Python: which keys it takes, how its settings derive from each other,
-the rules between them, and its JSON file.
+"""The rules between settings: which keys a config takes, how optimum-graphcore's settings derive from each other,
+what both builds must agree on, and the IPUs poptorch reserves for them."""
 
-`SettingsMixin` (mixin.py) puts this core on a class: `IPUConfig` (configuration.py) on top of transformers,
-`PlainIPUConfig` (plain.py) without. Nothing here imports transformers, torch or optimum, nor any module of the
-package's shell (the classes, the Hub, the importer, the recorder, the CLI).
-"""
+from typing import Any, Dict, Mapping, Optional
 
-import json
-import os
-import warnings
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
-
-from .build import check_execution_strategies, check_reserved_ipus
-from .errors import ConfigFileError, IncompatibleSettingsError, SettingTypeError, UnknownSettingError, as_json
-from .legacy import LEGACY_KEYS, LegacyKey
-from .popdist import PopDistLaunch
-from .schema import describe, parse_update_string, type_checker
-from .settings import (
+from ..errors import IncompatibleSettingsError, UnknownSettingError, as_json
+from ..sdk.popdist import PopDistLaunch
+from .legacy import carry_over_legacy_keys
+from .schema import parse_update_string
+from .table import (
     BASE_SETTINGS,
     MAX_IPUS_IN_A_JOB,
+    PHASED_STRATEGIES,
     POPART_KEYS_WITH_A_SETTING,
     POPTORCH_KEYS_WITH_A_SETTING,
     POPTORCH_OPTION_KEYS,
     SETTINGS,
+    STRATEGY_SETTINGS,
+    TENSORS_LIVENESS_CALLS,
     TRANSFORMERS_KEYS,
-    VERSION_KEYS,
     setting_writing,
 )
-
-CONFIG_NAME = "ipu_config.json"
-
-# A config file is a few hundred bytes; one of a megabyte is not a config (and parsing a huge one is slow).
-MAX_CONFIG_FILE_BYTES = 1 << 20
-
-def looks_like_path(source: str) -> bool:
-    """Whether `source` can only be a local path, never a Hub repository id (`x.json`, `./x`, `dir/`, `a/b/c`)."""
-    return source.endswith((".json", "/", os.sep)) or source.startswith((".", "/", "~")) or source.count("/") > 1 \
-        or "\\" in source
-
-
-# What a missing local path is called, by every command and the API
-NO_SUCH_PATH = "no such file or directory"
-
-
-def check_local_source(source: Union[str, os.PathLike], config_name: str = CONFIG_NAME, subfolder: str = "") -> None:
-    """Raises `ConfigFileError` for a local source that holds no config: a missing path that cannot be a Hub
-    repository id (`x.json`, `./x`, `dir/`, `a/b/c`), or a directory without `config_name` (in `subfolder`)."""
-    path = str(source)
-    if os.path.isdir(path):
-        if not os.path.isfile(os.path.join(path, subfolder, config_name)):
-            where = f"its subfolder '{subfolder}'" if subfolder else "it"
-            raise ConfigFileError(path, f"a directory, but {where} holds no {config_name}")
-    elif not os.path.exists(path) and looks_like_path(path):
-        raise ConfigFileError(path, NO_SUCH_PATH)
-
-
-def local_config_file(source: Union[str, os.PathLike]) -> str:
-    """The JSON file a local source stands for: the file itself, or the directory's `ipu_config.json`. Raises
-    `ConfigFileError` where there is none."""
-    path = str(source)
-    check_local_source(path)
-    if not os.path.exists(path):
-        raise ConfigFileError(path, NO_SUCH_PATH)
-    return os.path.join(path, CONFIG_NAME) if os.path.isdir(path) else path
 
 
 def check_keys(values: Dict[str, Any]) -> None:
@@ -76,47 +33,6 @@ def check_keys(values: Dict[str, Any]) -> None:
                 values[key] = SETTINGS[key].check(None)
         elif key not in TRANSFORMERS_KEYS:
             raise UnknownSettingError(key, SETTINGS)
-
-
-def carry_over_legacy_keys(values: Dict[str, Any], source: Optional[str] = None) -> None:
-    """Replaces, in `values`, each key of an earlier release by the current settings that hold its value, or drops
-    it where none does, with a `FutureWarning` naming `source` (the file or repository) and the new key. A legacy
-    key whose value disagrees with a current setting given too is an error."""
-    where = f" in {source}" if source else ""
-    for key in [key for key in values if key in LEGACY_KEYS]:
-        legacy, value = LEGACY_KEYS[key], values.pop(key)
-        carried = _carried(key, value, legacy)
-        if not carried:
-            warnings.warn(f"`{key}`{where} is no longer an IPUConfig setting and is ignored: {legacy.note}", FutureWarning)
-            continue
-        for name, carried_value in carried.items():
-            given = values.get(name)
-            if isinstance(carried_value, dict):  # entries of `popart_options`: merged into those given
-                given = given or {}
-                clash = {option: given[option] for option in carried_value if option in given}
-                if any(given[option] != carried_value[option] for option in clash):
-                    _refuse_both(key, value, name, clash)
-                carried_value = {**given, **carried_value}
-            elif name in values and given != carried_value:
-                _refuse_both(key, value, name, given)
-            values[name] = carried_value
-        assignments = ", ".join(f"`{name}={as_json(carried_value)}`" for name, carried_value in carried.items())
-        warnings.warn(f"`{key}`{where} is no longer an IPUConfig setting; its value is carried over as "
-                      f"{assignments}: {legacy.note} Write the new key instead.", FutureWarning)
-
-
-def _carried(key: str, value: Any, legacy: LegacyKey) -> Dict[str, Any]:
-    if legacy.carry is None:
-        return {}
-    if value is not None and not type_checker(legacy.kind)(value):
-        raise SettingTypeError(key, value, f"{describe(legacy.kind)}, or null")
-    return legacy.carry(value)
-
-
-def _refuse_both(key: str, value: Any, name: str, given: Any) -> None:
-    raise IncompatibleSettingsError(
-        key, value, f"it is carried over to `{name}`, which is given too, as {as_json(given)}: give `{name}` only"
-    )
 
 
 def derive_base_settings(given: Mapping[str, Any]) -> Dict[str, Any]:
@@ -251,63 +167,6 @@ def check_rules(settings: Dict[str, Any]) -> None:
         check_reserved_ipus(settings, for_inference, launch)
 
 
-class _RepeatedKey(Exception):
-    """A key given twice in one JSON object: raised out of `json.loads`."""
-
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
-
-
-def _object_once(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
-    """A JSON object whose keys are each given once (`json` keeps the last of a repeated key, silently)."""
-    found: Dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _RepeatedKey(key)
-        found[key] = value
-    return found
-
-
-def read_config_file(path: Union[str, os.PathLike]) -> Dict[str, Any]:
-    """The JSON object of a config file. Refuses, naming the file, what is too large, not a JSON object, or gives
-    a key twice in one object."""
-    size = os.path.getsize(path)
-    if size > MAX_CONFIG_FILE_BYTES:
-        raise ConfigFileError(str(path), f"{size} bytes, more than the {MAX_CONFIG_FILE_BYTES} an IPU config may have")
-    try:
-        with open(path, encoding="utf-8") as reader:
-            config_dict = json.load(reader, object_pairs_hook=_object_once)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ConfigFileError(str(path), f"not valid JSON ({error})") from error
-    except _RepeatedKey as repeated:
-        raise ConfigFileError(str(path), f"the key {as_json(repeated.key)} is given twice in one object; give each "
-                              "key once") from None
-    if not isinstance(config_dict, dict):
-        raise ConfigFileError(str(path), f"expected a JSON object, found {type(config_dict).__name__}")
-    return config_dict
-
-
-def write_text_atomically(path: Union[str, os.PathLike], text: str) -> None:
-    """Writes `text` to `path` so that a failed write leaves any previous file intact."""
-    import uuid  # here, not at the top: reading and checking configs, what most commands do, needs no writing
-
-    partial = f"{path}.{uuid.uuid4().hex}.partial"  # created as any file is, under the umask
-    try:
-        with open(partial, "x", encoding="utf-8") as writer:
-            writer.write(text)
-        os.replace(partial, path)
-    except BaseException:
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise
-
-
-def dump(config_dict: Dict[str, Any]) -> str:
-    """The text of `ipu_config.json`."""
-    return json.dumps(config_dict, indent=2, sort_keys=True) + "\n"
-
-
 def update_settings_from_string(config: Any, update_str: str) -> None:
     """`update_from_string` of both base classes and of `SettingsMixin`: updates settings from
     `"key=value,key=value"`; booleans are `true`/`false`, lists `[a b c]`, and a choice is taken as written
@@ -326,15 +185,79 @@ def update_settings_from_string(config: Any, update_str: str) -> None:
         raise
 
 
-def installed_versions() -> Dict[str, str]:
-    """`transformers_version` and `optimum_version` as transformers and optimum write them, read from the
-    installed distributions without importing them."""
-    from importlib.metadata import PackageNotFoundError, version
+# poptorch takes at most 64 IPUs in one process (`assertSingleInstanceMaxNumIPUs`, popart_compiler/source/
+# CompilerImpl.cpp): a job beyond that runs as several processes, under poprun.
+MAX_IPUS_PER_PROCESS = 64
 
-    found = {}
-    for key in VERSION_KEYS:
-        try:
-            found[key] = version(key[: -len("_version")])
-        except PackageNotFoundError:
-            pass
-    return found
+
+def reserved_ipus(requested: int) -> int:
+    """The IPUs poptorch reserves for a process whose build uses `requested`: the next power of two
+    (`roundUpNumIPUs`, popart_compiler/source/Utils.cpp)."""
+    rounded = 1
+    while rounded < requested:
+        rounded *= 2
+    return rounded
+
+
+def check_reserved_ipus(settings: Dict[str, Any], for_inference: bool, popdist: Optional[PopDistLaunch]) -> None:
+    """Refuses a build that poptorch 3.4 refuses to run on IPUs: one whose process asks for a number of IPUs that
+    is not a power of two while `auto_round_num_ipus` is not true (null makes no call: poptorch's default, false).
+
+    A process asks for its replicas x the IPUs of one replica: all the replicas on one host, this instance's share
+    under poprun (`popdist`). poptorch makes the check only when it attaches to IPUs: not for an offline target
+    (`connection_type: "never"`; `to_options(compile_only=True)` does not call this). On one host, a job of more
+    than 64 IPUs can only run under poprun, where each instance's build is checked.
+    """
+    auto_round = settings["auto_round_num_ipus"]
+    if auto_round or settings["connection_type"] == "never":
+        return
+    prefix = "inference_" if for_inference else ""
+    ipus_name = f"{prefix}ipus_per_replica"
+    ipus = settings[ipus_name]
+    if popdist is None:
+        replicas_name = f"{prefix}replication_factor"
+        replicas = settings[replicas_name]
+        asked = f"`{replicas_name}={replicas}` x `{ipus_name}={ipus}`"
+        if replicas * ipus > MAX_IPUS_PER_PROCESS:
+            return
+    else:
+        replicas = popdist.local_replicas
+        asked = f"this poprun instance's {replicas} replicas (of {popdist.num_replicas}) x `{ipus_name}={ipus}`"
+    requested = replicas * ipus
+    rounded = reserved_ipus(requested)
+    if rounded != requested:
+        default = " (null makes no call: poptorch's default, false)" if auto_round is None else ""
+        raise IncompatibleSettingsError(
+            "auto_round_num_ipus", auto_round,
+            f"the {'inference' if for_inference else 'training'} build asks for {asked} = {requested} IPUs in one "
+            f"process, and poptorch reserves only a power of two unless `auto_round_num_ipus` is true{default}: make "
+            f"it true (it reserves {rounded}, {rounded - requested} idle), or use a number of IPUs that is a power of two",
+        )
+
+
+STRATEGY_FIELDS = ("execution_strategy", "inference_execution_strategy")
+
+
+def check_execution_strategies(settings: Dict[str, Any]) -> None:
+    """The rules between the strategy settings: a strategy's own settings are given only when a build uses that
+    strategy, a phased build has its phases, and its tensors' liveness is one the strategy can set."""
+    strategies = {field: settings[field] for field in STRATEGY_FIELDS}
+    read = {name for strategy in strategies.values() if strategy for name in STRATEGY_SETTINGS[strategy]}
+    for name in sorted({name for names in STRATEGY_SETTINGS.values() for name in names} - read):
+        if settings[name] is not None:
+            readers = [strategy for strategy, names in STRATEGY_SETTINGS.items() if name in names]
+            chosen = ", ".join(f"`{field}={as_json(strategy)}`" for field, strategy in strategies.items())
+            raise IncompatibleSettingsError(
+                name, settings[name], f"only the {' and '.join(readers)} strategies read it, and no build uses them ({chosen})"
+            )
+    liveness = settings["tensors_liveness"]
+    for field, strategy in strategies.items():
+        if strategy in PHASED_STRATEGIES and settings["execution_phases"] is None:
+            raise IncompatibleSettingsError(field, strategy, "a phased strategy needs `execution_phases`")
+        if liveness is not None and strategy in TENSORS_LIVENESS_CALLS:
+            method, arguments = TENSORS_LIVENESS_CALLS[strategy]
+            if liveness not in arguments:
+                allowed = ", ".join(map(as_json, arguments))
+                raise IncompatibleSettingsError(
+                    "tensors_liveness", liveness, f"`{field}={as_json(strategy)}` sets it with `{method}`, which takes {allowed}"
+                )

@@ -5,20 +5,24 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 from huggingface_hub import CommitInfo
 
-from . import hub
+from ..hub.compat import load_arguments
+from ..hub.load import HubSource, load_errors, load_promptly
+from ..hub.push import push_config
 from .base import BaseIPUConfig
 from .bundled_base import transformers_defaults
-from .core import carry_over_legacy_keys, check_keys, dump, read_config_file, write_text_atomically
-from .errors import IPUConfigError
+from ..settings.files import dump, read_config_file, write_text_atomically
+from ..settings.legacy import carry_over_legacy_keys
+from ..settings.rules import check_keys
+from ..errors import IPUConfigError
 from .mixin import SettingsMixin
-from .settings import EXTENSION_SETTINGS, VERSION_KEYS
+from ..settings.table import EXTENSION_SETTINGS, VERSION_KEYS
 
 
 class IPUConfig(SettingsMixin, BaseIPUConfig):
     """Configuration of PopTorch and PopART for training and inference on IPUs.
 
     Takes every argument of `optimum.graphcore.IPUConfig` (with the same defaults and validation) and
-    the settings of `optimum_ipu_ext.settings.EXTENSION_SETTINGS`, which describe the rest of the
+    the settings of `optimum_ipu_ext.settings.table.EXTENSION_SETTINGS`, which describe the rest of the
     `poptorch.Options` build. It is an `optimum.graphcore.IPUConfig` where optimum-graphcore imports, so
     it can be handed to `IPUTrainer`; elsewhere it keeps the same contract, for authoring and review.
 
@@ -103,10 +107,10 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
                 exist or is a folder without `ipu_config.json`; nothing is asked of the Hub then.
             UnknownSettingError: the file has a key no release ever had.
         """
-        source = hub.HubSource.of(pretrained_model_name_or_path, cls.CONFIG_NAME, kwargs)
-        arguments = hub.load_arguments(kwargs)
-        with hub.load_errors(source):
-            config_dict, overrides = hub.load_promptly(
+        source = HubSource.of(pretrained_model_name_or_path, cls.CONFIG_NAME, kwargs)
+        arguments = load_arguments(kwargs)
+        with load_errors(source):
+            config_dict, overrides = load_promptly(
                 source, lambda **extra: cls.get_config_dict(pretrained_model_name_or_path, **arguments, **extra)
             )
         loaded = str(source) if source else repr(str(pretrained_model_name_or_path))
@@ -165,7 +169,7 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
         self._validate_ipu_config()
         arguments = dict(commit_message=commit_message, commit_description=commit_description, private=private,
                          token=token, revision=revision, create_pr=create_pr, tags=tags, use_auth_token=use_auth_token)
-        return hub.push_config(self, repo_id, arguments).commit
+        return push_config(self, repo_id, arguments).commit
 
     def to_json_string(self, use_diff: bool = True) -> str:
         """The configuration as JSON. With `use_diff`, transformers' own attributes are left out where they

@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, get_args, get_origin
 
-from .errors import InvalidSettingError, SettingTypeError, UnknownSettingError, as_json
-from .plan import Ref, sdk_value
+from ..errors import InvalidSettingError, SettingTypeError, UnknownSettingError, as_json
+from ..sdk.plan import Ref, sdk_value
 
 
 NoneType = type(None)

@@ -15,10 +15,10 @@ import io
 import os
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple, Union
 
-from .errors import OptionsFileError, UnsupportedOptionsError
-from .importer import full_state, import_options, name_in_mode, option_name
-from .option_files import code, lines_run
-from .recorder import sdk_modules
+from ..errors import OptionsFileError, UnsupportedOptionsError
+from .readback import full_state, import_options, name_in_mode, option_name
+from ..sdk.option_lines import code, lines_run
+from ..recorder import sdk_modules
 
 PathOrPaths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 Lines = Union[str, Sequence[str]]

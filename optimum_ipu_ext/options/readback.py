@@ -11,9 +11,9 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
-from .errors import IncompatibleSettingsError, UnsupportedOptionsError
-from .plan import TempFile, sdk_value
-from .settings import POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS, setting_writing
+from ..errors import IncompatibleSettingsError, UnsupportedOptionsError
+from ..sdk.plan import TempFile, sdk_value
+from ..settings.table import POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS, setting_writing
 
 MODES = ("inference", "training")  # training last: a setting both builds make is read from the training options
 _MISSING = "not set"

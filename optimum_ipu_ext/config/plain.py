@@ -4,19 +4,13 @@
 import os
 from typing import TYPE_CHECKING, Any, Dict, Union
 
-from .core import (
-    CONFIG_NAME,
-    carry_over_legacy_keys,
-    check_keys,
-    check_rules,
-    derive_base_settings,
-    dump,
-    installed_versions,
-    read_config_file,
-    write_text_atomically,
-)
+from ..settings.files import CONFIG_NAME, dump, installed_versions, read_config_file, write_text_atomically
+
+from ..settings.legacy import carry_over_legacy_keys
+
+from ..settings.rules import check_keys, check_rules, derive_base_settings
 from .mixin import SettingsMixin
-from .settings import EXTENSION_SETTINGS
+from ..settings.table import EXTENSION_SETTINGS
 
 if TYPE_CHECKING:
     from .configuration import IPUConfig

@@ -9,10 +9,11 @@ IPUs themselves. Nothing here imports the Poplar SDK.
 
 from typing import Any, Dict, List, Optional, Union
 
-from .errors import IncompatibleSettingsError, UnsupportedOptionsError, as_json
-from .plan import Construct, OptionCall, OptionsPlan
-from .popdist import PopDistLaunch
-from .settings import EXECUTION_STRATEGIES, PHASED_STRATEGIES, SETTINGS, STRATEGY_SETTINGS, StageSetting
+from ..errors import UnsupportedOptionsError
+from ..sdk.plan import Construct, OptionCall, OptionsPlan
+from ..sdk.popdist import PopDistLaunch
+from ..settings.rules import check_reserved_ipus
+from ..settings.table import EXECUTION_STRATEGIES, PHASED_STRATEGIES, SETTINGS, TENSORS_LIVENESS_CALLS, StageSetting
 
 # The rows the generic loop turns into calls, per build
 SIMPLE_ROWS = {
@@ -28,55 +29,6 @@ _CALL_ROWS = {
 }
 
 NEW_OPTIONS = Construct("poptorch.Options")
-
-# poptorch takes at most 64 IPUs in one process (`assertSingleInstanceMaxNumIPUs`, popart_compiler/source/
-# CompilerImpl.cpp): a job beyond that runs as several processes, under poprun.
-MAX_IPUS_PER_PROCESS = 64
-
-
-def reserved_ipus(requested: int) -> int:
-    """The IPUs poptorch reserves for a process whose build uses `requested`: the next power of two
-    (`roundUpNumIPUs`, popart_compiler/source/Utils.cpp)."""
-    rounded = 1
-    while rounded < requested:
-        rounded *= 2
-    return rounded
-
-
-def check_reserved_ipus(settings: Dict[str, Any], for_inference: bool, popdist: Optional[PopDistLaunch]) -> None:
-    """Refuses a build that poptorch 3.4 refuses to run on IPUs: one whose process asks for a number of IPUs that
-    is not a power of two while `auto_round_num_ipus` is not true (null makes no call: poptorch's default, false).
-
-    A process asks for its replicas x the IPUs of one replica: all the replicas on one host, this instance's share
-    under poprun (`popdist`). poptorch makes the check only when it attaches to IPUs: not for an offline target
-    (`connection_type: "never"`; `to_options(compile_only=True)` does not call this). On one host, a job of more
-    than 64 IPUs can only run under poprun, where each instance's build is checked.
-    """
-    auto_round = settings["auto_round_num_ipus"]
-    if auto_round or settings["connection_type"] == "never":
-        return
-    prefix = "inference_" if for_inference else ""
-    ipus_name = f"{prefix}ipus_per_replica"
-    ipus = settings[ipus_name]
-    if popdist is None:
-        replicas_name = f"{prefix}replication_factor"
-        replicas = settings[replicas_name]
-        asked = f"`{replicas_name}={replicas}` x `{ipus_name}={ipus}`"
-        if replicas * ipus > MAX_IPUS_PER_PROCESS:
-            return
-    else:
-        replicas = popdist.local_replicas
-        asked = f"this poprun instance's {replicas} replicas (of {popdist.num_replicas}) x `{ipus_name}={ipus}`"
-    requested = replicas * ipus
-    rounded = reserved_ipus(requested)
-    if rounded != requested:
-        default = " (null makes no call: poptorch's default, false)" if auto_round is None else ""
-        raise IncompatibleSettingsError(
-            "auto_round_num_ipus", auto_round,
-            f"the {'inference' if for_inference else 'training'} build asks for {asked} = {requested} IPUs in one "
-            f"process, and poptorch reserves only a power of two unless `auto_round_num_ipus` is true{default}: make "
-            f"it true (it reserves {rounded}, {rounded - requested} idle), or use a number of IPUs that is a power of two",
-        )
 
 
 def build_plan(
@@ -163,42 +115,6 @@ def read_optimizer_location(states: List[Dict[str, Any]]) -> Dict[str, Any]:
             values["replicated_tensor_sharding"] = bool(location["useReplicatedTensorSharding"])
         # else one replica, which shards nothing either way: the other build's replicas tell
     return values
-
-
-STRATEGY_FIELDS = ("execution_strategy", "inference_execution_strategy")
-
-# How each phased strategy sets where tensors stay between phases: (method, {tensors_liveness choice: argument})
-TENSORS_LIVENESS_CALLS = {
-    "serial_phased": ("setTensorsLiveness", {
-        choice: SETTINGS["tensors_liveness"].argument(choice) for choice in SETTINGS["tensors_liveness"].choices
-    }),
-    "parallel_phased": ("sendTensorsOffChipAfterFwd", {"always_live": False, "off_chip_after_fwd": True}),
-}
-
-
-def check_execution_strategies(settings: Dict[str, Any]) -> None:
-    """The rules between the strategy settings: a strategy's own settings are given only when a build uses that
-    strategy, a phased build has its phases, and its tensors' liveness is one the strategy can set."""
-    strategies = {field: settings[field] for field in STRATEGY_FIELDS}
-    read = {name for strategy in strategies.values() if strategy for name in STRATEGY_SETTINGS[strategy]}
-    for name in sorted({name for names in STRATEGY_SETTINGS.values() for name in names} - read):
-        if settings[name] is not None:
-            readers = [strategy for strategy, names in STRATEGY_SETTINGS.items() if name in names]
-            chosen = ", ".join(f"`{field}={as_json(strategy)}`" for field, strategy in strategies.items())
-            raise IncompatibleSettingsError(
-                name, settings[name], f"only the {' and '.join(readers)} strategies read it, and no build uses them ({chosen})"
-            )
-    liveness = settings["tensors_liveness"]
-    for field, strategy in strategies.items():
-        if strategy in PHASED_STRATEGIES and settings["execution_phases"] is None:
-            raise IncompatibleSettingsError(field, strategy, "a phased strategy needs `execution_phases`")
-        if liveness is not None and strategy in TENSORS_LIVENESS_CALLS:
-            method, arguments = TENSORS_LIVENESS_CALLS[strategy]
-            if liveness not in arguments:
-                allowed = ", ".join(map(as_json, arguments))
-                raise IncompatibleSettingsError(
-                    "tensors_liveness", liveness, f"`{field}={as_json(strategy)}` sets it with `{method}`, which takes {allowed}"
-                )
 
 
 def _execution_strategy(settings: Dict[str, Any], prefix: str) -> Optional[Construct]:

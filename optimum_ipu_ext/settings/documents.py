@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Union, get_args, get_origin
 
 from .legacy import LEGACY_KEYS, LegacyKey
 from .schema import NoneType, Setting, describe, union_members
-from .settings import MAX_IPUS_IN_A_JOB, METHODS_HELD_OTHERWISE, SETTINGS, TRANSFORMERS_KEYS, UNSUPPORTED_CALLS
+from .table import MAX_IPUS_IN_A_JOB, METHODS_HELD_OTHERWISE, SETTINGS, TRANSFORMERS_KEYS, UNSUPPORTED_CALLS
 
 SCHEMA_FILE = "ipu_config.schema.json"
 

@@ -4,18 +4,19 @@ rules, the options plan, the import of `poptorch.Options` and of poptorch's opti
 import os
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
-from ._version import __version__
-from .build import build_plan
-from .core import CONFIG_NAME, check_rules, update_settings_from_string, write_text_atomically
-from .errors import OutputExistsError, UnknownSettingError
-from .option_files import options_file_text
-from .plan import OptionsPlan
-from .popdist import PopDistLaunch, resolve_launch
-from .settings import BASE_SETTINGS, EXTENSION_SETTINGS, SETTINGS, TRANSFORMERS_KEYS
+from .._version import __version__
+from ..options.build import build_plan
+from ..settings.files import CONFIG_NAME, write_text_atomically
+from ..settings.rules import check_rules, update_settings_from_string
+from ..errors import OutputExistsError, UnknownSettingError
+from ..sdk.option_lines import options_file_text
+from ..sdk.plan import OptionsPlan
+from ..sdk.popdist import PopDistLaunch, resolve_launch
+from ..settings.table import BASE_SETTINGS, EXTENSION_SETTINGS, SETTINGS, TRANSFORMERS_KEYS
 
 if TYPE_CHECKING:
-    from .option_file_import import Lines, PathOrPaths
-    from .placement.placement import Placement
+    from ..options.option_file_import import Lines, PathOrPaths
+    from ..placement.placement import Placement
 
 
 class SettingsMixin:
@@ -50,7 +51,7 @@ class SettingsMixin:
         Raises:
             UnsupportedOptionsError: naming every option no config rebuilds, at once.
         """
-        from .importer import import_options
+        from ..options.readback import import_options
 
         return import_options(cls, training, inference, overrides)
 
@@ -68,7 +69,7 @@ class SettingsMixin:
                 syntax error, an unknown method, a wrong call), named with its number.
             UnsupportedOptionsError: naming every option no config rebuilds, and the line that set it.
         """
-        from .option_file_import import import_option_sources, option_file_sources
+        from ..options.option_file_import import import_option_sources, option_file_sources
 
         given = {"training": training, "inference": inference}
         sources = {mode: option_file_sources(mode, paths) for mode, paths in given.items() if paths is not None}
@@ -78,7 +79,7 @@ class SettingsMixin:
     def from_options_lines(cls, training: "Lines" = None, inference: "Lines" = None, **overrides: Any):
         """As `from_options_file`, from the lines of an option file given as they are: a list of strings (the list
         a YAML config holds) or one string. Errors name the lines as `the training lines, line 3`."""
-        from .option_file_import import given_lines, import_option_sources
+        from ..options.option_file_import import given_lines, import_option_sources
 
         given = {"training": training, "inference": inference}
         sources = {mode: [given_lines(lines, mode)] for mode, lines in given.items() if lines is not None}
@@ -163,7 +164,7 @@ class SettingsMixin:
             ModelFileError: for a missing or malformed `config.json` or safetensors header, naming the file.
             HubError: where the Hub cannot give the model's files.
         """
-        from .placement.sources import place_model
+        from ..placement.sources import place_model
 
         return place_model(vars(self), model, architecture, for_inference, fp32, revision, token)
 
