@@ -17,6 +17,8 @@ from .errors import (
     IncompatibleSettingsError,
     InvalidSettingError,
     IPUConfigError,
+    IPUConfigWarning,
+    LegacyKeyWarning,
     ModelFileError,
     OptionsFileError,
     OutputExistsError,
@@ -63,6 +65,9 @@ __all__ = [
     "HubVisibilityError",
     "HubConfigFileError",
     "BuilderError",
+    "IPUConfigWarning",
+    "LegacyKeyWarning",
+    "__version__",
 ]
 
 

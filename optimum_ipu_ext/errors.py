@@ -1,4 +1,4 @@
-"""The errors this package raises.
+"""The errors this package raises, and its warnings.
 
 Every error about a configuration names the field, the value and what is allowed. They subclass
 the built-in type that optimum-graphcore raises in the same situation (`ValueError`, `TypeError`,
@@ -7,10 +7,41 @@ the built-in type that optimum-graphcore raises in the same situation (`ValueErr
 
 import difflib
 import json
-from typing import Any, Dict, Iterable, Optional, Tuple
+import sys
+import warnings
+from typing import Any, Dict, Iterable, Optional, Tuple, Type
 
 # What a missing local path is called, by every command and the API
 NO_SUCH_PATH = "no such file or directory"
+
+
+class IPUConfigWarning(UserWarning):
+    """Something the package did for the user that they may want to write otherwise (a dropped option, a replica
+    count poprun overrides)."""
+
+
+class LegacyKeyWarning(IPUConfigWarning, FutureWarning):
+    """A key an earlier optimum-graphcore release wrote, carried over to the settings that now hold it, or dropped."""
+
+
+# Modules whose frames stand between the user's line and a warning: the package's own (but the CLI's, whose commands
+# are the user there) and the libraries that call back into it (the base classes and their type checks).
+_CALLED_BACK_FROM = ("transformers", "optimum", "typeguard", "huggingface_hub")
+
+
+def _between(frame: Any) -> bool:
+    name = frame.f_globals.get("__name__", "")
+    top = name.partition(".")[0]
+    return (top == "optimum_ipu_ext" and not name.startswith("optimum_ipu_ext.cli")) or top in _CALLED_BACK_FROM
+
+
+def warn(message: str, category: Type[Warning] = IPUConfigWarning) -> None:
+    """`warnings.warn` at the user's line: the first frame, outwards from the caller, outside the package and the
+    libraries calling back into it."""
+    frame, stacklevel = sys._getframe(1), 2
+    while frame.f_back is not None and _between(frame):
+        frame, stacklevel = frame.f_back, stacklevel + 1
+    warnings.warn(message, category, stacklevel=stacklevel)
 
 
 def as_json(value: Any) -> str:

@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 import doubles
-from optimum_ipu_ext import InvalidSettingError, IPUConfig, UnknownSettingError
+from optimum_ipu_ext import InvalidSettingError, IPUConfig, IPUConfigWarning, UnknownSettingError
 from test_popdist import poprun_environment
 from test_to_options import comparable
 
@@ -170,8 +170,9 @@ def test_a_total_that_disagrees_with_poprun_is_a_user_warning(poprun):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             config.to_options()
-    assert [warning.category for warning in caught] == [UserWarning]
+    assert [warning.category for warning in caught] == [IPUConfigWarning]
     assert str(caught[0].message).startswith("`replication_factor=2` is the total number of replicas of the job")
+    assert issubclass(IPUConfigWarning, UserWarning)
 
 
 # --- the base class's contract (the bundled base here, optimum-graphcore's on an IPU host) ----------------------

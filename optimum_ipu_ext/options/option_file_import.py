@@ -115,15 +115,13 @@ def options_from_lines(sources: Sequence[OptionLines], mode: str) -> Tuple[Any, 
 
 
 def import_located(
-    config_class: type, options: Dict[str, Any], written: Dict[str, Dict[str, str]], overrides: Dict[str, Any],
-    stacklevel: int = 3,
+    config_class: type, options: Dict[str, Any], written: Dict[str, Dict[str, str]], overrides: Dict[str, Any]
 ) -> Any:
     """`from_options` of `options` (`{mode: poptorch.Options}`); an option no setting holds is refused saying where
-    it was set (`written`, `{mode: {state key: where}}`). `stacklevel` places a warning, as `warnings.warn` counts
-    it from here."""
+    it was set (`written`, `{mode: {state key: where}}`)."""
     try:
         training, inference = options.get("training"), options.get("inference")
-        return import_options(config_class, training, inference, overrides, stacklevel + 1)
+        return import_options(config_class, training, inference, overrides)
     except UnsupportedOptionsError as error:
         locations = {
             name_in_mode(name, mode, options): where
@@ -141,8 +139,7 @@ def import_option_sources(config_class: type, sources: Dict[str, List[OptionLine
         made = {mode: options_from_lines(mode_sources, mode) for mode, mode_sources in sources.items()}
         options = {mode: options for mode, (options, _) in made.items()}
         written = {mode: where for mode, (_, where) in made.items()}
-        # 4: the line that called `from_options_file` or `from_options_lines`
-        return import_located(config_class, options, written, overrides, stacklevel=4)
+        return import_located(config_class, options, written, overrides)
 
 
 def option_file_sources(mode: str, paths: PathOrPaths) -> List[OptionLines]:

@@ -7,11 +7,10 @@ and its options compared with the given ones: every option that differs is named
 what stands in for it): it reads the options the SDK made.
 """
 
-import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
-from ..errors import IncompatibleSettingsError, UnsupportedOptionsError
+from ..errors import IncompatibleSettingsError, UnsupportedOptionsError, warn
 from ..sdk.plan import TempFile, sdk_value
 from ..settings.table import POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS, setting_writing
 
@@ -20,12 +19,11 @@ _MISSING = "not set"
 
 
 def import_options(
-    config_class: type, training: Any, inference: Any, overrides: Dict[str, Any], stacklevel: int = 3
+    config_class: type, training: Any, inference: Any, overrides: Dict[str, Any]
 ) -> Any:
     """The config of `config_class` (a class of `SettingsMixin`) whose `to_options()` / `to_options(for_inference=True)` build the options
     `training` / `inference` hold; `overrides` give settings the options cannot tell (`layers_per_ipu`) or replace
-    what they tell. See `SettingsMixin.from_options`. `stacklevel` places the warning about what was dropped (3:
-    the caller of the caller)."""
+    what they tell. See `SettingsMixin.from_options`."""
     given = {mode: options for mode, options in zip(MODES, (inference, training)) if options is not None}
     if not given:
         raise TypeError("from_options() needs `training` or `inference` options (poptorch.Options), or both")
@@ -43,7 +41,7 @@ def import_options(
     if problems:
         raise UnsupportedOptionsError(problems)
     if dropped:
-        warnings.warn("from_options() could not read, and dropped: " + "; ".join(dropped), UserWarning, stacklevel=stacklevel)
+        warn("from_options() could not read, and dropped: " + "; ".join(dropped))
     return config
 
 

@@ -7,11 +7,10 @@ machine, and a `PopDistLaunch` written by hand previews one instance of a launch
 """
 
 import os
-import warnings
 from dataclasses import dataclass
 from typing import Mapping, Optional, Union
 
-from ..errors import InvalidSettingError, SettingTypeError
+from ..errors import InvalidSettingError, SettingTypeError, warn
 
 
 TOTAL_REPLICAS = "POPDIST_NUM_TOTAL_REPLICAS"
@@ -91,11 +90,10 @@ class PopDistLaunch:
     def job_replicas(self, setting: str, configured: int) -> int:
         """poprun's number of replicas for the job, with a warning when the setting `setting=configured` differs."""
         if configured != self.num_replicas:
-            warnings.warn(
+            warn(
                 f"`{setting}={configured}` is the total number of replicas of the job, but poprun launched "
                 f"{self.num_replicas} (`--num-replicas {self.num_replicas}`): building for poprun's "
-                f"{self.num_replicas}, {self.local_replicas} on this instance.",
-                UserWarning,
+                f"{self.num_replicas}, {self.local_replicas} on this instance."
             )
         return self.num_replicas
 

@@ -5,10 +5,9 @@ that setting, with a warning; otherwise the key is dropped, with a warning sayin
 is what the current build does anyway (`decompose_grad_sum: false`, PopART's default) carries nothing over.
 """
 
-import warnings
 from typing import Any, Callable, Dict, NamedTuple, Optional
 
-from ..errors import IncompatibleSettingsError, SettingTypeError, as_json
+from ..errors import IncompatibleSettingsError, LegacyKeyWarning, SettingTypeError, as_json, warn
 from .schema import describe, type_checker
 
 
@@ -65,14 +64,14 @@ LEGACY_KEYS = {
 
 def carry_over_legacy_keys(values: Dict[str, Any], source: Optional[str] = None) -> None:
     """Replaces, in `values`, each key of an earlier release by the current settings that hold its value, or drops
-    it where none does, with a `FutureWarning` naming `source` (the file or repository) and the new key. A legacy
+    it where none does, with a `LegacyKeyWarning` (a `FutureWarning`) naming `source` (the file or repository) and the new key. A legacy
     key whose value disagrees with a current setting given too is an error."""
     where = f" in {source}" if source else ""
     for key in [key for key in values if key in LEGACY_KEYS]:
         legacy, value = LEGACY_KEYS[key], values.pop(key)
         carried = _carried(key, value, legacy)
         if not carried:
-            warnings.warn(f"`{key}`{where} is no longer an IPUConfig setting and is ignored: {legacy.note}", FutureWarning)
+            warn(f"`{key}`{where} is no longer an IPUConfig setting and is ignored: {legacy.note}", LegacyKeyWarning)
             continue
         for name, carried_value in carried.items():
             given = values.get(name)
@@ -86,8 +85,8 @@ def carry_over_legacy_keys(values: Dict[str, Any], source: Optional[str] = None)
                 _refuse_both(key, value, name, given)
             values[name] = carried_value
         assignments = ", ".join(f"`{name}={as_json(carried_value)}`" for name, carried_value in carried.items())
-        warnings.warn(f"`{key}`{where} is no longer an IPUConfig setting; its value is carried over as "
-                      f"{assignments}: {legacy.note} Write the new key instead.", FutureWarning)
+        warn(f"`{key}`{where} is no longer an IPUConfig setting; its value is carried over as {assignments}: "
+             f"{legacy.note} Write the new key instead.", LegacyKeyWarning)
 
 
 def _carried(key: str, value: Any, legacy: LegacyKey) -> Dict[str, Any]:
