@@ -18,7 +18,7 @@ from cli_helpers import run
 from optimum_ipu_ext import IPUConfig
 from optimum_ipu_ext.cli.output import Stream
 from optimum_ipu_ext.cli.reports import reserved_ipus
-from optimum_ipu_ext.cli.sources import presets
+from optimum_ipu_ext.settings.sources import presets
 from test_to_options import PRESET, UPSTREAM_CONFIGS
 
 SCRIPT = str(Path(sys.executable).with_name("ipu-config"))

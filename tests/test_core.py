@@ -22,7 +22,8 @@ from optimum_ipu_ext import (
     UnknownSettingError,
 )
 from optimum_ipu_ext.options.build import shards_optimizer_state
-from optimum_ipu_ext.settings.files import check_local_source, local_config_file, read_config_file
+from optimum_ipu_ext.settings.files import read_config_file
+from optimum_ipu_ext.settings.sources import check_local_source, local_config_file
 from optimum_ipu_ext.config.bundled_base import transformers_defaults
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext import PlainIPUConfig
@@ -682,7 +683,7 @@ def test_non_default_settings_are_those_that_differ():
     ],
 )
 def test_what_can_only_be_a_local_path(source, path_only):
-    from optimum_ipu_ext.settings.files import looks_like_path
+    from optimum_ipu_ext.settings.sources import looks_like_path
     assert looks_like_path(source) is path_only
 
 

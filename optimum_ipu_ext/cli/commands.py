@@ -19,6 +19,7 @@ from ..config.plain import PlainIPUConfig
 from ..sdk.popdist import PopDistLaunch
 from ..recorder import run_builder, sdk_modules
 from ..settings.schema import parse_update_string
+from ..settings.sources import is_local, presets
 from ..settings.table import SETTINGS
 from .output import PROG, Stream, one_line, progress, recorded_warnings
 from .reports import differences_from_defaults, problems, render_diff, render_differences, render_summary, summary
@@ -27,11 +28,9 @@ from .sources import (
     CommandError,
     apply_updates,
     get_token,
-    is_local,
     load,
     load_local,
     parsed_updates,
-    presets,
     push,
     quiet_client,
     write_config,

@@ -6,22 +6,18 @@ the `hf` CLI stores; their errors (`HubError`) already say, in one line, what ha
 the client's own log lines (its retries) are not shown.
 """
 
-import importlib.resources
-import json
 import logging
 import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-from ..settings.files import CONFIG_NAME, local_config_file, looks_like_path, read_config_file
+from ..settings.files import CONFIG_NAME, read_config_file
+from ..settings.sources import HUB, PRESET, is_local, local_config_file, preset, resolve
 from ..config.mixin import SettingsMixin
 from ..config.plain import PlainIPUConfig
 from ..settings.schema import parse_update_string
 from ..settings.table import SETTINGS
 from .output import Stream, one_line, progress
-
-PRESETS_PACKAGE = "optimum_ipu_ext.presets"
-
 
 def get_token() -> Optional[str]:
     """The Hub token `hf auth login` stores, or `HF_TOKEN` (huggingface_hub is imported only for the Hub)."""
@@ -34,30 +30,14 @@ class CommandError(Exception):
     """A failure reported as one line, with exit code 1."""
 
 
-def is_local(source: str) -> bool:
-    """Whether `source` names a local file or directory rather than a Hub repository.
-
-    A missing path that cannot be a repository id (`x.json`, `./x`, `dir/`, `a/b/c`) is local too, to be reported
-    missing.
-    """
-    return os.path.exists(source) or looks_like_path(source)
-
-
-def preset(source: str) -> Optional[Dict[str, Any]]:
-    """The settings of the bundled preset `source` names (`pipelined-2ipu`), where it names no local path: a Hub
-    repository of the same name is reached with its namespace."""
-    text = None if is_local(source) else presets().get(source)
-    return None if text is None else json.loads(text)
-
-
 def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = ()) -> SettingsMixin:
     """The configuration of a JSON file, a directory, a preset or a Hub repository, with `--set` updates applied."""
-    bundled = preset(source)
-    if is_local(source) or bundled is not None:
+    where = resolve(source)
+    if where != HUB:
         if revision:
-            kind = "a preset" if bundled is not None else "a local path"
+            kind = "a preset" if where == PRESET else "a local path"
             raise CommandError(f"{source}: {kind}; --revision applies to Hub repositories")
-        config: SettingsMixin = PlainIPUConfig.from_dict(bundled) if bundled is not None \
+        config: SettingsMixin = PlainIPUConfig.from_dict(preset(source)) if where == PRESET \
             else PlainIPUConfig.from_json_file(local_config_file(source))
     else:
         from ..config.configuration import IPUConfig
@@ -110,17 +90,6 @@ def write_config(config: SettingsMixin, out_dir: str, force: bool) -> str:
         raise CommandError(f"{target}: exists; pass --force to overwrite it")
     config.save_pretrained(out_dir)
     return target
-
-
-def presets() -> Dict[str, str]:
-    """{name: JSON text} of the bundled presets (the `configs/` folder of the repository), by name."""
-    if sys.version_info >= (3, 9):
-        root = importlib.resources.files(PRESETS_PACKAGE)  # novermin: guarded by the version check
-        texts = {entry.name: entry.read_text(encoding="utf-8") for entry in root.iterdir() if entry.name.endswith(".json")}
-    else:
-        names = [name for name in importlib.resources.contents(PRESETS_PACKAGE) if name.endswith(".json")]
-        texts = {name: importlib.resources.read_text(PRESETS_PACKAGE, name, encoding="utf-8") for name in names}
-    return {name[: -len(".json")]: text for name, text in sorted(texts.items())}
 
 
 def quiet_client() -> None:

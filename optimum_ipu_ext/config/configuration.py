@@ -13,7 +13,8 @@ from .bundled_base import transformers_defaults
 from ..settings.files import dump, read_config_file, write_text_atomically
 from ..settings.legacy import carry_over_legacy_keys
 from ..settings.rules import check_keys
-from ..errors import IPUConfigError
+from ..errors import ConfigFileError, IPUConfigError
+from ..settings.sources import PRESET, preset_file, resolve
 from .mixin import SettingsMixin
 from ..settings.table import EXTENSION_SETTINGS, VERSION_KEYS
 
@@ -90,7 +91,8 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: Union[str, os.PathLike], **kwargs) -> "IPUConfig":
-        """Loads a configuration from a JSON file, a directory holding `ipu_config.json`, or a Hub repository.
+        """Loads a configuration from a JSON file, a directory holding `ipu_config.json`, a bundled preset
+        (`"pipelined-2ipu"`, where no local path has that name) or a Hub repository.
 
         Keyword arguments are those of `transformers.PretrainedConfig.from_pretrained` (`revision`, `subfolder`,
         `cache_dir`, `force_download`, `local_files_only`, `token`, ...) and settings overriding the loaded
@@ -107,6 +109,11 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
                 exist or is a folder without `ipu_config.json`; nothing is asked of the Hub then.
             UnknownSettingError: the file has a key no release ever had.
         """
+        if resolve(pretrained_model_name_or_path) == PRESET:
+            if kwargs.get("revision"):
+                raise ConfigFileError(str(pretrained_model_name_or_path), "a bundled preset; `revision` applies to "
+                                      "Hub repositories")
+            pretrained_model_name_or_path = preset_file(str(pretrained_model_name_or_path))
         source = HubSource.of(pretrained_model_name_or_path, cls.CONFIG_NAME, kwargs)
         arguments = load_arguments(kwargs)
         with load_errors(source):

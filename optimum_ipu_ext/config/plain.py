@@ -5,7 +5,6 @@ import os
 from typing import TYPE_CHECKING, Any, Dict, Union
 
 from ..settings.files import CONFIG_NAME, dump, installed_versions, read_config_file, write_text_atomically
-
 from ..settings.legacy import carry_over_legacy_keys
 
 from ..settings.rules import check_keys, check_rules, derive_base_settings

@@ -26,7 +26,7 @@ from ..errors import (
     HubRepositoryNotFoundError,
     HubUnavailableError,
 )
-from ..settings.files import check_local_source
+from ..settings.sources import check_local_source, close_preset
 from .compat import TRANSPORT_ERRORS, _default_cache, _token, _token_given
 from .failures import _chain, _classify, _first, _status_code
 
@@ -137,13 +137,6 @@ def load_promptly(source: Optional[HubSource], load: Callable[..., T]) -> T:
     return outcome["value"]
 
 
-# Pushing
-
-
-# The model card
-
-
-
 
 @contextlib.contextmanager
 def load_errors(source: Optional[HubSource]) -> Iterator[None]:
@@ -188,4 +181,7 @@ def _load_error(error: Exception, source: HubSource) -> Optional[Exception]:
         problem += ", and `force_download=True` refuses the cached copy"
     elif error_class is HubUnavailableError:
         problem += f", and the cache ({source.cache_dir}) holds no copy of the file"
+    nearest = close_preset(source.repo_id) if source.named_by_user else None
+    if nearest is not None and error_class in (HubRepositoryNotFoundError, HubUnavailableError):
+        problem += f"; did you mean the preset {nearest}?"
     return error_class(source.repo_id, problem, source.action, source.revision)

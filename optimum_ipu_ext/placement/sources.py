@@ -9,8 +9,7 @@ first use.
 import os
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional
 
-from ..settings.files import looks_like_path
-
+from ..settings.sources import is_local
 from ..settings.rules import check_rules
 from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
 from .architectures import ARCHITECTURES
@@ -54,7 +53,7 @@ def read_model(model: Any, revision: Optional[str] = None, token: Optional[str] 
         raise TypeError(f"model must be a Hub model id, a folder, a PretrainedConfig or a dict, not {type(model).__name__}")
     if os.path.isfile(model):
         return ModelSource(model, read_config(model), _none)
-    if os.path.exists(model) or looks_like_path(model):
+    if is_local(model):
         if revision is not None:
             raise PlacementError(model, "a local folder has no revisions; --revision applies to Hub repositories")
         return ModelSource(model, read_config(os.path.join(model, CONFIG_FILE)), lambda: read_folder(model))

@@ -1,11 +1,11 @@
-"""The JSON file of an IPU config: its name, how it is read (each key once, a bounded size) and written (atomically),
-and what a local source holding one looks like."""
+"""The JSON file of an IPU config: its name, how it is read (each key once, a bounded size) and written
+(atomically)."""
 
 import json
 import os
 from typing import Any, Dict, List, Tuple, Union
 
-from ..errors import NO_SUCH_PATH, ConfigFileError, as_json
+from ..errors import ConfigFileError, as_json
 from .table import VERSION_KEYS
 
 
@@ -14,34 +14,6 @@ CONFIG_NAME = "ipu_config.json"
 
 # A config file is a few hundred bytes; one of a megabyte is not a config (and parsing a huge one is slow).
 MAX_CONFIG_FILE_BYTES = 1 << 20
-
-
-def looks_like_path(source: str) -> bool:
-    """Whether `source` can only be a local path, never a Hub repository id (`x.json`, `./x`, `dir/`, `a/b/c`)."""
-    return source.endswith((".json", "/", os.sep)) or source.startswith((".", "/", "~")) or source.count("/") > 1 \
-        or "\\" in source
-
-
-def check_local_source(source: Union[str, os.PathLike], config_name: str = CONFIG_NAME, subfolder: str = "") -> None:
-    """Raises `ConfigFileError` for a local source that holds no config: a missing path that cannot be a Hub
-    repository id (`x.json`, `./x`, `dir/`, `a/b/c`), or a directory without `config_name` (in `subfolder`)."""
-    path = str(source)
-    if os.path.isdir(path):
-        if not os.path.isfile(os.path.join(path, subfolder, config_name)):
-            where = f"its subfolder '{subfolder}'" if subfolder else "it"
-            raise ConfigFileError(path, f"a directory, but {where} holds no {config_name}")
-    elif not os.path.exists(path) and looks_like_path(path):
-        raise ConfigFileError(path, NO_SUCH_PATH)
-
-
-def local_config_file(source: Union[str, os.PathLike]) -> str:
-    """The JSON file a local source stands for: the file itself, or the directory's `ipu_config.json`. Raises
-    `ConfigFileError` where there is none."""
-    path = str(source)
-    check_local_source(path)
-    if not os.path.exists(path):
-        raise ConfigFileError(path, NO_SUCH_PATH)
-    return os.path.join(path, CONFIG_NAME) if os.path.isdir(path) else path
 
 
 class _RepeatedKey(Exception):
