@@ -236,5 +236,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             err.write(f"{PROG}: warning: {message}")
         if failure is not None:
             if args.debug:
-                traceback.print_exception(type(failure), failure, failure.__traceback__)
+                err.text("".join(traceback.format_exception(type(failure), failure, failure.__traceback__)))
             err.write(f"{PROG}: {err.style('error', 'red')}: {one_line(failure)}")

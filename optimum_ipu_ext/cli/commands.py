@@ -75,6 +75,9 @@ def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
         balanced = (current or _placement(args, config, err)).balanced() if args.balance else current
     except PlacementError as error:
         raise CommandError(f"{args.source}: {one_line(error)}") from error
+    if target is not None:  # before any output: a reader may go away
+        setattr(config, setting, list(balanced.layers_per_ipu))
+        write_config(config, args.write, args.force)
     if args.json:
         out.write(balanced.to_json_string().rstrip("\n"))
     elif current is None:
@@ -85,8 +88,7 @@ def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
             out.write()
             out.write(render_comparison(current, balanced, out.style))
     if target is not None:
-        setattr(config, setting, list(balanced.layers_per_ipu))
-        err.write(f"Wrote {write_config(config, args.write, args.force)} with {setting} {list(balanced.layers_per_ipu)}")
+        err.write(f"Wrote {target} with {setting} {list(balanced.layers_per_ipu)}")
     return 1 if args.check and not balanced.fits else 0
 
 
@@ -181,13 +183,14 @@ def command_import(args: argparse.Namespace, out: Stream, err: Stream) -> int:
                 where = f"{error.locations[option]}: " if option in error.locations else ""
                 err.write(f"  {where}{option}: {problem}")
             return 1
+    written_to = write_config(config, args.out_dir, args.force)  # before any output: a reader may go away
     for warning in dropped:
         err.write(f"{PROG}: warning: {warning.message}")
     out.write(f"Imported {names}, run on {'the recorder (no Poplar SDK here)' if recorded else 'poptorch'}")
     out.write()
     render_differences(differences_from_defaults(config), out)
     out.write()
-    out.write(f"Wrote {write_config(config, args.out_dir, args.force)}")
+    out.write(f"Wrote {written_to}")
     return 0
 
 
@@ -235,7 +238,7 @@ def command_export(args: argparse.Namespace, out: Stream, err: Stream) -> int:
 
 
 def command_schema(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    out.stream.write(json_schema_string())
+    out.text(json_schema_string())
     return 0
 
 
