@@ -200,20 +200,21 @@ def _given(sources: Dict[str, Optional[Tuple[str, Optional[str]]]]) -> List[Tupl
 
 
 def _run_builder(path: str, function: str, args: argparse.Namespace):
-    """The options of the builder, called with `--arg` and `--kwarg`; where it fails on a namespace given for
-    parameters it has, the error says to pass them with `--kwarg`."""
+    """The options of the builder, called with `--arg` and `--kwarg`; where it fails after being given a namespace
+    whose attributes it never read, the error says to pass its parameters with `--kwarg`."""
     arguments = None if args.arg is None else dict(args.arg)
     try:
         return run_builder(path, function, arguments, dict(args.kwarg or ()))
     except BuilderError as error:
-        if not error.namespace_names:
+        if not error.parameters:
             raise
-        given = ", ".join(f"`{name}={_typed(arguments[name])}`" for name in error.namespace_names)
-        flags = " ".join(f"--kwarg {name}={_typed(arguments[name])}" for name in error.namespace_names)
-        kind = "keyword arguments" if len(error.namespace_names) > 1 else "a keyword argument"
+        given = [f"--kwarg {name}={_typed(value)}" for name, value in (arguments or {}).items()
+                 if name in error.parameters]
+        example = f", here {' '.join(given)}" if given else f" (it takes {', '.join(error.parameters)})"
         raise CommandError(
-            f"{error.builder} {error.problem}; it was given an argparse.Namespace as its first argument (--arg): "
-            f"to pass {given} as {kind}, use {flags}"
+            f"{error.builder} {error.problem}; it was given an argparse.Namespace as its first argument"
+            f"{' (--arg)' if arguments else ''} and read none of its attributes: pass its parameters with "
+            f"--kwarg NAME=VALUE{example}"
         ) from error
 
 
