@@ -51,7 +51,7 @@ def test_export_keeps_an_existing_file_unless_forced(capsys, tmp_path):
     "argv, message",
     [
         (["missing.json"], "Cannot load the IPU config file 'missing.json': no such file or directory."),
-        ([PRESET, "--set", "replication_factor=0"], "--set: `replication_factor=0` is invalid: numbers must be >= 1."),
+        ([PRESET, "--set", "replication_factor=0"], "--set: `replication_factor=0` is invalid: numbers must be from 1 to 65536."),
     ],
 )
 def test_export_of_what_cannot_be_loaded_is_one_error_and_writes_nothing(capsys, tmp_path, argv, message):
