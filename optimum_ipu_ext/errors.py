@@ -220,7 +220,7 @@ class ArchitectureError(PlacementError):
     several architectures or none (`--architecture` / `architecture=` picks one).
 
     Example message: ``Cannot place albert-base-v2: AlbertForMaskedLM has no pipelined version in
-    optimum-graphcore 0.7.1; give one of BartForConditionalGeneration, ... (architecture=, --architecture).``
+    optimum-graphcore 0.7.1; model type "albert" has no pipelined architecture; these have: bart, bert, ...``
     """
 
 

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..documents import json_schema_string
 from ..errors import BuilderError, PlacementError, UnsupportedOptionsError, as_json
 from ..option_file_import import import_located, option_file_sources, options_from_lines
+from ..placement.architectures import ARCHITECTURES
 from ..placement.report import render, render_comparison
 from ..plain import PlainIPUConfig
 from ..popdist import PopDistLaunch
@@ -54,6 +55,12 @@ def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
 
 
 def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    if args.list_architectures:
+        for name in ARCHITECTURES:
+            out.write(name)
+        return 0
+    if args.source is None or args.model is None:
+        args.parser.error("CONFIG and --model are required, unless --list-architectures is given")
     if args.write is not None and not args.balance:
         args.parser.error("--write saves the balanced split: give --balance too")
     target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
