@@ -157,7 +157,7 @@ def command_new(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if name not in available:
         args.parser.error(f"argument PRESET: unknown preset {args.preset!r}; the presets are {', '.join(available)}")
     config = PlainIPUConfig.from_dict(json.loads(available[name]))
-    apply_updates(config, args.set or ())
+    apply_updates(config, args.set or (), name)
     out.write(f"Wrote {write_config(config, args.out_dir, args.force)} from the preset {name}")
     return 0
 
