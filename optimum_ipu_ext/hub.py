@@ -55,6 +55,7 @@ from .errors import (
     HubVisibilityError,
     InvalidSettingError,
 )
+from .client_logs import quiet_retries
 from .core import NO_SUCH_PATH, check_local_source
 from .settings import EXTENSION_SETTINGS
 
@@ -181,8 +182,9 @@ class HubSource:
         """Asks the Hub once, without retrying, for the file: the error if the Hub is down or failing, else `None`."""
         url = hf_hub_url(self.repo_id, self.filename, revision=self.revision)
         try:
-            response = http_backoff("HEAD", url, max_retries=0, headers=build_hf_headers(token=self.token),
-                                    timeout=constants.HF_HUB_ETAG_TIMEOUT)
+            with quiet_retries():
+                response = http_backoff("HEAD", url, max_retries=0, headers=build_hf_headers(token=self.token),
+                                        timeout=constants.HF_HUB_ETAG_TIMEOUT)
             hf_raise_for_status(response)
         except Exception as error:
             if isinstance(error, TRANSPORT_ERRORS) or (_status_code(error) or 0) >= 500:
@@ -206,7 +208,8 @@ def load_promptly(source: Optional[HubSource], load: Callable[..., T]) -> T:
 
     def attempt() -> None:
         try:
-            outcome["value"] = load()
+            with quiet_retries():  # the outcome is reported by the caller
+                outcome["value"] = load()
         except BaseException as error:  # handed to the caller's thread
             outcome["error"] = error
         finally:
@@ -253,9 +256,10 @@ def push_errors(repo_id: str, kwargs: Dict[str, Any]) -> Iterator[None]:
 @contextlib.contextmanager
 def hub_errors(repo_id: str, action: str, revision: Optional[str], token_given: bool, writing: bool) -> Iterator[None]:
     """Re-raises the client's errors (and those of its transport) as the `HubError` they stand for; other errors
-    pass unchanged."""
+    pass unchanged. The client's retry lines stay off stderr: the error says what happened."""
     try:
-        yield
+        with quiet_retries():
+            yield
     except Exception as error:
         found = _classify(list(_chain(error)), token_given, writing)
         if found is None:

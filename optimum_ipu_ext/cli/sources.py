@@ -153,9 +153,12 @@ def presets() -> Dict[str, str]:
 
 
 def quiet_client() -> None:
-    """Keeps the Hub client's and transformers' log lines (retries, fallbacks) off stderr for this process: the
-    outcome is reported by the command, in one line."""
-    for name in ("huggingface_hub", "transformers"):
+    """Keeps the log lines of the Hub client, of urllib3 under it and of transformers (retries, fallbacks) off
+    stderr for this process: the outcome is reported by the command, in one line."""
+    from huggingface_hub.utils import logging as client_logging
+
+    client_logging.set_verbosity_error()  # the client sets its level as it is first imported: after that, here
+    for name in ("transformers", "urllib3"):
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
