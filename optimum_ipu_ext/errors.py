@@ -9,7 +9,7 @@ import difflib
 import json
 import sys
 import warnings
-from typing import Any, Dict, Iterable, Optional, Tuple, Type
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Type
 
 # What a missing local path is called, by every command and the API
 NO_SUCH_PATH = "no such file or directory"
@@ -254,7 +254,7 @@ class ArchitectureError(PlacementError):
     several architectures or none (`--architecture` / `architecture=` picks one).
 
     Example message: ``Cannot place albert-base-v2: AlbertForMaskedLM has no pipelined version in
-    optimum-graphcore 0.7.1; give one of BartForConditionalGeneration, ... (architecture=, --architecture).``
+    optimum-graphcore 0.7.1; model type "albert" has no pipelined architecture; these have: bart, bert, ...``
     """
 
 
@@ -333,20 +333,18 @@ class BuilderError(IPUConfigError, RuntimeError):
     Attributes:
         builder: the builder, as `path.py:function`.
         problem: what happened, e.g. `raised KeyError: 'replicas'`.
-        namespace_names: where the builder raised after it was given a namespace of `args` as its first argument,
-            the names in it that are parameters of the builder (which were most likely meant as keyword arguments).
+        parameters: where the builder raised after it was given a namespace as its first argument and read none of
+            its attributes, its parameters (which were most likely meant as keyword arguments); else empty.
 
     Example message: ``builders/bert.py:get_options raised KeyError: 'replicas'``
     """
 
-    def __init__(self, builder: str, problem: str, namespace_names: Tuple[str, ...] = ()):
+    def __init__(self, builder: str, problem: str, parameters: Sequence[str] = ()):
         self.builder = builder
         self.problem = problem
-        self.namespace_names = tuple(namespace_names)
+        self.parameters = tuple(parameters)
         hint = ""
-        if self.namespace_names:
-            names = ", ".join(f"`{name}`" for name in self.namespace_names)
-            kind = "keyword arguments, give them" if len(self.namespace_names) > 1 else "a keyword argument, give it"
-            hint = (f"; it was given an argparse.Namespace of `args` as its first argument: to pass {names} as {kind} "
-                    "in `kwargs`")
+        if self.parameters:
+            hint = (f"; it was given an argparse.Namespace as its first argument and read none of its attributes: "
+                    f"give its parameters ({', '.join(self.parameters)}) in `kwargs`")
         super().__init__(f"{builder} {problem}{hint}")

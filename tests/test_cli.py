@@ -442,7 +442,7 @@ def test_validate_reports_one_line_per_problem(capsys, tmp_path):
     assert lines[0] == f"{three}: Unknown IPU config key `foo`."
     assert lines[1] == f'{three}: `recomputation_mode="sometimes"` is invalid: allowed values are "none", ' \
                        '"standard", "norm_only", "pipeline", "recompute_all".'
-    assert lines[2].startswith(f"{three}: ") and "replication_factor" in lines[2] and ">= 1" in lines[2]
+    assert lines[2].startswith(f"{three}: ") and "replication_factor" in lines[2] and "from 1 to 65536" in lines[2]
     assert lines[3].startswith(f"{disagree}: ") and "matmul_proportion" in lines[3] and "ipus_per_replica=2" in lines[3]
     assert lines[4].startswith(f"{broken}: ") and "not valid JSON" in lines[4]
     assert lines[5] == f"{missing}: Cannot load the IPU config file '{missing}': no such file or directory."
@@ -851,7 +851,7 @@ def test_validate_set_applies_to_every_source_before_it_is_checked(capsys, tmp_p
         == (0, "", "2 IPU config(s) valid\n")
     code, out, err = run(capsys, "validate", one, "--set", "replication_factor=0")
     assert (code, out, err) == (1, "", "ipu-config: error: --set: `replication_factor=0` is invalid: numbers must be "
-                                       ">= 1.\n")
+                                       "from 1 to 65536.\n")
 
 
 ROUNDING_REFUSED = (

@@ -51,7 +51,7 @@ def test_export_keeps_an_existing_file_unless_forced(capsys, tmp_path):
     "argv, message",
     [
         (["missing.json"], "Cannot load the IPU config file 'missing.json': no such file or directory."),
-        ([PRESET, "--set", "replication_factor=0"], "--set: `replication_factor=0` is invalid: numbers must be >= 1."),
+        ([PRESET, "--set", "replication_factor=0"], "--set: `replication_factor=0` is invalid: numbers must be from 1 to 65536."),
     ],
 )
 def test_export_of_what_cannot_be_loaded_is_one_error_and_writes_nothing(capsys, tmp_path, argv, message):
@@ -170,13 +170,33 @@ def test_a_builder_failing_on_a_namespace_of_its_parameters_says_to_use_kwarg(ca
     code, out, err = run(capsys, "import", "builder.py:get_options", "imported/", "--arg", "replicas=4")
     assert (code, out) == (1, "")
     assert err == (
-        "ipu-config: error: builder.py:get_options raised AssertionError: Unexpected type <class 'argparse.Namespace'> "
-        "for option replication_factor. Expected <class 'int'>; it was given an argparse.Namespace as its first "
-        "argument (--arg): to pass `replicas=4` as a keyword argument, use --kwarg replicas=4\n"
+        "ipu-config: error: builder.py:get_options raised AssertionError: Unexpected type "
+        "<class 'optimum_ipu_ext.recorder.namespace.Namespace'> for option replication_factor. Expected <class 'int'>; "
+        "it was given an argparse.Namespace as its first argument (--arg) and read none of its attributes: pass its "
+        "parameters with --kwarg NAME=VALUE, here --kwarg replicas=4\n"
     )
     code, _, err = run(capsys, "import", "builder.py:get_options", "imported/", "--kwarg", "replicas=4")
     assert (code, err) == (0, "")
     assert saved(tmp_path / "imported")["replication_factor"] == 4
+
+
+def test_a_builder_given_an_empty_namespace_it_does_not_read_says_to_use_kwarg(capsys, tmp_path, monkeypatch):
+    (tmp_path / "builder.py").write_text(README_BUILDER)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "import", "builder.py:get_options", "imported/")
+    assert (code, out) == (1, "")
+    assert err.endswith("Expected <class 'int'>; it was given an argparse.Namespace as its first argument and read "
+                        "none of its attributes: pass its parameters with --kwarg NAME=VALUE (it takes replicas)\n")
+
+
+@pytest.mark.parametrize("body", ["raise KeyError(name)", "return None", "return 1 / 0"])
+def test_any_failure_of_a_builder_that_reads_no_attribute_says_to_use_kwarg(capsys, tmp_path, body):
+    (tmp_path / "builder.py").write_text(f"def get_options(name, *more, replicas=1, cache=None, **others):\n    {body}\n")
+    code, _, err = run(capsys, "import", f"{tmp_path / 'builder.py'}:get_options", tmp_path / "out",
+                       "--arg", "other=1")
+    assert code == 1
+    assert err.endswith("it was given an argparse.Namespace as its first argument (--arg) and read none of its "
+                        "attributes: pass its parameters with --kwarg NAME=VALUE (it takes name, replicas, cache)\n")
 
 
 def test_the_suggestion_keeps_each_value_as_typed(capsys, tmp_path):
@@ -184,14 +204,32 @@ def test_the_suggestion_keeps_each_value_as_typed(capsys, tmp_path):
     code, _, err = run(capsys, "import", f"{tmp_path / 'builder.py'}:get_options", tmp_path / "out",
                        "--arg", "name=bert-large", "--arg", 'cache="4"', "--arg", "replicas=4", "--arg", "other=1")
     assert code == 1
-    assert err.endswith("to pass `name=bert-large`, `cache=\"4\"`, `replicas=4` as keyword arguments, use "
-                        "--kwarg name=bert-large --kwarg cache=\"4\" --kwarg replicas=4\n")
+    assert err.endswith("pass its parameters with --kwarg NAME=VALUE, here --kwarg name=bert-large "
+                        "--kwarg cache=\"4\" --kwarg replicas=4\n")
 
 
-def test_a_builder_failing_for_another_reason_gets_no_suggestion(capsys, tmp_path):
-    code, _, err = run(capsys, "import", f"{BUILDER}:get_options", tmp_path, "--arg", "replicas=2")
+@pytest.mark.parametrize("arguments", [["--arg", "replicas=2"], []])
+def test_a_builder_that_reads_its_namespace_gets_no_suggestion(capsys, tmp_path, arguments):
+    code, _, err = run(capsys, "import", f"{BUILDER}:get_options", tmp_path, *arguments)
+    missing = "accumulation" if arguments else "replicas"
     assert code == 1 and err == (f"ipu-config: error: {BUILDER}:get_options raised AttributeError: 'Namespace' object "
-                                 "has no attribute 'accumulation'\n")
+                                 f"has no attribute '{missing}'\n")
+
+
+def test_a_builder_reading_its_namespace_with_hasattr_gets_no_suggestion(capsys, tmp_path):
+    (tmp_path / "builder.py").write_text("def get_options(args):\n    hasattr(args, 'replicas')\n    raise KeyError(1)\n")
+    code, _, err = run(capsys, "import", f"{tmp_path / 'builder.py'}:get_options", tmp_path / "out")
+    assert (code, err) == (1, f"ipu-config: error: {tmp_path / 'builder.py'}:get_options raised KeyError: 1\n")
+
+
+def test_the_namespace_holds_the_arguments_only():
+    from optimum_ipu_ext.recorder.namespace import Namespace
+
+    namespace = Namespace(replicas=4)
+    assert (vars(namespace), namespace.attributes_read) == ({"replicas": 4}, False)
+    assert (repr(namespace), namespace == Namespace(replicas=4), namespace.attributes_read) == (
+        "Namespace(replicas=4)", True, False)
+    assert (namespace.replicas, namespace.attributes_read) == (4, True)
 
 
 def test_run_builder_says_the_same_in_the_terms_of_its_arguments(tmp_path):
@@ -202,10 +240,10 @@ def test_run_builder_says_the_same_in_the_terms_of_its_arguments(tmp_path):
     with sdk_modules(), pytest.raises(BuilderError) as raised:
         run_builder(str(tmp_path / "builder.py"), "get_options", args={"replicas": 4, "other": 1})
     error = raised.value
-    assert error.namespace_names == ("replicas",)
-    assert str(error).endswith("Expected <class 'int'>; it was given an argparse.Namespace of `args` as its first "
-                               "argument: to pass `replicas` as a keyword argument, give it in `kwargs`")
-    assert pickle.loads(pickle.dumps(error)).namespace_names == ("replicas",)
+    assert error.parameters == ("replicas",)
+    assert str(error).endswith("Expected <class 'int'>; it was given an argparse.Namespace as its first argument and "
+                               "read none of its attributes: give its parameters (replicas) in `kwargs`")
+    assert pickle.loads(pickle.dumps(error)).parameters == ("replicas",)
     with sdk_modules(), pytest.raises(BuilderError) as raised:
-        run_builder(str(tmp_path / "builder.py"), "get_options", args={"other": 1})
-    assert raised.value.namespace_names == () and "argparse.Namespace of `args`" not in str(raised.value)
+        run_builder(BUILDER, "get_options", args={"replicas": 4})
+    assert raised.value.parameters == () and "argparse.Namespace" not in str(raised.value)

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from cli_helpers import run
+from cli_helpers import run, run_alone
+from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext import PlainIPUConfig
 from placement_fixtures import BERT_BASE, PRESET, bert_base, bert_shapes, write_checkpoint
 BERT_LARGE = dict(BERT_BASE, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
@@ -121,16 +122,31 @@ def test_write_needs_balance(capsys, bert, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_the_model_is_required(capsys):
-    code, _, err = run(capsys, "place", PRESET)
-    assert code == 2 and "the following arguments are required: --model" in err
+@pytest.mark.parametrize("arguments", [[PRESET], ["--model", "bert-base-uncased"], []])
+def test_the_config_and_the_model_are_required(capsys, arguments):
+    code, _, err = run(capsys, "place", *arguments)
+    assert code == 2 and "error: CONFIG and --model are required, unless --list-architectures is given" in err
+
+
+def test_list_architectures_prints_the_45(capsys):
+    code, out, err = run(capsys, "place", "--list-architectures")
+    assert (code, err) == (0, "")
+    names = out.splitlines()
+    assert (len(names), names[:3], names[-2:]) == (
+        45, ["BartForConditionalGeneration", "BartForSequenceClassification", "BertForMaskedLM"],
+        ["Wav2Vec2ForPreTraining", "WhisperForConditionalGeneration"])
+    assert names == sorted(names) == sorted(ARCHITECTURES)
+
+
+def test_listing_the_architectures_needs_neither_torch_nor_transformers():
+    assert run_alone("place", "--list-architectures") == "0 []"
 
 
 @pytest.mark.parametrize("arguments, message", [
     (["--set", "layers_per_ipu=[6 5]"], "Cannot place {bert} with `layers_per_ipu`: [6, 5] places 11 layers and the "
      "model has 12."),
     (["--architecture", "AlbertForMaskedLM"], "Cannot place {bert}: AlbertForMaskedLM has no pipelined version in "
-     "optimum-graphcore 0.7.1; give one of"),
+     "optimum-graphcore 0.7.1; give one of model type \"bert\"'s with --architecture (architecture=): BertForMaskedLM,"),
     (["--architecture", "GPT2LMHeadModel"], "Cannot place {bert}: GPT2LMHeadModel takes a config of model type \"gpt2\", "
      "and this one is \"bert\"."),
     (["--model-revision", "main"], "Cannot place {bert}: a local folder has no revisions; --revision applies to Hub "

@@ -417,7 +417,7 @@ def test_private_push_to_a_private_repo_or_a_new_one(hub):
 def test_pushing_the_same_config_again_commits_nothing_and_says_so(hub, caplog):
     config = IPUConfig(**CONFIG)
     first = config.push_to_hub("org/same", token=hub.write_token)
-    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub"):
+    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub.push"):
         again = config.push_to_hub("org/same", token=hub.write_token)
         pull_request = config.push_to_hub("org/same", token=hub.write_token, create_pr=True)
 
@@ -672,7 +672,7 @@ def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, s
     hub.clear_log()
     hub.fail_next("/org/cfg/", status=500, times=1000)
     hub.fail_next("/api/models/org/cfg", status=500, times=1000)
-    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub"):
+    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub.load"):
         if cache_state != "warm":
             reason = "`force_download=True` refuses the cached copy" if kwargs else "the cache .* holds no copy"
             with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': no such file or directory here, and the Hub at .* answered 500 "

@@ -653,7 +653,8 @@ BOUNDS = {
 }
 # One job addresses at most 65536 IPUs: replicas and IPUs per replica are each bounded by it.
 MAXIMUMS = {"replication_factor": 65536, "inference_replication_factor": 65536, "ipus_per_replica": 65536,
-            "inference_ipus_per_replica": 65536, "num_io_tiles": 192}
+            "inference_ipus_per_replica": 65536, "num_io_tiles": 192, "matmul_proportion": 1,
+            "inference_matmul_proportion": 1}
 MINIMUMS = {"layers_per_ipu": -1, "inference_layers_per_ipu": -1, "matmul_proportion": 0,
             "inference_matmul_proportion": 0, "serialized_embedding_splits_per_ipu": 0,
             "inference_serialized_embedding_splits_per_ipu": 0, "serialized_projection_splits_per_ipu": 0,
@@ -677,7 +678,7 @@ def test_bound_allows_its_minimum_and_refuses_below(name):
     assert setting.check(allowed) == allowed
     with pytest.raises(optimum_ipu_ext.InvalidSettingError) as raised:
         setting.check(below)
-    assert str(raised.value) == f"`{name}={json.dumps(below)}` is invalid: numbers must be >= {MINIMUMS.get(name, 1)}."
+    assert str(raised.value) == f"`{name}={json.dumps(below)}` is invalid: numbers must be {allowed_range(name)}."
 
 
 @pytest.mark.parametrize("name", sorted(MAXIMUMS))
@@ -686,7 +687,13 @@ def test_bound_allows_its_maximum_and_refuses_above(name):
     assert setting.check(maximum) == maximum
     with pytest.raises(optimum_ipu_ext.InvalidSettingError) as raised:
         setting.check(maximum + 2)
-    assert str(raised.value) == f"`{name}={maximum + 2}` is invalid: numbers must be <= {maximum}."
+    assert str(raised.value) == f"`{name}={maximum + 2}` is invalid: numbers must be {allowed_range(name)}."
+
+
+def allowed_range(name):
+    """What the refusal of a number out of the bounds of `name` says it must be."""
+    minimum = MINIMUMS.get(name, 1)
+    return f"from {minimum} to {MAXIMUMS[name]}" if name in MAXIMUMS else f">= {minimum}"
 
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])

@@ -145,13 +145,20 @@ def test_choices_and_constraints_apply_to_values_not_to_null():
 def test_bounds_apply_to_every_number_of_a_list():
     setting = Setting("probe", List[float], [], "", minimum=0, maximum=1)
     assert setting.check([0, 0.5, 1]) == [0, 0.5, 1]
-    for value, words in (([0.5, 1.5], "numbers must be <= 1"), ([-0.5], "numbers must be >= 0")):
+    for value, words in (([0.5, 1.5], "numbers must be from 0 to 1"), ([-0.5], "numbers must be from 0 to 1")):
         with pytest.raises(InvalidSettingError) as raised:
             setting.check(value)
         assert str(raised.value) == f"`probe={json.dumps(value)}` is invalid: {words}."
         assert (raised.value.field, raised.value.value) == ("probe", value)
     with pytest.raises(InvalidSettingError, match=r"^`probe=\[nan\]` is invalid: numbers must be finite\.$"):
         setting.check([float("nan")])
+
+
+@pytest.mark.parametrize("bounds, value, words", [({"maximum": 1}, 2.0, "<= 1"), ({"minimum": 0}, -2.0, ">= 0")])
+def test_a_single_bound_is_named_alone(bounds, value, words):
+    with pytest.raises(InvalidSettingError) as raised:
+        Setting("probe", float, 0.0, "", **bounds).check(value)
+    assert str(raised.value) == f"`probe={value}` is invalid: numbers must be {words}."
 
 
 @pytest.mark.parametrize("min_items, words", [(1, "at least 1 item needed"), (2, "at least 2 items needed")])

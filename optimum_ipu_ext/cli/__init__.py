@@ -102,8 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
         "checkpoint are read. Exit codes: 0 placed, 1 a config that cannot be placed for this model (with --check: "
         "or an IPU over its memory), 2 usage error.",
     )
-    place.add_argument("source", metavar="CONFIG", help=SOURCE_HELP)
-    place.add_argument("--model", required=True, metavar="MODEL", help="a Hub model id, or a folder holding config.json")
+    place.add_argument("source", nargs="?", metavar="CONFIG", help=SOURCE_HELP)
+    place.add_argument("--model", metavar="MODEL", help="a Hub model id, or a folder holding config.json (required)")
+    place.add_argument("--list-architectures", action="store_true",
+                       help="list the architectures optimum-graphcore 0.7.1 pipelines, which place takes")
     place.add_argument("--architecture", metavar="NAME",
                        help="the class to place, e.g. BertForQuestionAnswering (default: the one config.json names)")
     place.add_argument("--inference", action="store_true",
@@ -238,5 +240,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             err.write(f"{PROG}: warning: {message}")
         if failure is not None:
             if args.debug:
-                traceback.print_exception(type(failure), failure, failure.__traceback__)
+                err.text("".join(traceback.format_exception(type(failure), failure, failure.__traceback__)))
             err.write(f"{PROG}: {err.style('error', 'red')}: {one_line(failure)}")

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..settings.documents import json_schema_string
 from ..errors import BuilderError, PlacementError, UnsupportedOptionsError, as_json
 from ..options.option_file_import import import_located, option_file_sources, options_from_lines
+from ..placement.architectures import ARCHITECTURES
 from ..placement.report import render, render_comparison
 from ..config.plain import PlainIPUConfig
 from ..sdk.popdist import PopDistLaunch
@@ -53,6 +54,12 @@ def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
 
 
 def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    if args.list_architectures:
+        for name in ARCHITECTURES:
+            out.write(name)
+        return 0
+    if args.source is None or args.model is None:
+        args.parser.error("CONFIG and --model are required, unless --list-architectures is given")
     if args.write is not None and not args.balance:
         args.parser.error("--write saves the balanced split: give --balance too")
     target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
@@ -74,6 +81,9 @@ def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
         balanced = (current or _placement(args, config, err)).balanced() if args.balance else current
     except PlacementError as error:
         raise CommandError(f"{args.source}: {one_line(error)}") from error
+    if target is not None:  # before any output: a reader may go away
+        setattr(config, setting, list(balanced.layers_per_ipu))
+        write_config(config, args.write, args.force)
     if args.json:
         out.write(balanced.to_json_string().rstrip("\n"))
     elif current is None:
@@ -84,8 +94,7 @@ def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
             out.write()
             out.write(render_comparison(current, balanced, out.style))
     if target is not None:
-        setattr(config, setting, list(balanced.layers_per_ipu))
-        err.write(f"Wrote {write_config(config, args.write, args.force)} with {setting} {list(balanced.layers_per_ipu)}")
+        err.write(f"Wrote {target} with {setting} {list(balanced.layers_per_ipu)}")
     return 1 if args.check and not balanced.fits else 0
 
 
@@ -147,7 +156,7 @@ def command_new(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if name not in available:
         args.parser.error(f"argument PRESET: unknown preset {args.preset!r}; the presets are {', '.join(available)}")
     config = PlainIPUConfig.from_dict(json.loads(available[name]))
-    apply_updates(config, args.set or ())
+    apply_updates(config, args.set or (), name)
     out.write(f"Wrote {write_config(config, args.out_dir, args.force)} from the preset {name}")
     return 0
 
@@ -180,13 +189,14 @@ def command_import(args: argparse.Namespace, out: Stream, err: Stream) -> int:
                 where = f"{error.locations[option]}: " if option in error.locations else ""
                 err.write(f"  {where}{option}: {problem}")
             return 1
+    written_to = write_config(config, args.out_dir, args.force)  # before any output: a reader may go away
     for warning in dropped:
         err.write(f"{PROG}: warning: {warning.message}")
     out.write(f"Imported {names}, run on {'the recorder (no Poplar SDK here)' if recorded else 'poptorch'}")
     out.write()
     render_differences(differences_from_defaults(config), out)
     out.write()
-    out.write(f"Wrote {write_config(config, args.out_dir, args.force)}")
+    out.write(f"Wrote {written_to}")
     return 0
 
 
@@ -196,20 +206,21 @@ def _given(sources: Dict[str, Optional[Tuple[str, Optional[str]]]]) -> List[Tupl
 
 
 def _run_builder(path: str, function: str, args: argparse.Namespace):
-    """The options of the builder, called with `--arg` and `--kwarg`; where it fails on a namespace given for
-    parameters it has, the error says to pass them with `--kwarg`."""
+    """The options of the builder, called with `--arg` and `--kwarg`; where it fails after being given a namespace
+    whose attributes it never read, the error says to pass its parameters with `--kwarg`."""
     arguments = None if args.arg is None else dict(args.arg)
     try:
         return run_builder(path, function, arguments, dict(args.kwarg or ()))
     except BuilderError as error:
-        if not error.namespace_names:
+        if not error.parameters:
             raise
-        given = ", ".join(f"`{name}={_typed(arguments[name])}`" for name in error.namespace_names)
-        flags = " ".join(f"--kwarg {name}={_typed(arguments[name])}" for name in error.namespace_names)
-        kind = "keyword arguments" if len(error.namespace_names) > 1 else "a keyword argument"
+        given = [f"--kwarg {name}={_typed(value)}" for name, value in (arguments or {}).items()
+                 if name in error.parameters]
+        example = f", here {' '.join(given)}" if given else f" (it takes {', '.join(error.parameters)})"
         raise CommandError(
-            f"{error.builder} {error.problem}; it was given an argparse.Namespace as its first argument (--arg): "
-            f"to pass {given} as {kind}, use {flags}"
+            f"{error.builder} {error.problem}; it was given an argparse.Namespace as its first argument"
+            f"{' (--arg)' if arguments else ''} and read none of its attributes: pass its parameters with "
+            f"--kwarg NAME=VALUE{example}"
         ) from error
 
 
@@ -234,7 +245,7 @@ def command_export(args: argparse.Namespace, out: Stream, err: Stream) -> int:
 
 
 def command_schema(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    out.stream.write(json_schema_string())
+    out.text(json_schema_string())
     return 0
 
 

@@ -13,7 +13,12 @@ PROG = "ipu-config"
 
 
 class Stream:
-    """A text stream that styles text only when it is a terminal (and neither `NO_COLOR` nor `TERM=dumb` is set)."""
+    """A text stream that styles text only when it is a terminal (and neither `NO_COLOR` nor `TERM=dumb` is set).
+
+    A reader that goes away (`ipu-config show ... | head -1`) is no error: the stream then writes nothing more,
+    and the command carries on to its end, so that what it writes to files and its exit code do not depend on
+    who reads its output.
+    """
 
     CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32"}
 
@@ -21,13 +26,38 @@ class Stream:
         self.stream = stream
         self.is_terminal = hasattr(stream, "isatty") and stream.isatty()
         self.colour = self.is_terminal and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+        self.reader_gone = False
 
     def style(self, text: str, name: str) -> str:
         return f"\033[{self.CODES[name]}m{text}\033[0m" if self.colour and text else text
 
     def write(self, text: str = "") -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        """Writes `text` as a line."""
+        self.text(text + "\n")
+
+    def text(self, text: str) -> None:
+        """Writes `text` as it is, at once; nothing once the reader has gone away."""
+        if self.reader_gone:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.reader_gone = True
+            discard_output(self.stream)
+
+
+def discard_output(stream) -> None:
+    """Points the file descriptor of `stream` at the null device, so that what is still buffered is dropped there
+    when Python flushes it at exit, rather than reported as a `BrokenPipeError` (as the Python documentation of
+    SIGPIPE recommends)."""
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a file descriptor has nothing to flush at exit
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
 
 
 def one_line(error: BaseException) -> str:

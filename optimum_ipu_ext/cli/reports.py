@@ -12,7 +12,7 @@ from ..config.plain import PlainIPUConfig
 from ..sdk.popdist import PopDistLaunch
 from ..settings.table import PHASED_STRATEGIES
 from .output import Stream, one_line
-from .sources import CommandError, load_dict
+from .sources import CommandError, following_inference, load_dict
 
 def reserved_ipus(requested: int, auto_round: Optional[bool]) -> Tuple[int, Optional[str]]:
     """The IPUs poptorch reserves when a build asks for `requested`, and a note when that is not `requested`.
@@ -189,7 +189,14 @@ def problems(source: str, revision: Optional[str] = None, updates: Optional[Dict
         return [str(error)]
     except (OSError, ValueError) as error:
         return [f"{source}: {one_line(error)}"]
-    config_dict.update(updates or {})
+    if updates:
+        try:
+            current = vars(PlainIPUConfig.from_dict(config_dict))
+        except (ValueError, TypeError):
+            current = None  # reported below; an invalid source has no pipeline to follow
+        config_dict.update(updates)
+        if current is not None:
+            config_dict.update(following_inference(current, updates, source))
     found: List[str] = []
     while True:
         try:

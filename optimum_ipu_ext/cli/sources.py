@@ -9,7 +9,7 @@ the client's own log lines (its retries) are not shown.
 import logging
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ..settings.files import CONFIG_NAME, read_config_file
 from ..settings.sources import HUB, PRESET, is_local, local_config_file, preset, resolve
@@ -17,7 +17,8 @@ from ..config.mixin import SettingsMixin
 from ..config.plain import PlainIPUConfig
 from ..settings.schema import parse_update_string
 from ..settings.table import SETTINGS
-from .output import Stream, one_line, progress
+from ..errors import as_json
+from .output import PROG, Stream, one_line, progress
 
 def get_token() -> Optional[str]:
     """The Hub token `hf auth login` stores, or `HF_TOKEN` (huggingface_hub is imported only for the Hub)."""
@@ -45,7 +46,7 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
         quiet_client()
         with progress(Stream(sys.stderr), f"Loading {source}"):
             config = IPUConfig.from_pretrained(source, revision=revision, token=get_token())
-    apply_updates(config, updates)
+    apply_updates(config, updates, source)
     return config
 
 
@@ -74,13 +75,41 @@ def parsed_updates(updates: Sequence[str]) -> Dict[str, Any]:
         raise CommandError(f"--set: {one_line(error)}") from error
 
 
-def apply_updates(config: SettingsMixin, updates: Sequence[str]) -> None:
-    """Applies `--set KEY=VALUE` arguments with `IPUConfig.update_from_string`: parsed and checked by the class."""
+def apply_updates(config: SettingsMixin, updates: Sequence[str], source: str) -> None:
+    """Applies `--set KEY=VALUE` arguments with `IPUConfig.update_from_string`: parsed and checked by the class.
+    The inference pipeline follows the training one as `following_inference` says."""
     if updates:
+        current = {name: getattr(config, name) for name in config.SETTINGS}
+        followed = following_inference(current, parsed_updates(updates), source)
+        assignments = [f"{name}={as_json(value)}" for name, value in followed.items()]
         try:
-            config.update_from_string(",".join(updates))
+            config.update_from_string(",".join([*updates, *assignments]))
         except ValueError as error:
             raise CommandError(f"--set: {one_line(error)}") from error
+
+
+PIPELINE_SETTINGS = ("ipus_per_replica", "layers_per_ipu")
+
+
+def following_inference(current: Mapping[str, Any], updates: Mapping[str, Any], source: str) -> Dict[str, Any]:
+    """The inference pipeline settings that follow `updates` (`--set`) of the training ones: each that held the
+    training value of `current` (inherited, as optimum-graphcore derives it) takes the new one, unless `updates`
+    give it too. One set apart from training's is kept, and a note on stderr says how to make it follow."""
+    followed, kept = {}, {}
+    for name in PIPELINE_SETTINGS:
+        twin = f"inference_{name}"
+        if name not in updates or twin in updates or updates[name] in (current[name], current[twin]):
+            continue
+        if current[twin] == current[name]:
+            followed[twin] = updates[name]
+        else:
+            kept[twin] = updates[name]
+    if kept:
+        held = " and ".join(f"`{twin}={as_json(current[twin])}`" for twin in kept)
+        flags = " ".join(f"--set '{twin}={as_json(value)}'" for twin, value in kept.items())
+        Stream(sys.stderr).write(f"{PROG}: note: {source}: the inference pipeline keeps {held}, set apart from the "
+                                 f"training one; for inference to follow it, add {flags}")
+    return followed
 
 
 def write_config(config: SettingsMixin, out_dir: str, force: bool) -> str:
@@ -93,9 +122,12 @@ def write_config(config: SettingsMixin, out_dir: str, force: bool) -> str:
 
 
 def quiet_client() -> None:
-    """Keeps the Hub client's and transformers' log lines (retries, fallbacks) off stderr for this process: the
-    outcome is reported by the command, in one line."""
-    for name in ("huggingface_hub", "transformers"):
+    """Keeps the log lines of the Hub client, of urllib3 under it and of transformers (retries, fallbacks) off
+    stderr for this process: the outcome is reported by the command, in one line."""
+    from huggingface_hub.utils import logging as client_logging
+
+    client_logging.set_verbosity_error()  # the client sets its level as it is first imported: after that, here
+    for name in ("transformers", "urllib3"):
         logging.getLogger(name).setLevel(logging.ERROR)
 
 

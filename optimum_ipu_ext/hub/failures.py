@@ -24,6 +24,7 @@ from ..errors import (
     HubRevisionNotFoundError,
     HubUnavailableError,
 )
+from .client_logs import quiet_retries
 from .compat import CONNECTION_CUT, LOGIN_HINT, TRANSPORT_ERRORS, _token_given
 
 
@@ -40,9 +41,10 @@ def push_errors(repo_id: str, kwargs: Dict[str, Any]) -> Iterator[None]:
 @contextlib.contextmanager
 def hub_errors(repo_id: str, action: str, revision: Optional[str], token_given: bool, writing: bool) -> Iterator[None]:
     """Re-raises the client's errors (and those of its transport) as the `HubError` they stand for; other errors
-    pass unchanged."""
+    pass unchanged. The client's retry lines stay off stderr: the error says what happened."""
     try:
-        yield
+        with quiet_retries():
+            yield
     except Exception as error:
         found = _classify(list(_chain(error)), token_given, writing)
         if found is None:

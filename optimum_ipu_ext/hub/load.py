@@ -27,6 +27,7 @@ from ..errors import (
     HubUnavailableError,
 )
 from ..settings.sources import check_local_source, close_preset
+from .client_logs import quiet_retries
 from .compat import TRANSPORT_ERRORS, _default_cache, _token, _token_given
 from .failures import _chain, _classify, _first, _status_code
 
@@ -91,8 +92,9 @@ class HubSource:
         """Asks the Hub once, without retrying, for the file: the error if the Hub is down or failing, else `None`."""
         url = hf_hub_url(self.repo_id, self.filename, revision=self.revision)
         try:
-            response = http_backoff("HEAD", url, max_retries=0, headers=build_hf_headers(token=self.token),
-                                    timeout=constants.HF_HUB_ETAG_TIMEOUT)
+            with quiet_retries():
+                response = http_backoff("HEAD", url, max_retries=0, headers=build_hf_headers(token=self.token),
+                                        timeout=constants.HF_HUB_ETAG_TIMEOUT)
             hf_raise_for_status(response)
         except Exception as error:
             if isinstance(error, TRANSPORT_ERRORS) or (_status_code(error) or 0) >= 500:
@@ -116,7 +118,8 @@ def load_promptly(source: Optional[HubSource], load: Callable[..., T]) -> T:
 
     def attempt() -> None:
         try:
-            outcome["value"] = load()
+            with quiet_retries():  # the outcome is reported by the caller
+                outcome["value"] = load()
         except BaseException as error:  # handed to the caller's thread
             outcome["error"] = error
         finally:

@@ -75,8 +75,15 @@ def read_config(path: str) -> Dict[str, Any]:
     return parse_config(data, path)
 
 
-def supported() -> str:
-    return ", ".join(ARCHITECTURES)
+def choices(model_type: Any) -> str:
+    """The architectures of `model_type` that have a pipelined version, and how to give one; for a model type with
+    none, the model types that have one."""
+    own = [name for name, architecture in ARCHITECTURES.items() if model_type in architecture.model_types]
+    if own:
+        return f"give one of model type {as_json(model_type)}'s with --architecture (architecture=): {', '.join(own)}"
+    types = sorted({kind for architecture in ARCHITECTURES.values() for kind in architecture.model_types})
+    return (f"model type {as_json(model_type)} has no pipelined architecture; these have: {', '.join(types)} "
+            "(ipu-config place --list-architectures)")
 
 
 def architecture_of(source: ModelSource, name: Optional[str] = None) -> Architecture:
@@ -86,18 +93,17 @@ def architecture_of(source: ModelSource, name: Optional[str] = None) -> Architec
         ArchitectureError: for an architecture with no pipelined version, a config naming several or none, or one
             of another model type.
     """
+    model_type = source.config.get("model_type")
     if name is None:
         named = source.config.get("architectures") or []
         if len(named) != 1:
-            listed = ", ".join(named) if named else "none"
-            raise ArchitectureError(source.name, f"its config.json names {len(named)} architectures ({listed}); "
-                                    f"give the one to place (architecture=, --architecture): one of {supported()}")
+            listed = f"{len(named)} architectures ({', '.join(named)})" if named else "no architecture"
+            raise ArchitectureError(source.name, f"its config.json names {listed}; {choices(model_type)}")
         name = named[0]
     if name not in ARCHITECTURES:
-        raise ArchitectureError(source.name, f"{name} has no pipelined version in optimum-graphcore 0.7.1; give one "
-                                f"of {supported()} (architecture=, --architecture)")
+        raise ArchitectureError(source.name, f"{name} has no pipelined version in optimum-graphcore 0.7.1; "
+                                f"{choices(model_type)}")
     architecture = ARCHITECTURES[name]
-    model_type = source.config.get("model_type")
     if model_type not in architecture.model_types:
         raise ArchitectureError(source.name, f"{name} takes a config of model type "
                                 f"{as_json(architecture.model_types[0])}, and this one is {as_json(model_type)}")

@@ -19,7 +19,6 @@ with sdk_modules():  # the real SDK where poptorch imports, else the recorder
 May import: `sdk`, `errors`, `_version`.
 """
 
-import argparse
 import contextlib
 import importlib
 import importlib.util
@@ -30,6 +29,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 from ..errors import NO_SUCH_PATH
 from ..errors import BuilderError
+from .namespace import Namespace
 
 __all__ = ["run_builder", "sdk_modules"]
 
@@ -109,17 +109,25 @@ def run_builder(
         try:
             options = call(*positional, **kwargs)
         except Exception as error:
-            meant = tuple(name for name in args or () if name in inspect.signature(call).parameters)
-            raise BuilderError(builder, f"raised {type(error).__name__}: {error}", meant) from error
+            raise BuilderError(builder, f"raised {type(error).__name__}: {error}", _meant(call, positional)) from error
     poptorch = sys.modules.get("poptorch")
     if poptorch is None or not isinstance(options, poptorch.Options):
-        raise BuilderError(builder, f"returned {type(options).__name__}, not poptorch.Options")
+        raise BuilderError(builder, f"returned {type(options).__name__}, not poptorch.Options", _meant(call, positional))
     return options
 
 
-def _positional(call: Any, args: Optional[Mapping[str, Any]], kwargs: Mapping[str, Any]) -> List[Any]:
+def _meant(call: Any, positional: List[Namespace]) -> List[str]:
+    """Where `call` was given a namespace and read none of its attributes, its parameters (meant as keyword
+    arguments); else none."""
+    if not positional or positional[0].attributes_read:
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [name for name, parameter in inspect.signature(call).parameters.items() if parameter.kind in kinds]
+
+
+def _positional(call: Any, args: Optional[Mapping[str, Any]], kwargs: Mapping[str, Any]) -> List[Namespace]:
     if args is not None:
-        return [argparse.Namespace(**args)]
+        return [Namespace(**args)]
     first = next(iter(inspect.signature(call).parameters.values()), None)
     takes_one = (
         first is not None
@@ -127,7 +135,7 @@ def _positional(call: Any, args: Optional[Mapping[str, Any]], kwargs: Mapping[st
         and first.default is first.empty
         and first.name not in kwargs
     )
-    return [argparse.Namespace()] if takes_one else []
+    return [Namespace()] if takes_one else []
 
 
 def _load(path: str, builder: str) -> Any:

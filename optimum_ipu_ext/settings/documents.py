@@ -17,8 +17,9 @@ from .table import MAX_IPUS_IN_A_JOB, METHODS_HELD_OTHERWISE, SETTINGS, TRANSFOR
 SCHEMA_FILE = "ipu_config.schema.json"
 
 RULES_NOT_IN_SCHEMA = (
-    "a per-IPU list (`layers_per_ipu` without -1, a `matmul_proportion` list, `serialized_*_splits_per_ipu`) has "
-    "one entry per IPU of the pipeline (`ipus_per_replica`; `inference_*` for inference)",
+    "a per-IPU list (`layers_per_ipu` but [-1] and, on one IPU, lists with -1; a `matmul_proportion` list; "
+    "`serialized_*_splits_per_ipu`) has one entry per IPU of the pipeline (`ipus_per_replica`; `inference_*` for "
+    "inference)",
     "a serialization factor and its splits per IPU are not both given",
     "`accumulate_outer_fragment_excluded_virtual_graphs` are IPUs of the pipeline (below `ipus_per_replica`)",
     "`popart_options` does not set a PopART option that a setting making a call sets",

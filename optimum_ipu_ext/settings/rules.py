@@ -89,7 +89,8 @@ def _check_pipeline_lengths(settings: Dict[str, Any], prefix: str) -> None:
 
     if isinstance(settings[f"{prefix}matmul_proportion"], list):
         require_pipeline_length(f"{prefix}matmul_proportion")
-    if -1 not in settings[f"{prefix}layers_per_ipu"]:
+    layers = settings[f"{prefix}layers_per_ipu"]
+    if -1 not in layers or (ipus > 1 and layers != [-1]):  # parallelize() refuses other wildcard lists of this length
         require_pipeline_length(f"{prefix}layers_per_ipu")
     for layer in ("embedding", "projection"):
         factor_name = f"{prefix}{layer}_serialization_factor"

@@ -119,9 +119,13 @@ class Setting:
     def _check_number(self, field: str, value: Any, number: float) -> None:
         if not math.isfinite(number):
             raise InvalidSettingError(field, value, "numbers must be finite")
-        if self.minimum is not None and number < self.minimum:
+        below = self.minimum is not None and number < self.minimum
+        above = self.maximum is not None and number > self.maximum
+        if (below or above) and None not in (self.minimum, self.maximum):
+            raise InvalidSettingError(field, value, f"numbers must be from {self.minimum} to {self.maximum}")
+        if below:
             raise InvalidSettingError(field, value, f"numbers must be >= {self.minimum}")
-        if self.maximum is not None and number > self.maximum:
+        if above:
             raise InvalidSettingError(field, value, f"numbers must be <= {self.maximum}")
 
     def sdk_member(self, value: str) -> str:
