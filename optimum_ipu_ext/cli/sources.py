@@ -14,11 +14,11 @@ import sys
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ..core import CONFIG_NAME, local_config_file, looks_like_path, read_config_file
+from ..errors import as_json
 from ..mixin import SettingsMixin
 from ..plain import PlainIPUConfig
 from ..schema import parse_update_string
 from ..settings import SETTINGS
-from ..errors import as_json
 from .output import PROG, Stream, one_line, progress
 
 PRESETS_PACKAGE = "optimum_ipu_ext.presets"
