@@ -83,8 +83,8 @@ def seed_module():
     if not SEED_PATH.is_file():
         if os.environ.get("CI") == "true":  # CI clones the project with ../shared beside it: the seed must be there
             pytest.fail(f"seed build not found at {SEED_PATH}, where CI has it")
-        pytest.skip(f"the original seed build is not beside this clone ({SEED_PATH}): the test comparing the "
-                    "project's own equivalent, tests/builders/seed_build.py, with it cannot run")
+        pytest.skip(f"compares tests/builders/seed_build.py with the hand-written build it reproduces, which the "
+                    f"project keeps beside its own clone, not in the repository ({SEED_PATH} is not here)")
     return _load(SEED_PATH, "seed_ipu_config")
 
 

@@ -51,7 +51,8 @@ def test_export_keeps_an_existing_file_unless_forced(capsys, tmp_path):
     "argv, message",
     [
         (["missing.json"], "Cannot load the IPU config file 'missing.json': no such file or directory."),
-        ([PRESET, "--set", "replication_factor=0"], "--set: `replication_factor=0` is invalid: numbers must be from 1 to 65536."),
+        ([PRESET, "--set", "replication_factor=0"],
+         "--set: `replication_factor=0` is invalid: numbers must be from 1 to 65536."),
     ],
 )
 def test_export_of_what_cannot_be_loaded_is_one_error_and_writes_nothing(capsys, tmp_path, argv, message):
@@ -171,7 +172,8 @@ def test_a_builder_failing_on_a_namespace_of_its_parameters_says_to_use_kwarg(ca
     assert (code, out) == (1, "")
     assert err == (
         "ipu-config: error: builder.py:get_options raised AssertionError: Unexpected type "
-        "<class 'optimum_ipu_ext.recorder.namespace.Namespace'> for option replication_factor. Expected <class 'int'>; "
+        "<class 'optimum_ipu_ext.recorder.namespace.Namespace'> for option replication_factor. "
+        "Expected <class 'int'>; "
         "it was given an argparse.Namespace as its first argument (--arg) and read none of its attributes: pass its "
         "parameters with --kwarg NAME=VALUE, here --kwarg replicas=4\n"
     )
@@ -191,7 +193,8 @@ def test_a_builder_given_an_empty_namespace_it_does_not_read_says_to_use_kwarg(c
 
 @pytest.mark.parametrize("body", ["raise KeyError(name)", "return None", "return 1 / 0"])
 def test_any_failure_of_a_builder_that_reads_no_attribute_says_to_use_kwarg(capsys, tmp_path, body):
-    (tmp_path / "builder.py").write_text(f"def get_options(name, *more, replicas=1, cache=None, **others):\n    {body}\n")
+    signature = "name, *more, replicas=1, cache=None, **others"
+    (tmp_path / "builder.py").write_text(f"def get_options({signature}):\n    {body}\n")
     code, _, err = run(capsys, "import", f"{tmp_path / 'builder.py'}:get_options", tmp_path / "out",
                        "--arg", "other=1")
     assert code == 1
@@ -217,7 +220,9 @@ def test_a_builder_that_reads_its_namespace_gets_no_suggestion(capsys, tmp_path,
 
 
 def test_a_builder_reading_its_namespace_with_hasattr_gets_no_suggestion(capsys, tmp_path):
-    (tmp_path / "builder.py").write_text("def get_options(args):\n    hasattr(args, 'replicas')\n    raise KeyError(1)\n")
+    (tmp_path / "builder.py").write_text("def get_options(args):\n"
+                                         "    hasattr(args, 'replicas')\n"
+                                         "    raise KeyError(1)\n")
     code, _, err = run(capsys, "import", f"{tmp_path / 'builder.py'}:get_options", tmp_path / "out")
     assert (code, err) == (1, f"ipu-config: error: {tmp_path / 'builder.py'}:get_options raised KeyError: 1\n")
 

@@ -146,7 +146,8 @@ def test_listing_the_architectures_needs_neither_torch_nor_transformers():
     (["--set", "layers_per_ipu=[6 5]"], "Cannot place {bert} with `layers_per_ipu`: [6, 5] places 11 layers and the "
      "model has 12."),
     (["--architecture", "AlbertForMaskedLM"], "Cannot place {bert}: AlbertForMaskedLM has no pipelined version in "
-     "optimum-graphcore 0.7.1; give one of model type \"bert\"'s with --architecture (architecture=): BertForMaskedLM,"),
+     "optimum-graphcore 0.7.1; give one of model type \"bert\"'s with --architecture (architecture=): "
+     "BertForMaskedLM,"),
     (["--architecture", "GPT2LMHeadModel"], "Cannot place {bert}: GPT2LMHeadModel takes a config of model type \"gpt2\", "
      "and this one is \"bert\"."),
     (["--model-revision", "main"], "Cannot place {bert}: a local folder has no revisions; --revision applies to Hub "

@@ -20,18 +20,20 @@ def test_a_memory_proportion_above_1_is_refused_with_its_range(capsys, tmp_path,
     code, out, err = run(capsys, "validate", config)
     assert (code, out) == (1, f"{config}: `{name}={shown}` is invalid: numbers must be from 0 to 1.\n")
     code, out, err = run(capsys, "show", "pipelined-2ipu", "--set", f"{name}={value}")
-    assert (code, out, err) == (1, "", f"ipu-config: error: --set: `{name}={shown}` is invalid: numbers must be from 0 "
-                                       "to 1.\n")
+    assert (code, out, err) == (1, "", f"ipu-config: error: --set: `{name}={shown}` is invalid: numbers must be "
+                                       "from 0 to 1.\n")
 
 
 def test_a_memory_proportion_of_1_is_allowed(capsys):
-    assert run(capsys, "validate", "pipelined-2ipu", "--set", "matmul_proportion=1,inference_matmul_proportion=[0 1]")[0] == 0
+    updates = "matmul_proportion=1,inference_matmul_proportion=[0 1]"
+    assert run(capsys, "validate", "pipelined-2ipu", "--set", updates) == (0, "", "1 IPU config(s) valid\n")
 
 
 # --- a per-IPU layers_per_ipu of another length than the pipeline: refused without a model, as place refuses it ---
 
 @pytest.mark.parametrize("updates, message", [
-    ("ipus_per_replica=3", "`layers_per_ipu=[-1, -1]` is invalid: it needs one entry per IPU, as `ipus_per_replica=3`."),
+    ("ipus_per_replica=3", "`layers_per_ipu=[-1, -1]` is invalid: it needs one entry per IPU, as "
+     "`ipus_per_replica=3`."),
     ("layers_per_ipu=[-1 -1 -1]", "`layers_per_ipu=[-1, -1, -1]` is invalid: it needs one entry per IPU, as "
      "`ipus_per_replica=2`."),
     ("layers_per_ipu=[-1 6 -1]", "`layers_per_ipu=[-1, 6, -1]` is invalid: it needs one entry per IPU, as "
@@ -82,14 +84,16 @@ def test_an_inherited_inference_pipeline_follows_the_training_one(capsys, tmp_pa
                        "--set", "layers_per_ipu=[3 7 7 7]")
     assert (code, err, inference_pipeline(tmp_path / "four")) == (0, "", (4, [3, 7, 7, 7]))
     # a file that holds the training values (as `new` writes them) follows too
-    code, out, err = run(capsys, "show", tmp_path / "four", "--inference", "--json", "--set", "layers_per_ipu=[4 4 2 -1]")
+    code, out, err = run(capsys, "show", tmp_path / "four", "--inference", "--json",
+                         "--set", "layers_per_ipu=[4 4 2 -1]")
     assert (code, err, json.loads(out)["pipeline"]["layers_per_ipu"]) == (0, "", [4, 4, 2, -1])
     assert run(capsys, "validate", "pipelined-2ipu", "--set", "ipus_per_replica=4,layers_per_ipu=[3 7 7 7]") == (
         0, "", "1 IPU config(s) valid\n")
 
 
 def test_a_setting_given_for_inference_too_is_taken_as_given(capsys, tmp_path):
-    code, _, err = run(capsys, "new", "pipelined-2ipu", tmp_path, "--set", "ipus_per_replica=4,layers_per_ipu=[3 7 7 7]",
+    code, _, err = run(capsys, "new", "pipelined-2ipu", tmp_path, "--set", "ipus_per_replica=4",
+                       "--set", "layers_per_ipu=[3 7 7 7]",
                        "--set", "inference_ipus_per_replica=1,inference_layers_per_ipu=[-1]")
     assert (code, err, inference_pipeline(tmp_path)) == (0, "", (1, [-1]))
 
@@ -105,9 +109,9 @@ def test_an_inference_pipeline_set_apart_is_kept_and_a_note_says_how_to_follow(c
                    "`inference_layers_per_ipu=[-1]`, set apart from the training one; for inference to follow it, add "
                    "--set 'inference_ipus_per_replica=4' --set 'inference_layers_per_ipu=[3, 3, 3, 3]'\n")
     code, out, err = run(capsys, "validate", config, "--set", "layers_per_ipu=[6 6]")
-    assert (code, err) == (0, f"ipu-config: note: {config}: the inference pipeline keeps `inference_layers_per_ipu=[-1]`"
-                              ", set apart from the training one; for inference to follow it, add --set "
-                              "'inference_layers_per_ipu=[6, 6]'\n1 IPU config(s) valid\n")
+    assert (code, err) == (0, f"ipu-config: note: {config}: the inference pipeline keeps "
+                              "`inference_layers_per_ipu=[-1]`, set apart from the training one; for inference to "
+                              "follow it, add --set 'inference_layers_per_ipu=[6, 6]'\n1 IPU config(s) valid\n")
 
 
 def test_a_training_value_the_inference_one_already_has_needs_no_note(capsys, tmp_path):

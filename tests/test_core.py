@@ -541,7 +541,8 @@ def test_validate_of_many_files_checks_each(tmp_path, capsys):
     for index in range(20):
         (tmp_path / f"{index:02}.json").write_text(json.dumps({"replication_factor": index}))
     code, out, err = run(capsys, "validate", tmp_path)
-    assert code == 1 and out.splitlines() == [f"{tmp_path / '00.json'}: `replication_factor=0` is invalid: numbers must be from 1 to 65536."]
+    assert code == 1 and out.splitlines() == [
+        f"{tmp_path / '00.json'}: `replication_factor=0` is invalid: numbers must be from 1 to 65536."]
     assert err == "1 of 20 IPU config(s) invalid\n"
 
 
@@ -645,7 +646,8 @@ def test_loading_a_file_takes_overrides_and_names_the_file_in_errors(tmp_path):
     path.write_text(json.dumps({"replication_factor": 0}))
     with pytest.raises(InvalidSettingError) as raised:
         PlainIPUConfig.from_json_file(path)
-    assert str(raised.value) == f"`replication_factor=0` is invalid: numbers must be from 1 to 65536. (loading {str(path)!r})"
+    assert str(raised.value) == (f"`replication_factor=0` is invalid: numbers must be from 1 to 65536. "
+                                 f"(loading {str(path)!r})")
 
 
 def test_saving_into_an_existing_folder_replaces_only_the_config(tmp_path):

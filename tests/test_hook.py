@@ -37,6 +37,7 @@ def test_hook_reports_the_invalid_config_and_fails(tmp_path):
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "validate IPU configs" in result.stdout and "Failed" in result.stdout
-    assert "bad/ipu_config.json: `replication_factor=0` is invalid: numbers must be from 1 to 65536.\n" in result.stdout
+    assert "bad/ipu_config.json: `replication_factor=0` is invalid: numbers must be from 1 to 65536.\n" \
+        in result.stdout
     assert "1 of 2 IPU config(s) invalid" in result.stdout
     assert "good/" not in result.stdout and "other.json" not in result.stdout

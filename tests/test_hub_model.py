@@ -137,7 +137,7 @@ def test_a_warm_read_makes_as_many_requests_as_a_warm_from_pretrained(hub, repo_
 
 @PEER_WARNS
 @pytest.mark.skipif(not hasattr(transformers.utils.hub, "TRANSFORMERS_CACHE"),
-                    reason="transformers 5 caches in huggingface_hub's cache, where hub_model caches by default")
+                    reason="transformers 5 has no Hub cache of its own: it uses huggingface_hub's, as hub_model does")
 def test_config_json_is_cached_where_transformers_caches_it(hub, tmp_path, monkeypatch):
     monkeypatch.setattr(transformers.utils.hub, "TRANSFORMERS_CACHE", str(tmp_path / "transformers-cache"))
     transformers.PretrainedConfig.from_pretrained(SINGLE)

@@ -329,11 +329,17 @@ def test_a_serialization_factor_and_splits_exclude_each_other(layer):
     assert (raised.value.field, raised.value.value) == (factor, 2)
 
 
-def test_a_pipeline_with_spread_layers_needs_no_entry_per_ipu(upstream):
-    kwargs = {"layers_per_ipu": [-1, 3], "ipus_per_replica": 4}
-    assert IPUConfig(**kwargs).ipus_per_replica == upstream.IPUConfig(**kwargs).ipus_per_replica == 4
-    with pytest.raises(ValueError, match="layers_per_ipu"):
-        IPUConfig(layers_per_ipu=[2, 3], ipus_per_replica=4)
+def test_one_wildcard_spreads_the_layers_and_a_list_of_another_length_is_refused(upstream):
+    """Upstream's constructor takes `[-1, 3]` on 4 IPUs, which its `parallelize()` then refuses (its wildcard
+    expansion wants `[-1]` or one entry per IPU): the class refuses it at once, as it refuses `[2, 3]`."""
+    spread = {"layers_per_ipu": [-1], "ipus_per_replica": 4}
+    assert IPUConfig(**spread).ipus_per_replica == upstream.IPUConfig(**spread).ipus_per_replica == 4
+    assert upstream.IPUConfig(layers_per_ipu=[-1, 3], ipus_per_replica=4).ipus_per_replica == 4
+    for layers in ([-1, 3], [2, 3]):
+        with pytest.raises(ValueError) as raised:
+            IPUConfig(layers_per_ipu=layers, ipus_per_replica=4)
+        assert str(raised.value) == (f"`layers_per_ipu={json.dumps(layers)}` is invalid: it needs one entry per IPU, "
+                                     "as `ipus_per_replica=4`.")
 
 
 def test_only_brackets_and_braces_nest_in_update_from_string():

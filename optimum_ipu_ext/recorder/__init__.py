@@ -112,7 +112,8 @@ def run_builder(
             raise BuilderError(builder, f"raised {type(error).__name__}: {error}", _meant(call, positional)) from error
     poptorch = sys.modules.get("poptorch")
     if poptorch is None or not isinstance(options, poptorch.Options):
-        raise BuilderError(builder, f"returned {type(options).__name__}, not poptorch.Options", _meant(call, positional))
+        raise BuilderError(builder, f"returned {type(options).__name__}, not poptorch.Options",
+                           _meant(call, positional))
     return options
 
 
