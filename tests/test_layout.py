@@ -15,7 +15,8 @@ CORE = {
     "optimum_ipu_ext.settings", "optimum_ipu_ext.popdist", "optimum_ipu_ext.build", "optimum_ipu_ext.core",
     "optimum_ipu_ext.documents", "optimum_ipu_ext.placement", "optimum_ipu_ext.placement.checkpoint",
     "optimum_ipu_ext.sdk_enums", "optimum_ipu_ext._version", "optimum_ipu_ext.option_files",
-    "optimum_ipu_ext.placement.rules", "optimum_ipu_ext.placement.architectures", "optimum_ipu_ext.placement.layout",
+    "optimum_ipu_ext.placement.rules", "optimum_ipu_ext.placement.bodies", "optimum_ipu_ext.placement.architectures",
+    "optimum_ipu_ext.placement.layout",
     "optimum_ipu_ext.placement.parameters", "optimum_ipu_ext.placement.memory", "optimum_ipu_ext.placement.balance",
     "optimum_ipu_ext.placement.placement", "optimum_ipu_ext.placement.report",
 }
@@ -25,8 +26,8 @@ SHELL = {
     "optimum_ipu_ext.base", "optimum_ipu_ext.bundled_base", "optimum_ipu_ext.hub", "optimum_ipu_ext.importer",
     "optimum_ipu_ext.presets",  # data: the preset configs the CLI writes
     "optimum_ipu_ext.placement.hub_model", "optimum_ipu_ext.option_file_import",
-    # the model a placement is for, on the Hub or built by transformers
-    "optimum_ipu_ext.placement.sources", "optimum_ipu_ext.placement.meta", "optimum_ipu_ext.placement.hub_model",
+    # the model a placement is for, on the Hub
+    "optimum_ipu_ext.placement.sources", "optimum_ipu_ext.placement.hub_model",
 }
 
 

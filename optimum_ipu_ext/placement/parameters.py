@@ -72,6 +72,14 @@ def from_checkpoint(model: str, architecture: Architecture, config: ModelConfig,
     return Parameters(shapes, _aliases(ties))
 
 
+def from_config(architecture: Architecture, config: ModelConfig) -> Parameters:
+    """The parameters of `architecture` from its config alone: its body's and its heads' formulas."""
+    shapes = architecture.body(config)
+    for formula in architecture.heads.values():
+        shapes.update(formula(config))
+    return Parameters(shapes, _aliases(architecture.tied(config)))
+
+
 def from_model(architecture: Architecture, config: ModelConfig, named: Mapping[str, Tuple[int, ...]]) -> Parameters:
     """The parameters of `architecture` from the `named_parameters()` of the model transformers builds (whose
     names are already the loaded ones, but for the renames of a newer transformers)."""
