@@ -5,17 +5,16 @@ sizes and the config flags that change its parameters, and the defaults of each 
 
 import json
 import math
-import os
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 import transformers
 
+from cli_helpers import run_alone
 from meta_models import model_class, model_config, named_shapes
-from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.parameters import from_config, loaded_names
+from placement_fixtures import PRESET
 from placement_models import TINY_MODELS
 
 MODERN = int(transformers.__version__.split(".")[0]) >= 5
@@ -164,7 +163,7 @@ _BART_UNTIED = {"model.decoder.embed_tokens.weight": (70, 24), "model.encoder.em
 # Where transformers 5 builds another model than 4.29.2 (which optimum-graphcore runs, and the formulas follow) from
 # the same config.json: {(architecture, variant): {parameter: its shape in transformers 5, None: it has none}}. With
 # `tie_word_embeddings` false, 5 unties BART's stack embeddings from the shared one and the MLM decoders' bias from
-# the head's; DeBERTa's MLM head works in `embedding_size`; MT5's head is always tied.
+# the head's; DeBERTa's MLM head works in `embedding_size`; T5's and MT5's heads are always tied.
 IN_TRANSFORMERS_5 = {
     ("BartForConditionalGeneration", "sizes"): _BART_UNTIED,
     ("BartForSequenceClassification", "sizes"): _BART_UNTIED,
@@ -175,6 +174,7 @@ IN_TRANSFORMERS_5 = {
     ("MPNetForMaskedLM", "sizes"): {"lm_head.decoder.bias": (50,)},
     ("RobertaForMaskedLM", "sizes"): {"lm_head.decoder.bias": (50,)},
     ("MT5ForConditionalGeneration", "defaults"): {"lm_head.weight": None},
+    ("T5ForConditionalGeneration", "flan-t5-xl"): {"lm_head.weight": None},
 }
 
 
@@ -253,3 +253,28 @@ def test_a_config_json_leaving_every_size_out_is_sized_by_the_defaults(architect
              if MODERN and kind == model_type and new != ABSENT}
     assert as_built(architecture, "defaults", formula(architecture, values)) == oracle(architecture,
                                                                                        dict(values, **older))
+
+
+# --- full-size models known by their config.json alone -----------------------------------------------------------
+
+FULL_SIZE = Path(__file__).resolve().parent / "full_size"
+# their parameters as transformers 4.29.2 builds them (each tied weight once), as their model cards give them
+FULL_SIZE_PARAMETERS = {
+    "bert-large-uncased": 335_174_458, "gpt2-medium": 354_823_168, "t5-small": 60_506_624,
+    "flan-t5-xl": 2_849_757_184, "whisper-small": 241_734_912, "wav2vec2-base": 95_044_608,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FULL_SIZE_PARAMETERS))
+def test_a_full_size_model_known_by_its_config_json_alone_is_sized_exactly(name):
+    values = json.loads((FULL_SIZE / name / "config.json").read_text())
+    architecture = values["architectures"][0]
+    shapes = formula(architecture, values)
+    assert sum(math.prod(shape) for shape in shapes.values()) == FULL_SIZE_PARAMETERS[name]
+    assert as_built(architecture, name, shapes) == oracle(architecture, values)
+
+
+def test_placing_a_folder_of_a_config_json_alone_imports_neither_torch_nor_transformers():
+    assert sorted(path.name for path in FULL_SIZE.iterdir()) == sorted(FULL_SIZE_PARAMETERS)
+    for name in sorted(FULL_SIZE_PARAMETERS):
+        assert run_alone("place", PRESET, "--model", FULL_SIZE / name) == "0 []", name
