@@ -69,3 +69,20 @@ def named_shapes(name: str, values: Mapping[str, Any]) -> Dict[str, Tuple[int, .
     with empty_weights(), skipped_initialisation(cls):
         model = cls(model_config(name, values))
     return {parameter_name: tuple(parameter.shape) for parameter_name, parameter in model.named_parameters()}
+
+
+def built_on_the_meta_device(source: Any) -> Any:
+    """`parameter_shapes(source)` as `placement.sources` had it before the formulas: the parameters of the model
+    transformers builds on the meta device (the benchmark's baseline, benchmarks/placement.py)."""
+    from optimum_ipu_ext.placement.parameters import Parameters, loaded_names
+
+    def shapes(architecture: Any, config: Any) -> Parameters:
+        named = named_shapes(architecture.name, source.config)
+        ties = architecture.tied(config)
+        renamed = loaded_names(architecture, list(named))
+        aliases: Dict[str, Any] = {}
+        for alias, target in ties.items():
+            aliases.setdefault(target, []).append(alias)
+        return Parameters({ties.get(renamed[name], renamed[name]): shape for name, shape in named.items()}, aliases)
+
+    return shapes
