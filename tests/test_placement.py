@@ -878,7 +878,8 @@ def test_a_config_field_of_another_kind_than_its_default_is_refused(architecture
               "relative_attention": True, field: value}
     with pytest.raises(PlacementError) as raised:
         PlainIPUConfig().placement(values, architecture=architecture)
-    assert raised.value.problem == f"its config.json gives `{field}` {as_json(value)}, and the placement needs {needed}"
+    assert raised.value.problem == (f"its config.json gives `{field}` {as_json(value)}, and the placement needs "
+                                    f"{needed}")
     assert str(raised.value).startswith("Cannot place m: its config.json gives")
 
 

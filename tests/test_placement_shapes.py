@@ -62,7 +62,8 @@ VARIANTS = {
     "bart": {
         "sizes": dict(vocab_size=70, d_model=24, encoder_attention_heads=3, decoder_attention_heads=3,
                       encoder_ffn_dim=40, decoder_ffn_dim=48, encoder_layers=3, decoder_layers=1,
-                      max_position_embeddings=40, tie_word_embeddings=False, id2label={0: "a", 1: "b", 2: "c", 3: "d"}),
+                      max_position_embeddings=40, tie_word_embeddings=False,
+                      id2label={0: "a", 1: "b", 2: "c", 3: "d"}),
     },
     "t5": {
         "sizes": dict(vocab_size=70, d_model=24, d_kv=4, d_ff=40, num_heads=3, num_layers=3, num_decoder_layers=1,
@@ -78,8 +79,9 @@ VARIANTS = {
                       max_source_positions=20, max_target_positions=24, tie_word_embeddings=False),
     },
     "vit": {
-        "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2, image_size=24,
-                      patch_size=8, num_channels=1, qkv_bias=False, id2label={0: "a", 1: "b", 2: "c"}),
+        "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
+                      image_size=[24, 16], patch_size=8, num_channels=1, qkv_bias=False,
+                      id2label={0: "a", 1: "b", 2: "c"}),
     },
     "convnext": {
         "sizes": dict(num_stages=3, hidden_sizes=[8, 12, 16], depths=[1, 1, 2], patch_size=4, num_channels=1,

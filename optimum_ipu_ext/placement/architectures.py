@@ -179,7 +179,8 @@ def _unserialized(settings: Mapping[str, Any]) -> bool:
 
 MPNET = {
     "MPNetModel": _encoder(
-        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, mpnet_body(""), heads={"pooler": _pooler("")},
+        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, mpnet_body(""),
+        heads={"pooler": _pooler("")},
         base="", after_embeddings=(Run("encoder.relative_attention_bias"),), serializes_embedding=False,
         reads_embedding_factor=False),
     # its __init__ builds a new encoder after the head is tied: the decoder keeps a copy of the word embeddings,

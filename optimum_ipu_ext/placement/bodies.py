@@ -275,10 +275,11 @@ def gpt2_body(config: ModelConfig) -> Shapes:
             **norm("transformer.ln_f", config.n_embd)}
 
 
-# --- encoder-decoders: BART, T5, MT5, Whisper -------------------------------------------------------------------------
+# --- encoder-decoders: BART, T5, MT5, Whisper --------------------------------------------------------------------
 
-BART_DEFAULTS = {"num_labels": 3, "vocab_size": 50265, "max_position_embeddings": 1024, "d_model": 1024, "encoder_layers": 12,
-                 "decoder_layers": 12, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "tie_word_embeddings": True}
+BART_DEFAULTS = {"num_labels": 3, "vocab_size": 50265, "max_position_embeddings": 1024, "d_model": 1024,
+                 "encoder_layers": 12, "decoder_layers": 12, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096,
+                 "tie_word_embeddings": True}
 T5_DEFAULTS = {"vocab_size": 32128, "d_model": 512, "d_kv": 64, "d_ff": 2048, "num_layers": 6,
                "num_decoder_layers": lambda c: c.num_layers, "num_heads": 8, "relative_attention_num_buckets": 32,
                "feed_forward_proj": "relu", "tie_word_embeddings": True}
