@@ -3,10 +3,15 @@ checkpoint), against the peer's way to the same answer: building the model with 
 optimum-graphcore 0.7.1's own `to_pipelined()` and `parallelize()` (poptorch stood in by the test doubles, as the
 reference placements of the tests run it) on the IPU-host stack.
 
-`ipu-config place` reads the checkpoint's header only and imports neither torch nor transformers. Both sides read
-the same config.json and the bundled preset (the peer without the settings optimum-graphcore does not know). They
-run in fresh interpreters, in alternation, with byte-code caches written on a first run as an installed package has
-them. Prints the medians, the goal and the ratio ours/peer.
+Then of `ipu-config place` on full-size models known by their config.json alone (tests/full_size: bert-large,
+gpt2-medium, t5-small, flan-t5-xl, whisper-small, wav2vec2-base), sized by the formulas of their architecture, against
+the way it sized them before: the same command with the model transformers builds on the meta device
+(tests/meta_models.py), which imports torch and transformers.
+
+`ipu-config place` reads the checkpoint's header only, or the config.json alone, and imports neither torch nor
+transformers. Both sides read the same config.json and the bundled preset (the peer without the settings
+optimum-graphcore does not know). They run in fresh interpreters, in alternation, with byte-code caches written on
+a first run as an installed package has them. Prints the medians, the goal and the ratios.
 
     python benchmarks/placement.py [--runs 5] [--peer-python .venv/host/bin/python]
 """
@@ -21,9 +26,11 @@ from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
+FULL_SIZE = TESTS / "full_size"
 PRESET = ROOT / "configs" / "pipelined-2ipu.json"
 SCRIPT = Path(sys.executable).with_name("ipu-config")
 GOAL_SECONDS = 0.3
+MODELS = ("bert-large-uncased", "gpt2-medium", "t5-small", "flan-t5-xl", "whisper-small", "wav2vec2-base")
 
 # byte-code caches are written on the warm-up run, as an installed package has them
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -48,6 +55,18 @@ with installed():
     model = getattr(transformers, config.architectures[0])(config)
     pipelined = modeling_utils.to_pipelined(model, upstream.IPUConfig.from_pretrained(sys.argv[3]))
     pipelined.parallelize()
+"""
+
+
+# `ipu-config place` sizing a model known by its config.json alone on the meta device, as it did before the formulas
+META_DEVICE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from meta_models import built_on_the_meta_device
+from optimum_ipu_ext.cli import main
+from optimum_ipu_ext.placement import sources
+sources.parameter_shapes = built_on_the_meta_device
+sys.exit(main(sys.argv[2:]))
 """
 
 
@@ -85,10 +104,13 @@ def main() -> None:
     for name, median in found.items():
         verdict = f"  goal <= {GOAL_SECONDS:.2f} s {'met' if median <= GOAL_SECONDS else 'NOT met'}" \
             if name.startswith("ipu-config") else ""
-        print(f"  {name:52} {median:6.3f} s{verdict}")
+        print(f"  {name:58} {median:6.3f} s{verdict}")
     peer = found["build + parallelize(), bert-base (peer)"]
     for name in (name for name in found if name.startswith("ipu-config")):
-        print(f"  {'ratio ' + name + ' / peer':52} {found[name] / peer:6.3f}")
+        print(f"  {'ratio ' + name + ' / peer':58} {found[name] / peer:6.3f}")
+    for model in MODELS:
+        ours, before = found[f"ipu-config place, {model}"], found[f"meta device, {model}"]
+        print(f"  {'ratio ' + model + ' / meta device':58} {ours / before:6.3f}")
 
 
 def measure(args: argparse.Namespace, folder: str) -> Dict[str, float]:
@@ -100,6 +122,10 @@ def measure(args: argparse.Namespace, folder: str) -> Dict[str, float]:
         "build + parallelize(), bert-base (peer)": [args.peer_python, "-c", PEER, str(TESTS), model,
                                                     peer_config(folder)],
     }
+    for name in MODELS:
+        place = ["place", str(PRESET), "--model", str(FULL_SIZE / name)]
+        commands[f"ipu-config place, {name}"] = [str(SCRIPT), *place]
+        commands[f"meta device, {name}"] = [sys.executable, "-c", META_DEVICE, str(TESTS), *place]
     return medians(commands, args.runs)
 
 

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from optimum_ipu_ext import ArchitectureError, IPUConfig, ModelFileError, PlacementError, PlainIPUConfig
+from optimum_ipu_ext.errors import as_json
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.layout import (
     Claim,
@@ -24,7 +25,7 @@ from optimum_ipu_ext.placement.layout import (
     origins,
 )
 from optimum_ipu_ext.placement.memory import IPU_MEMORY_BYTES, MemoryModel, Storage, memory_model
-from optimum_ipu_ext.placement.parameters import Parameters, from_checkpoint, from_model, loaded_names, parallelized
+from optimum_ipu_ext.placement.parameters import Parameters, from_checkpoint, from_config, loaded_names, parallelized
 from optimum_ipu_ext.placement.placement import _frozen
 from optimum_ipu_ext.placement.report import bar, compress, render, render_comparison
 from optimum_ipu_ext.placement.rules import ModelConfig
@@ -464,11 +465,13 @@ def test_gpt2_s_attention_masks_are_buffers_and_its_attention_parameters_are_not
     assert shapes == {"transformer.h.0.attn.c_attn.bias": (48,), "transformer.wte.weight": (64, 16)}
 
 
-def test_a_built_model_s_tied_parameter_is_counted_as_the_weight_it_is_tied_to():
+def test_a_tied_parameter_of_a_config_s_model_is_counted_once_as_the_weight_it_is_tied_to():
     row = ARCHITECTURES["GPT2LMHeadModel"]
-    parameters = from_model(row, row.config({}), {"lm_head.weight": (64, 16), "transformer.ln_f.weight": (16,)})
-    assert parameters.shapes == {"transformer.wte.weight": (64, 16), "transformer.ln_f.weight": (16,)}
-    assert parameters.aliases == {"transformer.wte.weight": ["lm_head.weight"]}
+    tied = from_config(row, row.config({"n_layer": 1}))
+    assert (tied.shapes["transformer.wte.weight"], "lm_head.weight" in tied.shapes) == ((50257, 768), False)
+    assert tied.aliases == {"transformer.wte.weight": ["lm_head.weight"]}
+    untied = from_config(row, row.config({"n_layer": 1, "tie_word_embeddings": False}))
+    assert (untied.shapes["lm_head.weight"], untied.aliases) == ((50257, 768), {})
 
 
 def test_gpt2_pads_its_vocabulary_to_a_multiple_of_the_serialization_factor():
@@ -754,7 +757,7 @@ def test_a_model_is_a_folder_its_config_json_a_dict_or_a_pretrained_config(tmp_p
     from_config = config.placement(BertConfig(**{key: value for key, value in TINY_BERT.items()
                                                  if key != "transformers_version"}))
     assert (from_dict.model, from_config.model) == ("tiny", "bert")
-    # the architecture the config names, built on the meta device: the same parameters as the checkpoint's
+    # the architecture the config names, sized by its formulas: the same parameters as the checkpoint's
     assert [ipu.parameters for ipu in from_dict.ipus] == [ipu.parameters for ipu in from_folder.ipus]
     assert [ipu.parameters for ipu in from_config.ipus] == [ipu.parameters for ipu in from_folder.ipus]
 
@@ -868,18 +871,44 @@ def test_a_wrong_split_is_found_before_any_weight_header_is_read(tmp_path):
     assert raised.value.path == os.path.join(folder, "model.safetensors")
 
 
-def test_without_a_checkpoint_nor_transformers_sizes_need_the_checkpoint(tmp_path, monkeypatch):
-    from optimum_ipu_ext.placement import meta
-
-    def missing(*args):
-        raise ImportError("No module named 'torch'")
-
-    monkeypatch.setattr(meta, "named_shapes", missing)
+@pytest.mark.parametrize("architecture, field, value, needed", [
+    ("BertForMaskedLM", "hidden_size", "768", "a whole number"),
+    ("BertForMaskedLM", "num_hidden_layers", True, "a whole number"),
+    ("BertForMaskedLM", "position_embedding_type", 1, "a string"),
+    ("ViTForImageClassification", "image_size", [224], "a whole number or a list of two"),
+    ("ViTForImageClassification", "patch_size", [16, "16"], "a whole number or a list of two"),
+    ("Wav2Vec2ForCTC", "mask_time_prob", "0.05", "a number"),
+    ("ConvNextForImageClassification", "layer_scale_init_value", False, "a number"),
+    ("Wav2Vec2ForCTC", "conv_dim", [512, "512"], "a list of whole numbers"),
+    ("Wav2Vec2ForCTC", "conv_kernel", 10, "a list of whole numbers"),
+    ("DebertaForMaskedLM", "pos_att_type", ["p2c", 2], "a string or a list of strings"),
+    ("BartForSequenceClassification", "num_labels", "3", "a whole number"),
+])
+def test_a_config_field_of_another_kind_than_its_default_is_refused(architecture, field, value, needed):
+    values = {"model_type": ARCHITECTURES[architecture].model_types[0], "_name_or_path": "m",
+              "relative_attention": True, field: value}
     with pytest.raises(PlacementError) as raised:
-        PlainIPUConfig().placement(dict(TINY_BERT, _name_or_path="tiny"))
-    assert raised.value.problem == ("its sizes need the checkpoint: it has no safetensors checkpoint, and "
-                                    "BertForMaskedLM cannot be built here to count its parameters (No module named "
-                                    "'torch')")
+        PlainIPUConfig().placement(values, architecture=architecture)
+    assert raised.value.problem == (f"its config.json gives `{field}` {as_json(value)}, and the placement needs "
+                                    f"{needed}")
+    assert str(raised.value).startswith("Cannot place m: its config.json gives")
+
+
+@pytest.mark.parametrize("architecture, field, value", [
+    ("ViTForImageClassification", "image_size", [224, 160]), ("ViTForImageClassification", "patch_size", (16, 8)),
+    ("Wav2Vec2ForCTC", "conv_dim", (512,) * 7), ("Wav2Vec2ForCTC", "mask_time_prob", 0),
+    ("DebertaForMaskedLM", "pos_att_type", "p2c|c2p"), ("BertForMaskedLM", "tie_word_embeddings", 0),
+])
+def test_a_config_field_of_its_default_s_kind_is_read(architecture, field, value):
+    row = ARCHITECTURES[architecture]
+    assert getattr(row.config({field: value}), field) == value
+
+
+def test_the_number_of_labels_is_that_of_their_names_else_the_config_s_else_the_class_default():
+    bart, bert = ARCHITECTURES["BartForSequenceClassification"], ARCHITECTURES["BertForSequenceClassification"]
+    assert (bart.config({}).num_labels, bert.config({}).num_labels) == (3, 2)
+    assert bert.config({"num_labels": 5}).num_labels == 5
+    assert bert.config({"num_labels": 5, "id2label": {"0": "a"}}).num_labels == 1
 
 
 def test_a_local_folder_has_no_revision(tmp_path):

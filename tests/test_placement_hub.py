@@ -39,6 +39,20 @@ def test_a_model_with_no_safetensors_checkpoint_is_sized_from_its_config(hub, tm
     placed = PlainIPUConfig().placement("org/tiny-bert-bin")
     local = PlainIPUConfig().placement(local_copy("single", tmp_path / "local"))
     assert [ipu.parameters for ipu in placed.ipus] == [ipu.parameters for ipu in local.ipus]
+    assert hub.bytes_served("org/tiny-bert-bin", "pytorch_model.bin") == 0  # the weights are never read
+
+
+def test_ipu_config_place_of_a_pytorch_model_bin_repository_reads_its_config_json_alone(hub, run_hub_python):
+    """Without torch: the Hub client of `from_pretrained` (hub.py) imports transformers, which leaves torch alone."""
+    result = run_hub_python(f"""
+        import sys
+        from optimum_ipu_ext.cli import main
+        code = main(["place", {PRESET!r}, "--model", "org/tiny-bert-bin", "--json"])
+        print(code, "torch" in sys.modules)
+    """)
+    assert result.stdout.splitlines()[-1] == "0 False"
+    assert hub.bytes_served("org/tiny-bert-bin", "pytorch_model.bin") == 0
+    assert hub.bytes_served("org/tiny-bert-bin", "config.json") > 0
 
 
 def test_a_missing_hub_model_raises_the_hub_s_error(hub):

@@ -47,7 +47,7 @@ def test_the_parameters_are_the_model_s_from_every_source(architecture, tmp_path
     folder = saved_tiny_model(architecture, tmp_path / "model")
     assert parameters(FOUR_IPUS.placement(folder)) == expected
     config = tiny_model(architecture).config.to_dict()
-    assert parameters(FOUR_IPUS.placement(config)) == expected  # built on the meta device
+    assert parameters(FOUR_IPUS.placement(config)) == expected  # sized by the formulas of config.json
 
     def bare(name):  # a checkpoint of the base model: its names without the prefix, no head
         prefix = row.prefix + "."

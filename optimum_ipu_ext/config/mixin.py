@@ -151,7 +151,7 @@ class SettingsMixin:
         Args:
             model: a Hub model id, a local folder (its `config.json` and safetensors checkpoint, whose headers
                 alone are read), a transformers `PretrainedConfig`, or the dict of a `config.json`. Without a
-                checkpoint the sizes come from the architecture built on PyTorch's meta device.
+                safetensors checkpoint the sizes come from formulas of the config.
             architecture: the class to place (`"BertForQuestionAnswering"`), default the one `config.json` names.
             for_inference: place the inference build (the inference settings, `inference_parallelize_kwargs`;
                 weights only).

@@ -8,16 +8,42 @@ A test runs upstream's own `parallelize()` on a tiny model of every row and comp
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from .bodies import (
+    BART_DEFAULTS,
+    BERT_DEFAULTS,
+    CONVNEXT_DEFAULTS,
+    DEBERTA_DEFAULTS,
+    DISTILBERT_DEFAULTS,
+    GPT2_DEFAULTS,
+    GROUPBERT_DEFAULTS,
+    LXMERT_DEFAULTS,
+    MPNET_DEFAULTS,
+    MT5_DEFAULTS,
+    ROBERTA_DEFAULTS,
+    HUBERT_DEFAULTS,
+    T5_DEFAULTS,
+    VIT_DEFAULTS,
+    WAV2VEC2_DEFAULTS,
+    WHISPER_DEFAULTS,
+    Body,
+    bart_body,
+    bert_body,
+    convnext_body,
+    deberta_body,
+    distilbert_body,
+    gpt2_body,
+    groupbert_body,
+    lxmert_body,
+    mpnet_body,
+    speech_body,
+    t5_body,
+    vit_body,
+    whisper_body,
+)
+from .bodies import linear as _linear
+from .bodies import norm as _norm
+from .bodies import under as _under
 from .rules import LAST, Architecture, Block, FirstSplitIPU, LayerIPU, Layers, ModelConfig, Run, Step, WhenConfig
-
-
-def _linear(name: str, outputs: int, inputs: int, bias: bool = True) -> Dict[str, Tuple[int, ...]]:
-    """The parameters of `nn.Linear(inputs, outputs)` named `name`."""
-    return {f"{name}.weight": (outputs, inputs), **({f"{name}.bias": (outputs,)} if bias else {})}
-
-
-def _norm(name: str, size: int) -> Dict[str, Tuple[int, ...]]:
-    return {f"{name}.weight": (size,), f"{name}.bias": (size,)}
 
 
 def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
@@ -30,16 +56,7 @@ def _labels(c: ModelConfig) -> int:
     return c.num_labels
 
 
-def _under(prefix: str, path: str) -> str:
-    return f"{prefix}.{path}" if prefix else path
-
-
 # --- BERT-like encoders: BERT, GroupBERT, RoBERTa, MPNet ------------------------------------------------------------
-
-ENCODER_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "tie_word_embeddings": True}
-ROBERTA_DEFAULTS = {**ENCODER_DEFAULTS, "vocab_size": 50265}
-MPNET_DEFAULTS = {**ENCODER_DEFAULTS, "vocab_size": 30527}
-
 
 def _pooler(base: str):
     return lambda c: _linear(_under(base, "pooler.dense"), c.hidden_size, c.hidden_size)
@@ -62,7 +79,7 @@ def _prediction_head(head: str, word_embeddings: str, transform: str = "transfor
 
 
 def _encoder(name: str, model_type: str, prefix: str, tail: Tuple[Step, ...], defaults: Mapping[str, Any],
-             heads: Mapping[str, Any] = {}, ties: Mapping[str, Any] = {}, base: Optional[str] = None,
+             body: Body, heads: Mapping[str, Any] = {}, ties: Mapping[str, Any] = {}, base: Optional[str] = None,
              after_embeddings: Tuple[Step, ...] = (), after_layers: Tuple[Step, ...] = (),
              serializes_embedding: bool = True, **fields: Any) -> Architecture:
     """A BERT-like row: an embedding block on IPU 0, the encoder layers as `get_layer_ipu` places them, then `tail`.
@@ -77,11 +94,11 @@ def _encoder(name: str, model_type: str, prefix: str, tail: Tuple[Step, ...], de
     )
     word_embeddings = _under(base, "embeddings.word_embeddings.weight")
     fields.setdefault("reads_embedding_factor", True)
-    return Architecture(name, (model_type,), prefix, steps, defaults, heads=heads, ties=ties,
+    return Architecture(name, (model_type,), prefix, steps, defaults, body, heads=heads, ties=ties,
                         serialized_embedding=word_embeddings if serializes_embedding else None, **fields)
 
 
-def _encoder_family(family: str, model_type: str, prefix: str, defaults: Mapping[str, Any], *,
+def _encoder_family(family: str, model_type: str, prefix: str, defaults: Mapping[str, Any], body: Body, *,
                     pooled: Tuple[str, ...], after_layers: Tuple[Step, ...] = (),
                     masked_lm: Optional[Tuple[str, str, Tuple[Step, ...], Any, Any]] = None,
                     sequence_classifier: Any = None) -> Dict[str, Architecture]:
@@ -92,8 +109,8 @@ def _encoder_family(family: str, model_type: str, prefix: str, defaults: Mapping
         if suffix in pooled:
             tail = (Run(f"{prefix}.pooler"), *tail)
             heads = {**heads, f"{prefix}.pooler": _pooler(prefix)}
-        return name, _encoder(name, model_type, prefix, tail, defaults, heads=heads, after_layers=after_layers,
-                              **fields)
+        return name, _encoder(name, model_type, prefix, tail, defaults, body, heads=heads,
+                              after_layers=after_layers, **fields)
 
     classifier, labels = _head("Classifier Output", "classifier", _labels, "hidden_size")
     rows = dict([
@@ -115,14 +132,15 @@ def _bert_pretraining_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
     return {**_BERT_MLM_SHAPES(c), **_linear("cls.seq_relationship", 2, c.hidden_size)}
 
 
-def _bert_like(family: str, model_type: str, after_layers: Tuple[Step, ...] = (),
+def _bert_like(family: str, model_type: str, defaults: Mapping[str, Any], body: Body,
+               after_layers: Tuple[Step, ...] = (),
                pooled: Tuple[str, ...] = ("ForSequenceClassification", "ForMultipleChoice")) -> Dict[str, Architecture]:
     """BERT and GroupBERT (whose encoder ends with a norm, and whose every head keeps the pooler)."""
     classifier = Block("Classifier", "cls")
-    rows = _encoder_family(family, model_type, "bert", ENCODER_DEFAULTS, pooled=pooled, after_layers=after_layers,
+    rows = _encoder_family(family, model_type, "bert", defaults, body, pooled=pooled, after_layers=after_layers,
                            masked_lm=("ForMaskedLM", "cls", (classifier,), _BERT_MLM_SHAPES, _BERT_MLM_TIES))
     rows[f"{family}ForPreTraining"] = _encoder(
-        f"{family}ForPreTraining", model_type, "bert", (Block("Pooler", "bert.pooler"), classifier), ENCODER_DEFAULTS,
+        f"{family}ForPreTraining", model_type, "bert", (Block("Pooler", "bert.pooler"), classifier), defaults, body,
         heads={"bert.pooler": _pooler("bert"), "cls": _bert_pretraining_shapes}, ties=_BERT_MLM_TIES,
         after_layers=after_layers, serializes_embedding=False,
     )
@@ -130,13 +148,13 @@ def _bert_like(family: str, model_type: str, after_layers: Tuple[Step, ...] = ()
 
 
 BERT = {
-    **_bert_like("Bert", "bert"),
-    "BertModel": _encoder("BertModel", "bert", "bert", (Block("Pooler", "pooler"),), ENCODER_DEFAULTS,
+    **_bert_like("Bert", "bert", BERT_DEFAULTS, bert_body("bert")),
+    "BertModel": _encoder("BertModel", "bert", "bert", (Block("Pooler", "pooler"),), BERT_DEFAULTS, bert_body(""),
                           heads={"pooler": _pooler("")}, base=""),
 }
 
 GROUPBERT = _bert_like(
-    "GroupBert", "groupbert", after_layers=(Run("bert.encoder.LayerNorm"),),
+    "GroupBert", "groupbert", GROUPBERT_DEFAULTS, groupbert_body, after_layers=(Run("bert.encoder.LayerNorm"),),
     pooled=("ForSequenceClassification", "ForMultipleChoice", "ForTokenClassification", "ForQuestionAnswering",
             "ForMaskedLM"),
 )
@@ -145,7 +163,7 @@ _ROBERTA_MLM_SHAPES, _ROBERTA_MLM_TIES = _prediction_head(
     "lm_head", "roberta.embeddings.word_embeddings.weight", transform="dense", norm="layer_norm")
 
 ROBERTA = _encoder_family(
-    "Roberta", "roberta", "roberta", ROBERTA_DEFAULTS, pooled=("ForMultipleChoice",),
+    "Roberta", "roberta", "roberta", ROBERTA_DEFAULTS, bert_body("roberta"), pooled=("ForMultipleChoice",),
     masked_lm=("ForMaskedLM", "lm_head", (Block("LM Head", "lm_head"),), _ROBERTA_MLM_SHAPES, _ROBERTA_MLM_TIES),
     sequence_classifier={"classifier": lambda c: {**_linear("classifier.dense", c.hidden_size, c.hidden_size),
                                                   **_linear("classifier.out_proj", c.num_labels, c.hidden_size)}},
@@ -161,13 +179,14 @@ def _unserialized(settings: Mapping[str, Any]) -> bool:
 
 MPNET = {
     "MPNetModel": _encoder(
-        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, heads={"pooler": _pooler("")},
+        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, mpnet_body(""),
+        heads={"pooler": _pooler("")},
         base="", after_embeddings=(Run("encoder.relative_attention_bias"),), serializes_embedding=False,
         reads_embedding_factor=False),
     # its __init__ builds a new encoder after the head is tied: the decoder keeps a copy of the word embeddings,
     # tied again only where `parallelize()` serializes it
     "MPNetForMaskedLM": _encoder(
-        "MPNetForMaskedLM", "mpnet", "mpnet", (Block("Classifier", "lm_head"),), MPNET_DEFAULTS,
+        "MPNetForMaskedLM", "mpnet", "mpnet", (Block("Classifier", "lm_head"),), MPNET_DEFAULTS, mpnet_body("mpnet"),
         heads={"lm_head": _MPNET_MLM_SHAPES}, ties=_MPNET_MLM_TIES,
         after_embeddings=(Run("mpnet.encoder.relative_attention_bias"),), serializes_embedding=False,
         copies={"lm_head.decoder.weight": ("mpnet.embeddings.word_embeddings.weight", _unserialized)}),
@@ -175,16 +194,12 @@ MPNET = {
 
 # --- DistilBERT and DeBERTa -------------------------------------------------------------------------------------
 
-DISTILBERT_DEFAULTS = {"vocab_size": 30522, "dim": 768, "n_layers": 6, "sinusoidal_pos_embds": False,
-                       "tie_word_embeddings": True}
-
-
 def _distilbert(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Architecture:
     name = f"DistilBert{suffix}"
     steps = (Block("Embedding", "distilbert.embeddings"),
              Layers("encoder", "Encoder{i}", "distilbert.transformer.layer.{i}", "n_layers"), *tail)
     fields.setdefault("serialized_embedding", "distilbert.embeddings.word_embeddings.weight")
-    return Architecture(name, ("distilbert",), "distilbert", steps, DISTILBERT_DEFAULTS, heads=heads,
+    return Architecture(name, ("distilbert",), "distilbert", steps, DISTILBERT_DEFAULTS, distilbert_body, heads=heads,
                         reads_embedding_factor=True,
                         frozen={"distilbert.embeddings.position_embeddings": ("sinusoidal_pos_embds", True)}, **fields)
 
@@ -221,7 +236,6 @@ DISTILBERT = {
         "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "dim")),
 }
 
-DEBERTA_DEFAULTS = {**ROBERTA_DEFAULTS, "relative_attention": False, "pooler_hidden_size": lambda c: c.hidden_size}
 _DEBERTA_MLM_SHAPES, _DEBERTA_MLM_TIES = _prediction_head("cls.predictions", "deberta.embeddings.word_embeddings.weight")
 
 
@@ -237,7 +251,7 @@ def _deberta(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fi
         *tail,
     )
     fields.setdefault("serialized_embedding", "deberta.embeddings.word_embeddings.weight")
-    return Architecture(name, ("deberta",), "deberta", steps, DEBERTA_DEFAULTS, heads=heads,
+    return Architecture(name, ("deberta",), "deberta", steps, DEBERTA_DEFAULTS, deberta_body, heads=heads,
                         reads_embedding_factor=True, **fields)
 
 
@@ -257,9 +271,6 @@ DEBERTA = {
 
 # --- GPT-2 ---------------------------------------------------------------------------------------------------------
 
-GPT2_DEFAULTS = {"vocab_size": 50257, "n_embd": 768, "n_layer": 12, "tie_word_embeddings": True}
-
-
 def _gpt2(suffix: str, head: Block, shapes: Any, **fields: Any) -> Architecture:
     """GPT-2: token and position embeddings on IPU 0, the layers, the final norm after the last layer; with
     `embedding_serialization_factor` > 1 the vocabulary is padded to a multiple of it."""
@@ -270,7 +281,8 @@ def _gpt2(suffix: str, head: Block, shapes: Any, **fields: Any) -> Architecture:
         Run("transformer.ln_f"),
         head,
     )
-    return Architecture(f"GPT2{suffix}", ("gpt2",), "transformer", steps, GPT2_DEFAULTS, heads={head.path: shapes},
+    return Architecture(f"GPT2{suffix}", ("gpt2",), "transformer", steps, GPT2_DEFAULTS, gpt2_body,
+                        heads={head.path: shapes},
                         padded_embedding="transformer.wte.weight", reads_embedding_factor=True, **fields)
 
 
@@ -289,8 +301,6 @@ GPT2 = {
 
 # --- encoder-decoders: BART, T5, MT5, Whisper ---------------------------------------------------------------------
 
-BART_DEFAULTS = {"vocab_size": 50265, "d_model": 1024, "encoder_layers": 12, "decoder_layers": 12,
-                 "tie_word_embeddings": True}
 GENERATION_KWARGS = ("for_generation", "use_cache", "*")
 
 
@@ -308,7 +318,7 @@ def _bart(name: str, head: Block, shapes: Any, ties: Mapping[str, Any], **fields
         head,
     )
     shared = {f"model.{stack}.embed_tokens.weight": ("model.shared.weight", None) for stack in ("encoder", "decoder")}
-    return Architecture(name, ("bart",), "model", steps, BART_DEFAULTS, heads={head.path: shapes},
+    return Architecture(name, ("bart",), "model", steps, BART_DEFAULTS, bart_body, heads={head.path: shapes},
                         ties={**shared, **ties}, **fields)
 
 
@@ -325,9 +335,6 @@ BART = {
                    **_linear("classification_head.out_proj", c.num_labels, c.d_model)}, {}),
 }
 
-T5_DEFAULTS = {"vocab_size": 32128, "d_model": 512, "num_layers": 6, "num_decoder_layers": lambda c: c.num_layers,
-               "tie_word_embeddings": True}
-MT5_DEFAULTS = {**T5_DEFAULTS, "vocab_size": 250112, "num_layers": 8, "tie_word_embeddings": False}
 T5_ENCODER = (
     Block("Embedding", "shared"),
     Layers("encoder", "Encoder{i}", "encoder.block.{i}", "num_layers", executor="encoder"),
@@ -347,26 +354,24 @@ def _t5_lm_head(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
 T5 = {
     "T5ForConditionalGeneration": Architecture(
         "T5ForConditionalGeneration", ("t5",), "transformer",
-        (*T5_ENCODER, *T5_DECODER, Block("LM Head Output", "lm_head", executor="decoder")), T5_DEFAULTS,
+        (*T5_ENCODER, *T5_DECODER, Block("LM Head Output", "lm_head", executor="decoder")), T5_DEFAULTS, t5_body(True),
         heads={"lm_head": _t5_lm_head}, ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
         kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder"),
         reads_embedding_factor=True),
     "T5EncoderModel": Architecture(
-        "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS,
+        "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS, t5_body(False),
         ties={"encoder.embed_tokens.weight": ("shared.weight", None)}),
     # the LM head goes with the embedding it is tied to, else to the last IPU
     "MT5ForConditionalGeneration": Architecture(
         "MT5ForConditionalGeneration", ("mt5",), "transformer",
         (*T5_ENCODER, *T5_DECODER,
          Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder")),
-        MT5_DEFAULTS, heads={"lm_head": _t5_lm_head},
+        MT5_DEFAULTS, t5_body(True), heads={"lm_head": _t5_lm_head},
         ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
         kwargs=("for_generation",), generation=("encoder", "decoder"),
         unmodelled=("serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu")),
 }
 
-WHISPER_DEFAULTS = {"vocab_size": 51865, "d_model": 256, "encoder_layers": 4, "decoder_layers": 4,
-                    "tie_word_embeddings": True}
 # the decoder's embedding and the output projection tied to it go where the decoder starts, or where
 # `serialized_projection_splits_per_ipu` puts the projection
 WHISPER_PROJECTION_IPU = FirstSplitIPU("serialized_projection_splits_per_ipu", LayerIPU("decoder", 0))
@@ -386,7 +391,7 @@ WHISPER = {
             Block("Decoder Layer Norm", "model.decoder.layer_norm", LayerIPU("decoder", -1), executor="decoder"),
             Block("Output Projection", "proj_out", WHISPER_PROJECTION_IPU, executor="decoder"),
         ),
-        WHISPER_DEFAULTS,
+        WHISPER_DEFAULTS, whisper_body,
         heads={"proj_out": lambda c: {} if c.tie_word_embeddings else _linear("proj_out", c.vocab_size, c.d_model,
                                                                                bias=False)},
         ties={"proj_out.weight": ("model.decoder.embed_tokens.weight", "tie_word_embeddings")},
@@ -411,7 +416,7 @@ VISION = {
         (Block("Embedding", "vit.embeddings"),
          Layers("encoder", "Encoder{i}", "vit.encoder.layer.{i}", "num_hidden_layers"),
          Block("LayerNorm", "vit.layernorm", LAST), Block("Classifier", "classifier", LAST)),
-        {"hidden_size": 768, "num_hidden_layers": 12},
+        VIT_DEFAULTS, vit_body,
         heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_size) if c.num_labels else {}},
         renames=VIT_RENAMES),
     "ConvNextForImageClassification": Architecture(
@@ -420,17 +425,11 @@ VISION = {
          Layers("encoder", "Encoder_stage_{stage}_layer_{i}", "convnext.encoder.stages.{stage}.layers.{i}", "depths",
                 stage_prelude="convnext.encoder.stages.{stage}.downsampling_layer"),
          Block("LayerNorm", "convnext.layernorm", LAST), Block("Classifier", "classifier", LAST)),
-        {"hidden_sizes": [96, 192, 384, 768], "depths": [3, 3, 9, 3]},
+        CONVNEXT_DEFAULTS, convnext_body,
         heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_sizes[-1]) if c.num_labels else {}}),
 }
 
 # --- speech: HuBERT, Wav2Vec2 --------------------------------------------------------------------------------------
-
-SPEECH_DEFAULTS = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "conv_dim": [512] * 7,
-                   "do_stable_layer_norm": False, "use_weighted_layer_sum": False, "classifier_proj_size": 256,
-                   "add_adapter": False, "output_hidden_size": lambda c: c.hidden_size,
-                   "num_codevectors_per_group": 320, "num_codevector_groups": 2, "codevector_dim": 256,
-                   "proj_codevector_dim": 256}
 
 # transformers 5 keeps a weight-normed convolution's two parameters under `parametrizations`
 WEIGHT_NORM_RENAMES = (
@@ -464,12 +463,25 @@ def _speech_encoder(prefix: str, pipelined: bool) -> Tuple[Step, ...]:
     )
 
 
-def _ctc(family: str, prefix: str, model_type: str, extra: Tuple[Step, ...] = ()) -> Architecture:
+def _hubert_projection_norm(c: ModelConfig) -> bool:
+    return c.feat_proj_layer_norm
+
+
+def _always(c: ModelConfig) -> bool:
+    return True
+
+
+HUBERT_BODY = speech_body("hubert", _hubert_projection_norm)
+WAV2VEC2_BODY = speech_body("wav2vec2", _always)
+
+
+def _ctc(family: str, prefix: str, model_type: str, defaults: Mapping[str, Any], body: Body,
+         extra: Tuple[Step, ...] = ()) -> Architecture:
     """CTC: `parallelize()` freezes the feature extractor; with one IPU it places no block."""
     head = Layers("head", "Project Hidden", "lm_head", 1)
     return Architecture(
-        f"{family}ForCTC", (model_type,), prefix, (*_speech_encoder(prefix, True), *extra, head), SPEECH_DEFAULTS,
-        heads={"lm_head": lambda c: _linear("lm_head", c.vocab_size,
+        f"{family}ForCTC", (model_type,), prefix, (*_speech_encoder(prefix, True), *extra, head), defaults,
+        body, heads={"lm_head": lambda c: _linear("lm_head", c.vocab_size,
                                             c.output_hidden_size if c.add_adapter else c.hidden_size)},
         frozen={f"{prefix}.feature_extractor": None}, blocks_on_one_ipu=False, renames=WEIGHT_NORM_RENAMES)
 
@@ -496,18 +508,19 @@ SPEECH = {
         "HubertForSequenceClassification", ("hubert",), "hubert",
         (*_speech_encoder("hubert", False), Run("layer_weights", when=("use_weighted_layer_sum", True)),
          Block(None, "projector", LAST), Block(None, "classifier", LAST)),
-        SPEECH_DEFAULTS,
+        HUBERT_DEFAULTS, HUBERT_BODY,
         heads={"projector": _hubert_classifier_shapes,
                "layer_weights": lambda c: {"layer_weights": (c.num_hidden_layers + 1,)} if c.use_weighted_layer_sum else {}},
         renames=WEIGHT_NORM_RENAMES),
-    "HubertForCTC": _ctc("Hubert", "hubert", "hubert"),
-    "Wav2Vec2ForCTC": _ctc("Wav2Vec2", "wav2vec2", "wav2vec2", (Run("wav2vec2.adapter"),)),
+    "HubertForCTC": _ctc("Hubert", "hubert", "hubert", HUBERT_DEFAULTS, HUBERT_BODY),
+    "Wav2Vec2ForCTC": _ctc("Wav2Vec2", "wav2vec2", "wav2vec2", WAV2VEC2_DEFAULTS, WAV2VEC2_BODY,
+                           (Run("wav2vec2.adapter"),)),
     "Wav2Vec2ForPreTraining": Architecture(
         "Wav2Vec2ForPreTraining", ("wav2vec2",), "wav2vec2",
         (*_speech_encoder("wav2vec2", True), Run("wav2vec2.adapter"),
          Layers("project_hid", "Project Hidden", "project_hid", 1), Layers("quantizer", "Quantizer", "quantizer", 1),
          Layers("project_q", "Project Quantizer", "project_q", 1)),
-        SPEECH_DEFAULTS, heads=_wav2vec2_pretraining_heads(), renames=WEIGHT_NORM_RENAMES),
+        WAV2VEC2_DEFAULTS, WAV2VEC2_BODY, heads=_wav2vec2_pretraining_heads(), renames=WEIGHT_NORM_RENAMES),
 }
 
 # --- LXMERT: its blocks on IPUs 0 to 3, whatever layers_per_ipu says -------------------------------------------------
@@ -520,7 +533,7 @@ LXMERT = {
          Layers("visual", "Visual layer{i}", "lxmert.encoder.r_layers.{i}", "r_layers", ipu=2),
          Layers("cross", "Cross modality layer{i}", "lxmert.encoder.x_layers.{i}", "x_layers", ipu=3),
          Block("Pooler", "lxmert.pooler", 3), Block("Head", "answer_head", 3)),
-        {"hidden_size": 768, "l_layers": 9, "x_layers": 5, "r_layers": 5, "num_qa_labels": 9500},
+        LXMERT_DEFAULTS, lxmert_body,
         heads={"lxmert.pooler": _pooler("lxmert"),
                "answer_head": lambda c: {**_linear("answer_head.logit_fc.0", 2 * c.hidden_size, c.hidden_size),
                                          **_norm("answer_head.logit_fc.2", 2 * c.hidden_size),

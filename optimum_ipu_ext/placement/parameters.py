@@ -1,8 +1,8 @@
 """The parameters of an architecture as transformers builds it, from the tensors of a checkpoint: named as
 transformers names them when it loads the checkpoint (its base-model prefix added or taken off, old names
 renamed), buffers and the tensors of modules the architecture lacks left out, a tied weight counted once, and the
-heads the checkpoint lacks added from the config. Then what `parallelize()` changes: a padded vocabulary, the
-copies some pipelined models hold."""
+heads the checkpoint lacks added from the config; or, without a checkpoint, from the formulas of its config alone.
+Then what `parallelize()` changes: a padded vocabulary, the copies some pipelined models hold."""
 
 import math
 import re
@@ -70,6 +70,14 @@ def from_checkpoint(model: str, architecture: Architecture, config: ModelConfig,
         if not any(name == path or name.startswith(path + ".") for name in shapes):
             shapes.update(formula(config))
     return Parameters(shapes, _aliases(ties))
+
+
+def from_config(architecture: Architecture, config: ModelConfig) -> Parameters:
+    """The parameters of `architecture` from its config alone: its body's and its heads' formulas."""
+    shapes = architecture.body(config)
+    for formula in architecture.heads.values():
+        shapes.update(formula(config))
+    return Parameters(shapes, _aliases(architecture.tied(config)))
 
 
 def from_model(architecture: Architecture, config: ModelConfig, named: Mapping[str, Tuple[int, ...]]) -> Parameters:

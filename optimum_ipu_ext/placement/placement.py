@@ -32,7 +32,7 @@ def place(model: str, architecture: Architecture, values: Mapping[str, Any], set
     Raises:
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
-    config = architecture.config(values)
+    config = architecture.config(values, model)
     lay_out(model, architecture, config, settings, for_inference)
     parameters = parallelized(model, architecture, shapes(architecture, config), settings)
     _check_layers(model, architecture, config, parameters)

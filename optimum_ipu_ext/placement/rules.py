@@ -18,6 +18,8 @@ Nothing here imports torch or transformers.
 
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple, Union
 
+from ..errors import PlacementError, as_json
+
 # --- the IPU a block is placed on --------------------------------------------------------------------------------
 
 
@@ -102,27 +104,42 @@ Step = Union[Block, Run, Layers]
 
 class ModelConfig:
     """A model's `config.json`, each field read with the default of its config class in transformers 4.29.2 (the
-    release optimum-graphcore 0.7.1 runs on) where the file leaves it out, as `save_pretrained` does for defaults.
+    release optimum-graphcore 0.7.1 runs on) where the file leaves it out or gives null, as `save_pretrained` does
+    for defaults.
 
-    `defaults` values may be callables of the config (T5's `num_decoder_layers` defaults to `num_layers`).
+    `defaults` values may be callables of the config (T5's `num_decoder_layers` defaults to `num_layers`). A value
+    given must be of its default's kind (a whole number, a number, a string, a list of whole numbers); `model` names
+    the model in the error that says it is not.
     """
 
-    def __init__(self, values: Mapping[str, Any], defaults: Mapping[str, Any]):
+    def __init__(self, values: Mapping[str, Any], defaults: Mapping[str, Any], model: str = "the model"):
         self.values = dict(values)
         self.defaults = defaults
+        self.model = model
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        value = self.values.get(name)
-        if value is not None:
-            return value
         if name == "num_labels":  # transformers keeps the labels' names; their number is a property
-            return len(self.values["id2label"]) if self.values.get("id2label") else 2
+            labels = self.values.get("id2label")
+            return len(labels) if labels else self._given(name, self.defaults.get(name, 2))
         default = self.defaults.get(name)
-        if default is None:
+        if default is not None:
+            return self._given(name, default(self) if callable(default) else default)
+        if self.values.get(name) is None:
             raise AttributeError(f"config field {name!r} has no default in the placement rules")
-        return default(self) if callable(default) else default
+        return self.values[name]
+
+    def _given(self, name: str, default: Any) -> Any:
+        """The config's value of `name`, checked against the kind of its default; the default where it has none."""
+        value = self.values.get(name)
+        if value is None:
+            return default
+        allowed = _allowed(name, default, value)
+        if allowed:
+            raise PlacementError(self.model, f"its config.json gives `{name}` {as_json(value)}, and the placement "
+                                 f"needs {allowed}")
+        return value
 
     def holds(self, condition: Condition) -> bool:
         """Whether the config meets a step's `when`."""
@@ -130,6 +147,42 @@ class ModelConfig:
             return True
         field, value = condition
         return getattr(self, field) == value
+
+
+# fields that are a number or a pair of numbers (ViT's `image_size` 224 or [224, 160])
+PAIRS = ("image_size", "patch_size")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _listed(value: Any, kind: Callable[[Any], bool]) -> bool:
+    """Whether `value` is a list (a tuple, from a `PretrainedConfig`) of items of that kind."""
+    return isinstance(value, (list, tuple)) and all(map(kind, value))
+
+
+def _allowed(name: str, default: Any, value: Any) -> str:
+    """What `name` allows where `value` is not of its `default`'s kind, else ""."""
+    if isinstance(default, bool):
+        return ""  # read as transformers reads it: for its truth
+    if isinstance(default, int):
+        if _whole(value) or name in PAIRS and _listed(value, _whole) and len(value) == 2:
+            return ""
+        return "a whole number" + (" or a list of two" if name in PAIRS else "")
+    if isinstance(default, float):
+        return "" if isinstance(value, (int, float)) and not isinstance(value, bool) else "a number"
+    if isinstance(default, str):
+        return "" if _text(value) else "a string"
+    if isinstance(default, list):
+        return "" if _listed(value, _whole) else "a list of whole numbers"
+    if isinstance(default, tuple):
+        return "" if isinstance(value, str) or _listed(value, _text) else "a string or a list of strings"
+    return ""
 
 
 Shapes = Callable[[ModelConfig], Dict[str, Tuple[int, ...]]]
@@ -142,7 +195,9 @@ class Architecture(NamedTuple):
     - `prefix`: its `base_model_prefix` (a checkpoint of the bare model loads under it, as transformers loads it);
     - `steps`: the forward pass, as above; `blocks_on_one_ipu`: False where `parallelize()` places no block at all
       when the pipeline has one IPU;
-    - `defaults`: the config fields the rules read, with their defaults;
+    - `defaults`: the config fields the rules and the formulas read, with their config class's defaults;
+    - `body`: the parameters of the model but its `heads`, as a formula of the config (bodies.py): `{parameter name:
+      shape}`, named as `named_parameters()` names them;
     - `heads`: `{module path: shapes}` of the modules a checkpoint may lack (a head, a pooler), as formulas of the
       config: `{parameter name: shape}`, names under the path;
     - `ties`: `{alias: parameter}`, the names transformers gives a tied weight besides its own (`named_parameters()`
@@ -166,6 +221,7 @@ class Architecture(NamedTuple):
     prefix: str
     steps: Tuple[Step, ...]
     defaults: Mapping[str, Any]
+    body: Shapes
     heads: Mapping[str, Shapes] = {}
     ties: Mapping[str, Tuple[str, Optional[str]]] = {}
     copies: Mapping[str, Tuple[str, Callable[[Mapping[str, Any]], bool]]] = {}
@@ -179,8 +235,8 @@ class Architecture(NamedTuple):
     generation: Optional[Tuple[str, str]] = None
     renames: Tuple[Tuple[str, str], ...] = ()
 
-    def config(self, values: Mapping[str, Any]) -> ModelConfig:
-        return ModelConfig(values, self.defaults)
+    def config(self, values: Mapping[str, Any], model: str = "the model") -> ModelConfig:
+        return ModelConfig(values, self.defaults, model)
 
     def tied(self, config: ModelConfig) -> Dict[str, str]:
         """`{alias: parameter}` of the weights tied under this config."""

@@ -1,9 +1,8 @@
 """The model a placement is for: a local folder, a Hub repository, a transformers `PretrainedConfig` or the dict of
 a `config.json`; its architecture; and the shapes of its parameters, from its checkpoint's safetensors headers or,
-without a checkpoint, from the architecture transformers builds on the meta device.
+without one (`config.json` alone, a `pytorch_model.bin`), from the formulas of its architecture's row.
 
-A local folder is read with neither torch nor transformers; the Hub is reached through `hub_model`, imported on
-first use.
+Neither torch nor transformers is imported; the Hub is reached through `hub_model`, imported on first use.
 """
 
 import os
@@ -14,7 +13,7 @@ from ..settings.rules import check_rules
 from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
 from .architectures import ARCHITECTURES
 from .checkpoint import TensorHeader, parse_config, read_folder
-from .parameters import Parameters, from_checkpoint, from_model
+from .parameters import Parameters, from_checkpoint, from_config
 from .placement import Placement, place
 from .rules import Architecture, ModelConfig
 
@@ -111,23 +110,14 @@ def architecture_of(source: ModelSource, name: Optional[str] = None) -> Architec
 
 
 def parameter_shapes(source: ModelSource):
-    """The function `place()` calls for the parameters: from the checkpoint's headers, else built on the meta
-    device where torch and transformers are installed."""
+    """The function `place()` calls for the parameters: from the checkpoint's headers, else from the config."""
 
     def shapes(architecture: Architecture, config: ModelConfig) -> Parameters:
         tensors = source.tensors()
-        if tensors is not None:
-            return from_checkpoint(source.name, architecture, config,
-                                   {name: tensor.shape for name, tensor in tensors.items()})
-        try:
-            from .meta import named_shapes
-
-            named = named_shapes(architecture.name, source.config)
-        except ImportError as error:
-            raise PlacementError(
-                source.name, f"its sizes need the checkpoint: it has no safetensors checkpoint, and {architecture.name} "
-                f"cannot be built here to count its parameters ({error})") from error
-        return from_model(architecture, config, named)
+        if tensors is None:
+            return from_config(architecture, config)
+        return from_checkpoint(source.name, architecture, config,
+                               {name: tensor.shape for name, tensor in tensors.items()})
 
     return shapes
 

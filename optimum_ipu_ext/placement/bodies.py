@@ -1,0 +1,554 @@
+"""The parameters of each family's body (the model without the heads a row lists apart), as formulas of
+`config.json`, named as transformers 4.29.2's `named_parameters()` names them (a tied weight once, by its first
+name), and the defaults of each config class in 4.29.2 for the fields they read.
+
+A body is `body(config) -> {parameter: shape}`; families share templates: a layer is a function of its path and the
+config. Read off transformers 4.29.2's `modeling_*.py` (and optimum-graphcore 0.7.1's GroupBERT); the tests compare
+every architecture with the `named_parameters()` of the model transformers builds, on both stacks.
+
+Nothing here imports torch or transformers.
+"""
+
+from typing import Any, Callable, Dict, Sequence, Tuple
+
+from .rules import ModelConfig
+
+Shapes = Dict[str, Tuple[int, ...]]
+Body = Callable[[ModelConfig], Shapes]
+
+# --- the parameters of torch modules ---------------------------------------------------------------------------------
+
+
+def linear(name: str, outputs: int, inputs: int, bias: bool = True) -> Shapes:
+    """`nn.Linear(inputs, outputs)` named `name`."""
+    return {f"{name}.weight": (outputs, inputs), **({f"{name}.bias": (outputs,)} if bias else {})}
+
+
+def norm(name: str, size: int, bias: bool = True) -> Shapes:
+    """A norm over `size` features (`nn.LayerNorm`, `nn.GroupNorm` of `size` groups, ...)."""
+    return {f"{name}.weight": (size,), **({f"{name}.bias": (size,)} if bias else {})}
+
+
+def embedding(name: str, rows: int, width: int) -> Shapes:
+    return {f"{name}.weight": (rows, width)}
+
+
+def convolution(name: str, outputs: int, inputs: int, kernel: Sequence[int], groups: int = 1,
+                bias: bool = True) -> Shapes:
+    """`nn.Conv1d` / `nn.Conv2d(inputs, outputs, kernel, groups=groups)`."""
+    return {f"{name}.weight": (outputs, inputs // groups, *kernel), **({f"{name}.bias": (outputs,)} if bias else {})}
+
+
+def conv1d_transposed(name: str, outputs: int, inputs: int) -> Shapes:
+    """transformers' `Conv1D(outputs, inputs)` (GPT-2): a linear layer whose weight is stored transposed."""
+    return {f"{name}.weight": (inputs, outputs), f"{name}.bias": (outputs,)}
+
+
+def under(prefix: str, path: str) -> str:
+    return f"{prefix}.{path}" if prefix else path
+
+
+def _layers(path: str, count: int, layer: Callable[[str, ModelConfig], Shapes], config: ModelConfig) -> Shapes:
+    shapes: Shapes = {}
+    for index in range(count):
+        shapes.update(layer(path.format(i=index), config))
+    return shapes
+
+
+# --- BERT-like encoders: BERT, RoBERTa, GroupBERT, LXMERT's language layers ------------------------------------------
+
+_SIZES = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+          "intermediate_size": 3072, "max_position_embeddings": 512, "tie_word_embeddings": True}
+BERT_DEFAULTS = {**_SIZES, "type_vocab_size": 2, "position_embedding_type": "absolute", "add_cross_attention": False}
+# 4.29.2's RobertaConfig keeps BERT's vocabulary size (roberta-base's config.json gives its own)
+ROBERTA_DEFAULTS = BERT_DEFAULTS
+GROUPBERT_DEFAULTS = {**BERT_DEFAULTS, "ffn_groups": 4, "conv_group_size": 16, "conv_kernel_size": 7}
+RELATIVE_POSITIONS = ("relative_key", "relative_key_query")
+
+
+def bert_embeddings(path: str, config: ModelConfig) -> Shapes:
+    hidden = config.hidden_size
+    return {**embedding(f"{path}.word_embeddings", config.vocab_size, hidden),
+            **embedding(f"{path}.position_embeddings", config.max_position_embeddings, hidden),
+            **embedding(f"{path}.token_type_embeddings", config.type_vocab_size, hidden),
+            **norm(f"{path}.LayerNorm", hidden)}
+
+
+def bert_self_attention(path: str, config: ModelConfig, positions: str) -> Shapes:
+    """BERT's query, key and value projections, and the distance embedding of relative positions."""
+    hidden = config.hidden_size
+    shapes = {**linear(f"{path}.query", hidden, hidden), **linear(f"{path}.key", hidden, hidden),
+              **linear(f"{path}.value", hidden, hidden)}
+    if positions in RELATIVE_POSITIONS:
+        shapes.update(embedding(f"{path}.distance_embedding", 2 * config.max_position_embeddings - 1,
+                                hidden // config.num_attention_heads))
+    return shapes
+
+
+def _dense_and_norm(path: str, outputs: int, inputs: int) -> Shapes:
+    return {**linear(f"{path}.dense", outputs, inputs), **norm(f"{path}.LayerNorm", outputs)}
+
+
+def _bert_attention(path: str, config: ModelConfig, positions: str) -> Shapes:
+    return {**bert_self_attention(f"{path}.self", config, positions),
+            **_dense_and_norm(f"{path}.output", config.hidden_size, config.hidden_size)}
+
+
+def _bert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> Shapes:
+    return {**linear(f"{intermediate}.dense", config.intermediate_size, config.hidden_size),
+            **_dense_and_norm(output, config.hidden_size, config.intermediate_size)}
+
+
+def bert_layer(path: str, config: ModelConfig) -> Shapes:
+    """A `BertLayer` (RoBERTa's, LXMERT's are the same); cross-attention where the config adds it."""
+    shapes = _bert_attention(f"{path}.attention", config, config.position_embedding_type)
+    if config.add_cross_attention:
+        shapes.update(_bert_attention(f"{path}.crossattention", config, "absolute"))
+    shapes.update(_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config))
+    return shapes
+
+
+def bert_body(base: str) -> Body:
+    """The embeddings and the layers of a BERT-like model whose encoder is at `base` ("" for the bare model)."""
+    def body(config: ModelConfig) -> Shapes:
+        return {**bert_embeddings(under(base, "embeddings"), config),
+                **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, bert_layer, config)}
+
+    return body
+
+
+def _groupbert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> Shapes:
+    """A norm and a linear layer, then a grouped one (a convolution of width 1) and a projection."""
+    hidden, inner = config.hidden_size, config.intermediate_size
+    return {**norm(f"{intermediate}.LayerNorm", hidden), **linear(f"{intermediate}.dense", inner, hidden),
+            **convolution(f"{output}.grouped_matmul", hidden, inner, (1,), config.ffn_groups),
+            **linear(f"{output}.dense_output_projection", hidden, hidden)}
+
+
+def _groupbert_attention(path: str, config: ModelConfig, positions: str) -> Shapes:
+    hidden = config.hidden_size
+    return {**norm(f"{path}.LayerNorm", hidden), **bert_self_attention(f"{path}.self", config, positions),
+            **linear(f"{path}.output.dense", hidden, hidden)}
+
+
+def groupbert_layer(path: str, config: ModelConfig) -> Shapes:
+    """optimum-graphcore's `GroupBertLayer`: a convolution, a feed-forward, the attention, a feed-forward."""
+    hidden = config.hidden_size
+    groups = int(hidden / config.conv_group_size)
+    shapes = {**norm(f"{path}.convolution.prenorm", hidden), **linear(f"{path}.convolution.glu", 2 * hidden, hidden),
+              **convolution(f"{path}.convolution.groupconv", hidden, hidden, (config.conv_kernel_size,), groups),
+              **norm(f"{path}.convolution.conv_norm", hidden),
+              **linear(f"{path}.convolution.output_projection", hidden, hidden),
+              **_groupbert_feed_forward(f"{path}.intermediate_first", f"{path}.output_first", config),
+              **_groupbert_attention(f"{path}.attention", config, config.position_embedding_type)}
+    if config.add_cross_attention:
+        shapes.update(_groupbert_attention(f"{path}.crossattention", config, "absolute"))
+    shapes.update(_groupbert_feed_forward(f"{path}.intermediate_second", f"{path}.output_second", config))
+    return shapes
+
+
+def groupbert_body(config: ModelConfig) -> Shapes:
+    return {**bert_embeddings("bert.embeddings", config),
+            **_layers("bert.encoder.layer.{i}", config.num_hidden_layers, groupbert_layer, config),
+            **norm("bert.encoder.LayerNorm", config.hidden_size)}
+
+
+# --- MPNet, DistilBERT, DeBERTa --------------------------------------------------------------------------------------
+
+MPNET_DEFAULTS = {**_SIZES, "vocab_size": 30527, "relative_attention_num_buckets": 32}
+
+
+def _mpnet_layer(path: str, config: ModelConfig) -> Shapes:
+    hidden = config.hidden_size
+    shapes = {}
+    for projection in "qkvo":
+        shapes.update(linear(f"{path}.attention.attn.{projection}", hidden, hidden))
+    return {**shapes, **norm(f"{path}.attention.LayerNorm", hidden),
+            **_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config)}
+
+
+def mpnet_body(base: str) -> Body:
+    def body(config: ModelConfig) -> Shapes:
+        hidden = config.hidden_size
+        return {**embedding(under(base, "embeddings.word_embeddings"), config.vocab_size, hidden),
+                **embedding(under(base, "embeddings.position_embeddings"), config.max_position_embeddings, hidden),
+                **norm(under(base, "embeddings.LayerNorm"), hidden),
+                **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, _mpnet_layer, config),
+                **embedding(under(base, "encoder.relative_attention_bias"), config.relative_attention_num_buckets,
+                            config.num_attention_heads)}
+
+    return body
+
+
+DISTILBERT_DEFAULTS = {"vocab_size": 30522, "max_position_embeddings": 512, "sinusoidal_pos_embds": False,
+                       "n_layers": 6, "dim": 768, "hidden_dim": 3072, "tie_word_embeddings": True}
+
+
+def _distilbert_layer(path: str, config: ModelConfig) -> Shapes:
+    dim = config.dim
+    shapes = {}
+    for projection in ("q_lin", "k_lin", "v_lin", "out_lin"):
+        shapes.update(linear(f"{path}.attention.{projection}", dim, dim))
+    return {**shapes, **norm(f"{path}.sa_layer_norm", dim), **linear(f"{path}.ffn.lin1", config.hidden_dim, dim),
+            **linear(f"{path}.ffn.lin2", dim, config.hidden_dim), **norm(f"{path}.output_layer_norm", dim)}
+
+
+def distilbert_body(config: ModelConfig) -> Shapes:
+    return {**embedding("distilbert.embeddings.word_embeddings", config.vocab_size, config.dim),
+            **embedding("distilbert.embeddings.position_embeddings", config.max_position_embeddings, config.dim),
+            **norm("distilbert.embeddings.LayerNorm", config.dim),
+            **_layers("distilbert.transformer.layer.{i}", config.n_layers, _distilbert_layer, config)}
+
+
+# `talking_head` and `embedding_size`: not fields of DebertaConfig, read by the model where a config.json has them
+DEBERTA_DEFAULTS = {**_SIZES, "vocab_size": 50265, "type_vocab_size": 0, "relative_attention": False,
+                    "max_relative_positions": -1, "position_biased_input": True, "pos_att_type": (),
+                    "talking_head": False, "embedding_size": lambda c: c.hidden_size,
+                    "pooler_hidden_size": lambda c: c.hidden_size}
+
+
+def _deberta_attention_types(config: ModelConfig) -> Tuple[str, ...]:
+    """`pos_att_type`: a list, or a string such as "p2c|c2p" (DebertaConfig splits it)."""
+    kinds = config.pos_att_type
+    return tuple(kind.strip() for kind in kinds.lower().split("|")) if isinstance(kinds, str) else tuple(kinds)
+
+
+def _deberta_layer(path: str, config: ModelConfig) -> Shapes:
+    hidden, heads = config.hidden_size, config.num_attention_heads
+    attention = f"{path}.attention.self"
+    shapes = {**linear(f"{attention}.in_proj", 3 * hidden, hidden, bias=False), f"{attention}.q_bias": (hidden,),
+              f"{attention}.v_bias": (hidden,)}
+    if config.talking_head:
+        shapes.update({**linear(f"{attention}.head_logits_proj", heads, heads, bias=False),
+                       **linear(f"{attention}.head_weights_proj", heads, heads, bias=False)})
+    if config.relative_attention:
+        kinds = _deberta_attention_types(config)
+        if "c2p" in kinds:
+            shapes.update(linear(f"{attention}.pos_proj", hidden, hidden, bias=False))
+        if "p2c" in kinds:
+            shapes.update(linear(f"{attention}.pos_q_proj", hidden, hidden))
+    return {**shapes, **_dense_and_norm(f"{path}.attention.output", hidden, hidden),
+            **_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config)}
+
+
+def deberta_body(config: ModelConfig) -> Shapes:
+    width, hidden = config.embedding_size, config.hidden_size
+    shapes = embedding("deberta.embeddings.word_embeddings", config.vocab_size, width)
+    if config.position_biased_input:
+        shapes.update(embedding("deberta.embeddings.position_embeddings", config.max_position_embeddings, width))
+    if config.type_vocab_size > 0:
+        shapes.update(embedding("deberta.embeddings.token_type_embeddings", config.type_vocab_size, width))
+    if width != hidden:
+        shapes.update(linear("deberta.embeddings.embed_proj", hidden, width, bias=False))
+    shapes.update(norm("deberta.embeddings.LayerNorm", hidden))
+    shapes.update(_layers("deberta.encoder.layer.{i}", config.num_hidden_layers, _deberta_layer, config))
+    if config.relative_attention:
+        positions = config.max_relative_positions
+        positions = config.max_position_embeddings if positions < 1 else positions
+        shapes.update(embedding("deberta.encoder.rel_embeddings", 2 * positions, hidden))
+    return shapes
+
+
+# --- GPT-2 ---------------------------------------------------------------------------------------------------------
+
+GPT2_DEFAULTS = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12,
+                 "n_inner": lambda c: 4 * c.n_embd, "add_cross_attention": False, "tie_word_embeddings": True}
+
+
+def _gpt2_layer(path: str, config: ModelConfig) -> Shapes:
+    width, inner = config.n_embd, config.n_inner
+    shapes = {**norm(f"{path}.ln_1", width), **conv1d_transposed(f"{path}.attn.c_attn", 3 * width, width),
+              **conv1d_transposed(f"{path}.attn.c_proj", width, width), **norm(f"{path}.ln_2", width)}
+    if config.add_cross_attention:
+        shapes.update({**conv1d_transposed(f"{path}.crossattention.c_attn", 2 * width, width),
+                       **conv1d_transposed(f"{path}.crossattention.q_attn", width, width),
+                       **conv1d_transposed(f"{path}.crossattention.c_proj", width, width),
+                       **norm(f"{path}.ln_cross_attn", width)})
+    return {**shapes, **conv1d_transposed(f"{path}.mlp.c_fc", inner, width),
+            **conv1d_transposed(f"{path}.mlp.c_proj", width, inner)}
+
+
+def gpt2_body(config: ModelConfig) -> Shapes:
+    return {**embedding("transformer.wte", config.vocab_size, config.n_embd),
+            **embedding("transformer.wpe", config.n_positions, config.n_embd),
+            **_layers("transformer.h.{i}", config.n_layer, _gpt2_layer, config),
+            **norm("transformer.ln_f", config.n_embd)}
+
+
+# --- encoder-decoders: BART, T5, MT5, Whisper --------------------------------------------------------------------
+
+BART_DEFAULTS = {"num_labels": 3, "vocab_size": 50265, "max_position_embeddings": 1024, "d_model": 1024,
+                 "encoder_layers": 12, "decoder_layers": 12, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096,
+                 "tie_word_embeddings": True}
+T5_DEFAULTS = {"vocab_size": 32128, "d_model": 512, "d_kv": 64, "d_ff": 2048, "num_layers": 6,
+               "num_decoder_layers": lambda c: c.num_layers, "num_heads": 8, "relative_attention_num_buckets": 32,
+               "feed_forward_proj": "relu", "tie_word_embeddings": True}
+MT5_DEFAULTS = {**T5_DEFAULTS, "vocab_size": 250112, "d_ff": 1024, "num_layers": 8, "num_heads": 6,
+                "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
+WHISPER_DEFAULTS = {"vocab_size": 51865, "num_mel_bins": 80, "d_model": 256, "encoder_layers": 6, "decoder_layers": 6,
+                    "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536, "max_source_positions": 1500,
+                    "max_target_positions": 448, "tie_word_embeddings": True}
+
+
+def _attention(path: str, width: int, key_bias: bool = True) -> Shapes:
+    """BART's and Whisper's attention: k, v, q and out projections (Whisper's key without a bias)."""
+    return {**linear(f"{path}.k_proj", width, width, bias=key_bias), **linear(f"{path}.v_proj", width, width),
+            **linear(f"{path}.q_proj", width, width), **linear(f"{path}.out_proj", width, width)}
+
+
+def _seq2seq_layer(key_bias: bool, cross: bool, feed_forward: str) -> Callable[[str, ModelConfig], Shapes]:
+    """A BART or Whisper layer: self-attention, cross-attention in the decoder, two linear layers, norms after each."""
+    def layer(path: str, config: ModelConfig) -> Shapes:
+        width, inner = config.d_model, getattr(config, feed_forward)
+        shapes = {**_attention(f"{path}.self_attn", width, key_bias), **norm(f"{path}.self_attn_layer_norm", width)}
+        if cross:
+            shapes.update({**_attention(f"{path}.encoder_attn", width, key_bias),
+                           **norm(f"{path}.encoder_attn_layer_norm", width)})
+        return {**shapes, **linear(f"{path}.fc1", inner, width), **linear(f"{path}.fc2", width, inner),
+                **norm(f"{path}.final_layer_norm", width)}
+
+    return layer
+
+
+def bart_body(config: ModelConfig) -> Shapes:
+    """The shared embedding (each stack's `embed_tokens` is tied to it), then each stack: learned positions with an
+    offset of 2, the layers, the embedding norm."""
+    width = config.d_model
+    shapes = embedding("model.shared", config.vocab_size, width)
+    for stack, cross in (("encoder", False), ("decoder", True)):
+        shapes.update(embedding(f"model.{stack}.embed_positions", config.max_position_embeddings + 2, width))
+        shapes.update(_layers(f"model.{stack}.layers.{{i}}", getattr(config, f"{stack}_layers"),
+                              _seq2seq_layer(True, cross, f"{stack}_ffn_dim"), config))
+        shapes.update(norm(f"model.{stack}.layernorm_embedding", width))
+    return shapes
+
+
+def _t5_attention(path: str, config: ModelConfig, relative: bool) -> Shapes:
+    inner, width = config.num_heads * config.d_kv, config.d_model
+    shapes = {**linear(f"{path}.q", inner, width, bias=False), **linear(f"{path}.k", inner, width, bias=False),
+              **linear(f"{path}.v", inner, width, bias=False), **linear(f"{path}.o", width, inner, bias=False)}
+    if relative:
+        shapes.update(embedding(f"{path}.relative_attention_bias", config.relative_attention_num_buckets,
+                                config.num_heads))
+    return shapes
+
+
+def _t5_feed_forward(path: str, config: ModelConfig) -> Shapes:
+    """"gated-..." projections have two input matrices, `wi_0` and `wi_1`; the others one, `wi`."""
+    width, inner = config.d_model, config.d_ff
+    gated = config.feed_forward_proj.split("-")[0] == "gated"
+    inputs = ("wi_0", "wi_1") if gated else ("wi",)
+    shapes = {}
+    for name in inputs:
+        shapes.update(linear(f"{path}.DenseReluDense.{name}", inner, width, bias=False))
+    return {**shapes, **linear(f"{path}.DenseReluDense.wo", width, inner, bias=False),
+            **norm(f"{path}.layer_norm", width, bias=False)}
+
+
+def _t5_stack(stack: str, layers: int, config: ModelConfig) -> Shapes:
+    """A T5 stack: its first block alone holds the relative attention bias; the decoder's blocks attend to the
+    encoder too."""
+    shapes: Shapes = {}
+    decoder = stack == "decoder"
+    for index in range(layers):
+        block = f"{stack}.block.{index}.layer"
+        shapes.update({**_t5_attention(f"{block}.0.SelfAttention", config, index == 0),
+                       **norm(f"{block}.0.layer_norm", config.d_model, bias=False)})
+        if decoder:
+            shapes.update({**_t5_attention(f"{block}.1.EncDecAttention", config, False),
+                           **norm(f"{block}.1.layer_norm", config.d_model, bias=False)})
+        shapes.update(_t5_feed_forward(f"{block}.{2 if decoder else 1}", config))
+    return {**shapes, **norm(f"{stack}.final_layer_norm", config.d_model, bias=False)}
+
+
+def t5_body(decoder: bool) -> Body:
+    """The shared embedding (each stack's `embed_tokens` is tied to it), the encoder and, but in
+    `T5EncoderModel`, the decoder."""
+    def body(config: ModelConfig) -> Shapes:
+        shapes = {**embedding("shared", config.vocab_size, config.d_model),
+                  **_t5_stack("encoder", config.num_layers, config)}
+        return {**shapes, **_t5_stack("decoder", config.num_decoder_layers, config)} if decoder else shapes
+
+    return body
+
+
+def whisper_body(config: ModelConfig) -> Shapes:
+    width = config.d_model
+    return {
+        **convolution("model.encoder.conv1", width, config.num_mel_bins, (3,)),
+        **convolution("model.encoder.conv2", width, width, (3,)),
+        **embedding("model.encoder.embed_positions", config.max_source_positions, width),
+        **_layers("model.encoder.layers.{i}", config.encoder_layers, _seq2seq_layer(False, False, "encoder_ffn_dim"),
+                  config),
+        **norm("model.encoder.layer_norm", width),
+        **embedding("model.decoder.embed_tokens", config.vocab_size, width),
+        **embedding("model.decoder.embed_positions", config.max_target_positions, width),
+        **_layers("model.decoder.layers.{i}", config.decoder_layers, _seq2seq_layer(False, True, "decoder_ffn_dim"),
+                  config),
+        **norm("model.decoder.layer_norm", width),
+    }
+
+
+# --- vision: ViT, ConvNeXt -------------------------------------------------------------------------------------------
+
+VIT_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 12, "intermediate_size": 3072, "image_size": 224,
+                "patch_size": 16, "num_channels": 3, "qkv_bias": True}
+CONVNEXT_DEFAULTS = {"num_channels": 3, "patch_size": 4, "num_stages": 4, "hidden_sizes": [96, 192, 384, 768],
+                     "depths": [3, 3, 9, 3], "layer_scale_init_value": 1e-6}
+
+
+def _pair(value: Any) -> Tuple[int, int]:
+    return (value[0], value[1]) if isinstance(value, (list, tuple)) else (value, value)
+
+
+def _vit_layer(path: str, config: ModelConfig) -> Shapes:
+    hidden = config.hidden_size
+    attention = f"{path}.attention.attention"
+    return {**linear(f"{attention}.query", hidden, hidden, config.qkv_bias),
+            **linear(f"{attention}.key", hidden, hidden, config.qkv_bias),
+            **linear(f"{attention}.value", hidden, hidden, config.qkv_bias),
+            **linear(f"{path}.attention.output.dense", hidden, hidden),
+            **linear(f"{path}.intermediate.dense", config.intermediate_size, hidden),
+            **linear(f"{path}.output.dense", hidden, config.intermediate_size),
+            **norm(f"{path}.layernorm_before", hidden), **norm(f"{path}.layernorm_after", hidden)}
+
+
+def vit_body(config: ModelConfig) -> Shapes:
+    """ViT without its pooler (`ViTForImageClassification` has none): a class token, a position for it and each
+    patch, the patches' projection, the layers, the final norm."""
+    hidden = config.hidden_size
+    (height, width), (patch_height, patch_width) = _pair(config.image_size), _pair(config.patch_size)
+    patches = (height // patch_height) * (width // patch_width)
+    return {"vit.embeddings.cls_token": (1, 1, hidden), "vit.embeddings.position_embeddings": (1, patches + 1, hidden),
+            **convolution("vit.embeddings.patch_embeddings.projection", hidden, config.num_channels,
+                          (patch_height, patch_width)),
+            **_layers("vit.encoder.layer.{i}", config.num_hidden_layers, _vit_layer, config),
+            **norm("vit.layernorm", hidden)}
+
+
+def convnext_body(config: ModelConfig) -> Shapes:
+    """The patch embedding, then each stage: a downsampling (a norm and a 2x2 convolution) but in the first, and its
+    layers (a depthwise 7x7 convolution, a norm, two linear layers, a scale where `layer_scale_init_value` > 0)."""
+    sizes = config.hidden_sizes
+    shapes = {**convolution("convnext.embeddings.patch_embeddings", sizes[0], config.num_channels,
+                            _pair(config.patch_size)),
+              **norm("convnext.embeddings.layernorm", sizes[0])}
+    for stage in range(config.num_stages):
+        path, width = f"convnext.encoder.stages.{stage}", sizes[stage]
+        if stage > 0:
+            shapes.update({**norm(f"{path}.downsampling_layer.0", sizes[stage - 1]),
+                           **convolution(f"{path}.downsampling_layer.1", width, sizes[stage - 1], (2, 2))})
+        for index in range(config.depths[stage]):
+            layer = f"{path}.layers.{index}"
+            if config.layer_scale_init_value > 0:
+                shapes[f"{layer}.layer_scale_parameter"] = (width,)
+            shapes.update({**convolution(f"{layer}.dwconv", width, width, (7, 7), groups=width),
+                           **norm(f"{layer}.layernorm", width), **linear(f"{layer}.pwconv1", 4 * width, width),
+                           **linear(f"{layer}.pwconv2", width, 4 * width)})
+    return {**shapes, **norm("convnext.layernorm", sizes[-1])}
+
+
+# --- speech: HuBERT, Wav2Vec2 --------------------------------------------------------------------------------------
+
+_SPEECH = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "intermediate_size": 3072,
+           "feat_extract_norm": "group", "conv_dim": [512] * 7, "conv_kernel": [10, 3, 3, 3, 3, 2, 2],
+           "conv_bias": False, "num_conv_pos_embeddings": 128, "num_conv_pos_embedding_groups": 16,
+           "do_stable_layer_norm": False, "mask_time_prob": 0.05, "mask_feature_prob": 0.0,
+           "use_weighted_layer_sum": False, "classifier_proj_size": 256, "add_adapter": False,
+           "output_hidden_size": lambda c: c.hidden_size}
+# HubertConfig has no adapter: its CTC head reads `add_adapter` where a config.json has it
+HUBERT_DEFAULTS = {**_SPEECH, "feat_proj_layer_norm": True}
+WAV2VEC2_DEFAULTS = {**_SPEECH, "adapter_kernel_size": 3, "num_adapter_layers": 3, "num_codevectors_per_group": 320,
+                     "num_codevector_groups": 2, "codevector_dim": 256, "proj_codevector_dim": 256}
+
+
+def _speech_layer(path: str, config: ModelConfig) -> Shapes:
+    hidden, inner = config.hidden_size, config.intermediate_size
+    return {**_attention(f"{path}.attention", hidden), **norm(f"{path}.layer_norm", hidden),
+            **linear(f"{path}.feed_forward.intermediate_dense", inner, hidden),
+            **linear(f"{path}.feed_forward.output_dense", hidden, inner), **norm(f"{path}.final_layer_norm", hidden)}
+
+
+def _feature_encoder(path: str, config: ModelConfig) -> Shapes:
+    """The convolutions over the waveform: each normed where `feat_extract_norm` is "layer", the first alone where
+    it is "group"."""
+    shapes: Shapes = {}
+    channels = 1
+    for index, (width, kernel) in enumerate(zip(config.conv_dim, config.conv_kernel)):
+        layer = f"{path}.conv_layers.{index}"
+        shapes.update(convolution(f"{layer}.conv", width, channels, (kernel,), bias=config.conv_bias))
+        if config.feat_extract_norm == "layer" or index == 0 and config.feat_extract_norm == "group":
+            shapes.update(norm(f"{layer}.layer_norm", width))
+        channels = width
+    return shapes
+
+
+def speech_body(prefix: str, projection_norm: Callable[[ModelConfig], bool]) -> Body:
+    """A HuBERT or Wav2Vec2 model: the feature encoder and projection (its norm where `projection_norm` says),
+    the masked frames' embedding where masking is on, the weight-normed positional convolution, the layers, and
+    Wav2Vec2's adapter where `add_adapter` is set."""
+    def body(config: ModelConfig) -> Shapes:
+        hidden, features = config.hidden_size, config.conv_dim[-1]
+        shapes = _feature_encoder(f"{prefix}.feature_extractor", config)
+        if projection_norm(config):
+            shapes.update(norm(f"{prefix}.feature_projection.layer_norm", features))
+        shapes.update(linear(f"{prefix}.feature_projection.projection", hidden, features))
+        if config.mask_time_prob > 0 or config.mask_feature_prob > 0:
+            shapes[f"{prefix}.masked_spec_embed"] = (hidden,)
+        positions, kernel = f"{prefix}.encoder.pos_conv_embed.conv", config.num_conv_pos_embeddings
+        shapes.update({f"{positions}.weight_g": (1, 1, kernel),
+                       f"{positions}.weight_v": (hidden, hidden // config.num_conv_pos_embedding_groups, kernel),
+                       f"{positions}.bias": (hidden,)})
+        shapes.update(norm(f"{prefix}.encoder.layer_norm", hidden))
+        shapes.update(_layers(f"{prefix}.encoder.layers.{{i}}", config.num_hidden_layers, _speech_layer, config))
+        if prefix == "wav2vec2" and config.add_adapter:
+            shapes.update(_adapter(f"{prefix}.adapter", config))
+        return shapes
+
+    return body
+
+
+def _adapter(path: str, config: ModelConfig) -> Shapes:
+    """Wav2Vec2's adapter: a projection to `output_hidden_size` where it differs, then strided convolutions."""
+    hidden, output = config.hidden_size, config.output_hidden_size
+    shapes = {**linear(f"{path}.proj", output, hidden), **norm(f"{path}.proj_layer_norm", output)} \
+        if output != hidden else {}
+    for index in range(config.num_adapter_layers):
+        shapes.update(convolution(f"{path}.layers.{index}.conv", 2 * output, output, (config.adapter_kernel_size,)))
+    return shapes
+
+
+# --- LXMERT ----------------------------------------------------------------------------------------------------------
+
+LXMERT_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "intermediate_size": 3072, "max_position_embeddings": 512,
+                   "type_vocab_size": 2, "l_layers": 9, "x_layers": 5, "r_layers": 5, "visual_feat_dim": 2048,
+                   "visual_pos_dim": 4, "num_qa_labels": 9500}
+
+
+def _lxmert_cross_layer(path: str, config: ModelConfig) -> Shapes:
+    """An `LxmertXLayer`: the cross-attention (shared by both ways), each modality's self-attention and
+    feed-forward."""
+    hidden = config.hidden_size
+    shapes = {**bert_self_attention(f"{path}.visual_attention.att", config, "absolute"),
+              **_dense_and_norm(f"{path}.visual_attention.output", hidden, hidden)}
+    for modality in ("lang", "visn"):
+        shapes.update(_bert_attention(f"{path}.{modality}_self_att", config, "absolute"))
+    for modality in ("lang", "visn"):
+        shapes.update(_bert_feed_forward(f"{path}.{modality}_inter", f"{path}.{modality}_output", config))
+    return shapes
+
+
+def _lxmert_layer(path: str, config: ModelConfig) -> Shapes:
+    return {**_bert_attention(f"{path}.attention", config, "absolute"),
+            **_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config)}
+
+
+def lxmert_body(config: ModelConfig) -> Shapes:
+    hidden = config.hidden_size
+    visual = "lxmert.encoder.visn_fc"
+    return {**bert_embeddings("lxmert.embeddings", config),
+            **linear(f"{visual}.visn_fc", hidden, config.visual_feat_dim), **norm(f"{visual}.visn_layer_norm", hidden),
+            **linear(f"{visual}.box_fc", hidden, config.visual_pos_dim), **norm(f"{visual}.box_layer_norm", hidden),
+            **_layers("lxmert.encoder.layer.{i}", config.l_layers, _lxmert_layer, config),
+            **_layers("lxmert.encoder.x_layers.{i}", config.x_layers, _lxmert_cross_layer, config),
+            **_layers("lxmert.encoder.r_layers.{i}", config.r_layers, _lxmert_layer, config)}

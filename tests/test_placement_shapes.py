@@ -1,0 +1,282 @@
+"""The parameter formulas of every architecture (the bodies of bodies.py and the heads of architectures.py) against
+the `named_parameters()` of the model transformers builds (on the meta device: tests/meta_models.py), name for name
+and shape for shape, on both stacks: the tiny models of placement_models.py, a variant of each family with other
+sizes and the config flags that change its parameters, and the defaults of each config class."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import transformers
+
+from cli_helpers import run_alone
+from meta_models import model_class, model_config, named_shapes
+from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.parameters import from_config, loaded_names
+from placement_fixtures import PRESET
+from placement_models import TINY_MODELS
+
+MODERN = int(transformers.__version__.split(".")[0]) >= 5
+
+# per model type: the changes to the tiny config that give other sizes and the parameters its flags add or remove
+VARIANTS = {
+    "bert": {
+        "sizes": dict(vocab_size=50, hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
+                      type_vocab_size=3, max_position_embeddings=20, tie_word_embeddings=False, id2label={0: "a"}),
+        "relative": dict(position_embedding_type="relative_key_query"),
+        "cross-attention": dict(is_decoder=True, add_cross_attention=True),
+    },
+    "groupbert": {
+        "sizes": dict(vocab_size=50, hidden_size=48, num_attention_heads=3, intermediate_size=64, num_hidden_layers=2,
+                      ffn_groups=4, conv_group_size=8, conv_kernel_size=5, tie_word_embeddings=False),
+        "relative": dict(position_embedding_type="relative_key"),
+        "cross-attention": dict(is_decoder=True, add_cross_attention=True),
+    },
+    "roberta": {
+        "sizes": dict(vocab_size=50, hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
+                      type_vocab_size=1, tie_word_embeddings=False, id2label={0: "a", 1: "b", 2: "c"}),
+        "relative": dict(position_embedding_type="relative_key"),
+        "cross-attention": dict(is_decoder=True, add_cross_attention=True),
+    },
+    "mpnet": {
+        "sizes": dict(vocab_size=50, hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
+                      relative_attention_num_buckets=12, tie_word_embeddings=False),
+    },
+    "distilbert": {
+        "sizes": dict(vocab_size=50, dim=24, n_heads=3, hidden_dim=40, n_layers=2, max_position_embeddings=20,
+                      sinusoidal_pos_embds=True, tie_word_embeddings=False),
+    },
+    "deberta": {
+        "sizes": dict(vocab_size=50, hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
+                      type_vocab_size=2, position_biased_input=True, max_relative_positions=6, pos_att_type="p2c",
+                      pooler_hidden_size=24, tie_word_embeddings=False),
+        "absolute": dict(relative_attention=False, talking_head=True),
+        "projected": dict(embedding_size=12, pos_att_type="c2p|p2c", tie_word_embeddings=False),
+    },
+    "gpt2": {
+        "sizes": dict(vocab_size=70, n_embd=24, n_head=3, n_inner=50, n_layer=2, n_positions=20,
+                      tie_word_embeddings=False, id2label={0: "a", 1: "b", 2: "c"}),
+        "cross-attention": dict(add_cross_attention=True),
+    },
+    "bart": {
+        "sizes": dict(vocab_size=70, d_model=24, encoder_attention_heads=3, decoder_attention_heads=3,
+                      encoder_ffn_dim=40, decoder_ffn_dim=48, encoder_layers=3, decoder_layers=1,
+                      max_position_embeddings=40, tie_word_embeddings=False,
+                      id2label={0: "a", 1: "b", 2: "c", 3: "d"}),
+    },
+    "t5": {
+        "sizes": dict(vocab_size=70, d_model=24, d_kv=4, d_ff=40, num_heads=3, num_layers=3, num_decoder_layers=1,
+                      relative_attention_num_buckets=4, feed_forward_proj="gated-gelu", tie_word_embeddings=False),
+    },
+    "mt5": {
+        "sizes": dict(vocab_size=70, d_model=24, d_kv=4, d_ff=40, num_heads=3, num_layers=1, num_decoder_layers=3,
+                      feed_forward_proj="relu", tie_word_embeddings=True),
+    },
+    "whisper": {
+        "sizes": dict(vocab_size=70, d_model=24, encoder_attention_heads=3, decoder_attention_heads=3, num_mel_bins=10,
+                      encoder_ffn_dim=40, decoder_ffn_dim=44, encoder_layers=3, decoder_layers=1,
+                      max_source_positions=20, max_target_positions=24, tie_word_embeddings=False),
+    },
+    "vit": {
+        "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
+                      image_size=[24, 16], patch_size=8, num_channels=1, qkv_bias=False,
+                      id2label={0: "a", 1: "b", 2: "c"}),
+    },
+    "convnext": {
+        "sizes": dict(num_stages=3, hidden_sizes=[8, 12, 16], depths=[1, 1, 2], patch_size=4, num_channels=1,
+                      layer_scale_init_value=0.0, id2label={0: "a", 1: "b", 2: "c"}),
+    },
+    "hubert": {
+        "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=3,
+                      conv_dim=[8, 12], conv_kernel=[5, 3], conv_stride=[2, 2], feat_extract_norm="layer",
+                      conv_bias=True, do_stable_layer_norm=True, feat_proj_layer_norm=False, mask_time_prob=0.0,
+                      num_conv_pos_embeddings=6, num_conv_pos_embedding_groups=4, use_weighted_layer_sum=True,
+                      classifier_proj_size=6, vocab_size=20),
+    },
+    "wav2vec2": {
+        "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=3,
+                      conv_dim=[8, 12], conv_kernel=[5, 3], conv_stride=[2, 2], feat_extract_norm="layer",
+                      conv_bias=True, do_stable_layer_norm=True, mask_time_prob=0.0, mask_feature_prob=0.1,
+                      num_conv_pos_embeddings=6, num_conv_pos_embedding_groups=4, vocab_size=20,
+                      num_codevectors_per_group=3, num_codevector_groups=3, codevector_dim=6, proj_codevector_dim=5),
+        "adapter": dict(add_adapter=True, output_hidden_size=12, num_adapter_layers=2, adapter_kernel_size=2,
+                        mask_time_prob=0.0),
+    },
+    "lxmert": {
+        "sizes": dict(vocab_size=50, hidden_size=24, num_attention_heads=3, intermediate_size=40, l_layers=1,
+                      x_layers=2, r_layers=3, visual_feat_dim=6, visual_pos_dim=5, num_qa_labels=7,
+                      type_vocab_size=3),
+    },
+}
+
+# the variants transformers 5 builds otherwise: what it no longer has
+NOT_IN_TRANSFORMERS_5 = {
+    "relative": "transformers 5 dropped BERT's relative position embeddings (`position_embedding_type`)",
+}
+
+
+def cases():
+    for architecture, row in sorted(ARCHITECTURES.items()):
+        yield architecture, "tiny"
+        for variant in VARIANTS[row.model_types[0]]:
+            yield architecture, variant
+
+
+def config_values(architecture, variant):
+    row = ARCHITECTURES[architecture]
+    changes = {} if variant == "tiny" else VARIANTS[row.model_types[0]][variant]
+    return dict(TINY_MODELS[architecture].config, **changes, model_type=row.model_types[0],
+                architectures=[architecture])
+
+
+def formula(architecture, values):
+    row = ARCHITECTURES[architecture]
+    return from_config(row, row.config(values)).shapes
+
+
+def oracle(architecture, values):
+    """The `named_parameters()` of the model transformers builds, renamed as a checkpoint of it is read."""
+    named = named_shapes(architecture, values)
+    renamed = loaded_names(ARCHITECTURES[architecture], list(named))
+    return {renamed[name]: shape for name, shape in named.items()}
+
+
+def available(architecture, variant=None):
+    if model_class(architecture) is None:
+        pytest.skip(f"{architecture} is optimum-graphcore's own class, importable on the IPU-host stack only")
+    if MODERN and variant in NOT_IN_TRANSFORMERS_5:
+        pytest.skip(NOT_IN_TRANSFORMERS_5[variant])
+
+
+def config_json(architecture, values):
+    """The config.json transformers saves of a config built from `values`: every field it has, by its own
+    defaults (transformers 5's may differ from 4.29.2's)."""
+    saved = json.loads(model_config(architecture, values).to_json_string())
+    return dict(saved, architectures=[architecture])
+
+
+_DEBERTA_PROJECTED_HEAD = {
+    "cls.predictions.decoder.bias": (64,), "cls.predictions.decoder.weight": (64, 12),
+    "cls.predictions.transform.LayerNorm.bias": (12,), "cls.predictions.transform.LayerNorm.weight": (12,),
+    "cls.predictions.transform.dense.bias": (12,), "cls.predictions.transform.dense.weight": (12, 16),
+}
+_BART_UNTIED = {"model.decoder.embed_tokens.weight": (70, 24), "model.encoder.embed_tokens.weight": (70, 24)}
+# Where transformers 5 builds another model than 4.29.2 (which optimum-graphcore runs, and the formulas follow) from
+# the same config.json: {(architecture, variant): {parameter: its shape in transformers 5, None: it has none}}. With
+# `tie_word_embeddings` false, 5 unties BART's stack embeddings from the shared one and the MLM decoders' bias from
+# the head's; DeBERTa's MLM head works in `embedding_size`; T5's and MT5's heads are always tied.
+IN_TRANSFORMERS_5 = {
+    ("BartForConditionalGeneration", "sizes"): _BART_UNTIED,
+    ("BartForSequenceClassification", "sizes"): _BART_UNTIED,
+    ("BertForMaskedLM", "sizes"): {"cls.predictions.decoder.bias": (50,)},
+    ("BertForPreTraining", "sizes"): {"cls.predictions.decoder.bias": (50,)},
+    ("DebertaForMaskedLM", "sizes"): {"cls.predictions.decoder.bias": (50,)},
+    ("DebertaForMaskedLM", "projected"): _DEBERTA_PROJECTED_HEAD,
+    ("MPNetForMaskedLM", "sizes"): {"lm_head.decoder.bias": (50,)},
+    ("RobertaForMaskedLM", "sizes"): {"lm_head.decoder.bias": (50,)},
+    ("MT5ForConditionalGeneration", "defaults"): {"lm_head.weight": None},
+    ("T5ForConditionalGeneration", "flan-t5-xl"): {"lm_head.weight": None},
+}
+
+
+def as_built(architecture, variant, shapes):
+    """The parameters of `shapes` as the transformers here builds them."""
+    changes = IN_TRANSFORMERS_5.get((architecture, variant), {}) if MODERN else {}
+    changed = {**shapes, **changes}
+    return {name: shape for name, shape in changed.items() if shape is not None}
+
+
+@pytest.mark.parametrize("architecture, variant", list(cases()))
+def test_the_formulas_are_the_model_s_named_parameters(architecture, variant):
+    available(architecture, variant)
+    values = config_json(architecture, config_values(architecture, variant))
+    assert as_built(architecture, variant, formula(architecture, values)) == oracle(architecture, values)
+
+
+def test_every_family_has_a_variant_that_changes_its_parameters():
+    for architecture in ARCHITECTURES:
+        tiny = formula(architecture, config_values(architecture, "tiny"))
+        row = ARCHITECTURES[architecture]
+        for variant in VARIANTS[row.model_types[0]]:
+            assert formula(architecture, config_values(architecture, variant)) != tiny, (architecture, variant)
+
+
+# --- the defaults of a config.json's left-out fields ----------------------------------------------------------------
+
+ABSENT = "absent"
+# fields the models read with a default of their own where a config.json has them (not fields of the config class),
+# or whose null the model reads as a size: {(model type, field): the class's value}
+READ_BY_THE_MODEL = {
+    ("deberta", "embedding_size"): ABSENT, ("deberta", "talking_head"): ABSENT, ("hubert", "add_adapter"): ABSENT,
+    ("hubert", "output_hidden_size"): ABSENT, ("gpt2", "n_inner"): None,
+}
+# the defaults transformers 5's config classes changed (or fields they dropped):
+# {(model type, field): (4.29.2's value, 5's value)}
+CHANGED_IN_TRANSFORMERS_5 = {
+    ("bert", "position_embedding_type"): ("absolute", ABSENT),
+    ("roberta", "position_embedding_type"): ("absolute", ABSENT), ("roberta", "vocab_size"): (30522, 50265),
+    ("mt5", "tie_word_embeddings"): (False, True), ("whisper", "d_model"): (256, 384),
+    ("whisper", "encoder_layers"): (6, 4), ("whisper", "decoder_layers"): (6, 4),
+    ("whisper", "encoder_attention_heads"): (4, 6), ("whisper", "decoder_attention_heads"): (4, 6),
+}
+
+
+def plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+@pytest.mark.parametrize("architecture", sorted(ARCHITECTURES))
+def test_each_default_is_the_config_class_s(architecture):
+    available(architecture)
+    row = ARCHITECTURES[architecture]
+    model_type = row.model_types[0]
+    ours, theirs = row.config({}), model_class(architecture).config_class()
+    for field in [*row.defaults, "num_labels"]:
+        expected = plain(getattr(ours, field))
+        if (model_type, field) in READ_BY_THE_MODEL:
+            expected = READ_BY_THE_MODEL[model_type, field]
+        elif MODERN and (model_type, field) in CHANGED_IN_TRANSFORMERS_5:
+            expected = CHANGED_IN_TRANSFORMERS_5[model_type, field][1]
+        their_value = getattr(theirs, field, ABSENT)
+        if field == "pos_att_type" and their_value is None:  # DebertaConfig keeps the null its model reads as none
+            their_value = []
+        assert plain(their_value) == expected, field
+
+
+@pytest.mark.parametrize("architecture", sorted(ARCHITECTURES))
+def test_a_config_json_leaving_every_size_out_is_sized_by_the_defaults(architecture):
+    """The full-size model of 4.29.2's defaults (on transformers 5, its changed defaults given as 4.29.2's)."""
+    available(architecture)
+    row = ARCHITECTURES[architecture]
+    model_type = row.model_types[0]
+    values = {"model_type": model_type, "architectures": [architecture]}
+    older = {field: old for (kind, field), (old, new) in CHANGED_IN_TRANSFORMERS_5.items()
+             if MODERN and kind == model_type and new != ABSENT}
+    assert as_built(architecture, "defaults", formula(architecture, values)) == oracle(architecture,
+                                                                                       dict(values, **older))
+
+
+# --- full-size models known by their config.json alone -----------------------------------------------------------
+
+FULL_SIZE = Path(__file__).resolve().parent / "full_size"
+# their parameters as transformers 4.29.2 builds them (each tied weight once), as their model cards give them
+FULL_SIZE_PARAMETERS = {
+    "bert-large-uncased": 335_174_458, "gpt2-medium": 354_823_168, "t5-small": 60_506_624,
+    "flan-t5-xl": 2_849_757_184, "whisper-small": 241_734_912, "wav2vec2-base": 95_044_608,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FULL_SIZE_PARAMETERS))
+def test_a_full_size_model_known_by_its_config_json_alone_is_sized_exactly(name):
+    values = json.loads((FULL_SIZE / name / "config.json").read_text())
+    architecture = values["architectures"][0]
+    shapes = formula(architecture, values)
+    assert sum(math.prod(shape) for shape in shapes.values()) == FULL_SIZE_PARAMETERS[name]
+    assert as_built(architecture, name, shapes) == oracle(architecture, values)
+
+
+def test_placing_a_folder_of_a_config_json_alone_imports_neither_torch_nor_transformers():
+    assert sorted(path.name for path in FULL_SIZE.iterdir()) == sorted(FULL_SIZE_PARAMETERS)
+    for name in sorted(FULL_SIZE_PARAMETERS):
+        assert run_alone("place", PRESET, "--model", FULL_SIZE / name) == "0 []", name
