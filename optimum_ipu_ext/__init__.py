@@ -6,6 +6,7 @@ from .errors import (
     ArchitectureError,
     BuilderError,
     ConfigFileError,
+    ConfigMigrationWarning,
     HubAccessDeniedError,
     HubConfigFileError,
     HubError,
@@ -63,6 +64,7 @@ __all__ = [
     "HubVisibilityError",
     "HubConfigFileError",
     "BuilderError",
+    "ConfigMigrationWarning",
 ]
 
 

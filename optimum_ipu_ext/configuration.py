@@ -5,10 +5,10 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 from huggingface_hub import CommitInfo
 
-from . import hub
+from . import hub, migration
 from .base import BaseIPUConfig
 from .bundled_base import transformers_defaults
-from .core import carry_over_legacy_keys, check_keys, dump, read_config_file, write_text_atomically
+from .core import check_keys, dump, read_config_file, write_text_atomically
 from .errors import IPUConfigError
 from .mixin import SettingsMixin
 from .settings import EXTENSION_SETTINGS, VERSION_KEYS
@@ -90,7 +90,9 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
 
         Keyword arguments are those of `transformers.PretrainedConfig.from_pretrained` (`revision`, `subfolder`,
         `cache_dir`, `force_download`, `local_files_only`, `token`, ...) and settings overriding the loaded
-        values. `token` works with every supported transformers release (`use_auth_token` too).
+        values. A file an earlier optimum-graphcore release wrote loads in 0.7.1's terms, with a `FutureWarning`
+        per key it changes (docs/compatibility.md); `pod_type="pod16"` chooses the values of its per-pod-type
+        settings (default: their "default"). `token` works with every supported transformers release (`use_auth_token` too).
 
         When the Hub is down or answers with server errors, the answer comes within seconds: the cached copy if
         there is one (with a logged warning), else a `HubUnavailableError`.
@@ -102,7 +104,9 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
             ConfigFileError: the file is not a JSON object, or a local path (`x.json`, `./x`, `dir/`) does not
                 exist or is a folder without `ipu_config.json`; nothing is asked of the Hub then.
             UnknownSettingError: the file has a key no release ever had.
+            InvalidSettingError: `pod_type` is not a pod type, or a per-pod-type value has none for it.
         """
+        pod_type = kwargs.pop("pod_type", None)
         source = hub.HubSource.of(pretrained_model_name_or_path, cls.CONFIG_NAME, kwargs)
         arguments = hub.load_arguments(kwargs)
         with hub.load_errors(source):
@@ -111,8 +115,7 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
             )
         loaded = str(source) if source else repr(str(pretrained_model_name_or_path))
         try:
-            carry_over_legacy_keys(config_dict, loaded)
-            return cls.from_dict(config_dict, **overrides)
+            return cls.from_dict(migration.migrate_and_warn(config_dict, loaded, pod_type), **overrides)
         except IPUConfigError as error:
             error.args = (f"{error} (loading {loaded})",)
             raise

@@ -8,14 +8,13 @@ package's shell (the classes, the Hub, the importer, the recorder, the CLI).
 
 import json
 import os
-import warnings
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
+from . import migration
 from .build import check_execution_strategies, check_reserved_ipus
-from .errors import ConfigFileError, IncompatibleSettingsError, SettingTypeError, UnknownSettingError, as_json
-from .legacy import LEGACY_KEYS, LegacyKey
+from .errors import ConfigFileError, IncompatibleSettingsError, UnknownSettingError, as_json
 from .popdist import PopDistLaunch
-from .schema import describe, parse_update_string, type_checker
+from .schema import parse_update_string
 from .settings import (
     BASE_SETTINGS,
     MAX_IPUS_IN_A_JOB,
@@ -82,41 +81,10 @@ def carry_over_legacy_keys(values: Dict[str, Any], source: Optional[str] = None)
     """Replaces, in `values`, each key of an earlier release by the current settings that hold its value, or drops
     it where none does, with a `FutureWarning` naming `source` (the file or repository) and the new key. A legacy
     key whose value disagrees with a current setting given too is an error."""
-    where = f" in {source}" if source else ""
-    for key in [key for key in values if key in LEGACY_KEYS]:
-        legacy, value = LEGACY_KEYS[key], values.pop(key)
-        carried = _carried(key, value, legacy)
-        if not carried:
-            warnings.warn(f"`{key}`{where} is no longer an IPUConfig setting and is ignored: {legacy.note}", FutureWarning)
-            continue
-        for name, carried_value in carried.items():
-            given = values.get(name)
-            if isinstance(carried_value, dict):  # entries of `popart_options`: merged into those given
-                given = given or {}
-                clash = {option: given[option] for option in carried_value if option in given}
-                if any(given[option] != carried_value[option] for option in clash):
-                    _refuse_both(key, value, name, clash)
-                carried_value = {**given, **carried_value}
-            elif name in values and given != carried_value:
-                _refuse_both(key, value, name, given)
-            values[name] = carried_value
-        assignments = ", ".join(f"`{name}={as_json(carried_value)}`" for name, carried_value in carried.items())
-        warnings.warn(f"`{key}`{where} is no longer an IPUConfig setting; its value is carried over as "
-                      f"{assignments}: {legacy.note} Write the new key instead.", FutureWarning)
-
-
-def _carried(key: str, value: Any, legacy: LegacyKey) -> Dict[str, Any]:
-    if legacy.carry is None:
-        return {}
-    if value is not None and not type_checker(legacy.kind)(value):
-        raise SettingTypeError(key, value, f"{describe(legacy.kind)}, or null")
-    return legacy.carry(value)
-
-
-def _refuse_both(key: str, value: Any, name: str, given: Any) -> None:
-    raise IncompatibleSettingsError(
-        key, value, f"it is carried over to `{name}`, which is given too, as {as_json(given)}: give `{name}` only"
-    )
+    carried = migration.carry_over_legacy_keys(values, source)
+    values.clear()
+    values.update(carried.config)
+    migration.warn(carried.migrations)
 
 
 def derive_base_settings(given: Mapping[str, Any]) -> Dict[str, Any]:

@@ -45,6 +45,11 @@ def _rebuild_error(error_class: type, args: tuple, state: dict) -> IPUConfigErro
     return error
 
 
+class ConfigMigrationWarning(FutureWarning):
+    """A file of an earlier optimum-graphcore release was read in 0.7.1's terms: says which key became what, and
+    the release that changed it (docs/compatibility.md)."""
+
+
 class InvalidSettingError(IPUConfigError, ValueError):
     """A setting has a value outside what it allows.
 

@@ -55,5 +55,8 @@ LEGACY_KEYS = {
         "deprecated in optimum-graphcore 0.4.0, which always runs inference sharded; "
         "`inference_execution_strategy` (default: sharded) chooses it.",
         bool, _when_on({"inference_execution_strategy": "sharded"})),
+    "async_dataloader": LegacyKey(
+        "never read by IPUConfig: it came in the example configs of optimum-graphcore 0.1.0 and 0.2.0, which the "
+        'trainer saved back; the `dataloader_mode="async"` training argument chooses an asynchronous data loader.'),
     "_mode": LegacyKey("written by optimum-graphcore 0.6.1; `train()` and `eval()` choose the mode."),
 }

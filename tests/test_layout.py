@@ -11,9 +11,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "optimum_ipu_ext"
 
 CORE = {
-    "optimum_ipu_ext.errors", "optimum_ipu_ext.legacy", "optimum_ipu_ext.plan", "optimum_ipu_ext.schema",
-    "optimum_ipu_ext.settings", "optimum_ipu_ext.popdist", "optimum_ipu_ext.build", "optimum_ipu_ext.core",
-    "optimum_ipu_ext.documents", "optimum_ipu_ext.placement", "optimum_ipu_ext.placement.checkpoint",
+    "optimum_ipu_ext.errors", "optimum_ipu_ext.legacy", "optimum_ipu_ext.migration", "optimum_ipu_ext.plan",
+    "optimum_ipu_ext.schema", "optimum_ipu_ext.settings", "optimum_ipu_ext.popdist", "optimum_ipu_ext.build",
+    "optimum_ipu_ext.core", "optimum_ipu_ext.documents", "optimum_ipu_ext.placement",
+    "optimum_ipu_ext.placement.checkpoint",
     "optimum_ipu_ext.sdk_enums", "optimum_ipu_ext._version", "optimum_ipu_ext.option_files",
     "optimum_ipu_ext.placement.rules", "optimum_ipu_ext.placement.architectures", "optimum_ipu_ext.placement.layout",
     "optimum_ipu_ext.placement.parameters", "optimum_ipu_ext.placement.memory", "optimum_ipu_ext.placement.balance",

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..build import MAX_IPUS_PER_PROCESS, reserved_ipus as rounded_up, shards_optimizer_state
 from ..errors import IncompatibleSettingsError, as_json
+from ..migration import migrate_and_warn
 from ..mixin import SettingsMixin
 from ..plain import PlainIPUConfig
 from ..popdist import PopDistLaunch
@@ -173,16 +174,18 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
     out.write(code)
 
 
-def problems(source: str, revision: Optional[str] = None, updates: Optional[Dict[str, Any]] = None) -> List[str]:
+def problems(source: str, revision: Optional[str] = None, updates: Optional[Dict[str, Any]] = None,
+             pod_type: Optional[str] = None) -> List[str]:
     """The problems the class finds in a configuration, with the settings `updates` (`--set`) replacing its own, one
-    line each (`SOURCE: message`).
+    line each (`SOURCE: message`). A file of an earlier release is read in 0.7.1's terms first (`pod_type` choosing
+    its per-pod-type values), with a warning per key that changed.
 
     The first is reported as the class raises it. When it is about one setting, that setting is put back to
     its default and the rest checked again, so every setting that is invalid on its own is reported; a
     disagreement between settings is reported only first, as later ones could come from the defaults put back.
     """
     try:
-        config_dict = load_dict(source, revision)
+        config_dict = migrate_and_warn(load_dict(source, revision), pod_type=pod_type)
     except CommandError as error:
         return [str(error)]
     except (OSError, ValueError) as error:

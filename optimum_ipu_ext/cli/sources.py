@@ -13,7 +13,8 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-from ..core import CONFIG_NAME, local_config_file, looks_like_path, read_config_file
+from ..core import CONFIG_NAME, dump, local_config_file, looks_like_path, read_config_file, write_text_atomically
+from ..migration import migrate
 from ..mixin import SettingsMixin
 from ..plain import PlainIPUConfig
 from ..schema import parse_update_string
@@ -50,21 +51,23 @@ def preset(source: str) -> Optional[Dict[str, Any]]:
     return None if text is None else json.loads(text)
 
 
-def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = ()) -> SettingsMixin:
-    """The configuration of a JSON file, a directory, a preset or a Hub repository, with `--set` updates applied."""
+def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (),
+         pod_type: Optional[str] = None) -> SettingsMixin:
+    """The configuration of a JSON file, a directory, a preset or a Hub repository, with `--set` updates applied;
+    `pod_type` (`--pod-type`) chooses the values of an earlier release's per-pod-type settings."""
     bundled = preset(source)
     if is_local(source) or bundled is not None:
         if revision:
             kind = "a preset" if bundled is not None else "a local path"
             raise CommandError(f"{source}: {kind}; --revision applies to Hub repositories")
         config: SettingsMixin = PlainIPUConfig.from_dict(bundled) if bundled is not None \
-            else PlainIPUConfig.from_json_file(local_config_file(source))
+            else PlainIPUConfig.from_json_file(local_config_file(source), pod_type=pod_type)
     else:
         from ..configuration import IPUConfig
 
         quiet_client()
         with progress(Stream(sys.stderr), f"Loading {source}"):
-            config = IPUConfig.from_pretrained(source, revision=revision, token=get_token())
+            config = IPUConfig.from_pretrained(source, revision=revision, token=get_token(), pod_type=pod_type)
     apply_updates(config, updates)
     return config
 
@@ -110,6 +113,29 @@ def write_config(config: SettingsMixin, out_dir: str, force: bool) -> str:
         raise CommandError(f"{target}: exists; pass --force to overwrite it")
     config.save_pretrained(out_dir)
     return target
+
+
+def upgrade_file(source: str, pod_type: Optional[str], backup: bool) -> str:
+    """Rewrites the local config `source` in optimum-graphcore 0.7.1's terms, first copying it to `FILE.bak` with
+    `backup`; returns what was done and each change, a line each. A file already in those terms, or that cannot be
+    read or upgraded, is left untouched."""
+    path = local_config_file(source)
+    try:
+        migrated = migrate(read_config_file(path), pod_type=pod_type)
+        PlainIPUConfig.from_dict(migrated.config)  # the upgraded settings are valid before anything is written
+    except (ValueError, TypeError) as error:
+        raise CommandError(f"{path}: {one_line(error)} The file is left as it is.") from error
+    if not migrated.migrations:
+        return f"{path}: already in optimum-graphcore 0.7.1's terms; left as it is"
+    kept = f"{path}.bak"
+    if backup:
+        if os.path.exists(kept):
+            raise CommandError(f"{kept}: exists; move it away or pass --no-backup. {path} is left as it is.")
+        with open(path, encoding="utf-8", newline="") as reader:
+            write_text_atomically(kept, reader.read())
+    write_text_atomically(path, dump(migrated.config))
+    changes = [f"  {migration.message}" for migration in migrated.migrations]
+    return "\n".join([f"Upgraded {path}" + (f" (the original is kept as {kept})" if backup else "") + ":", *changes])
 
 
 def presets() -> Dict[str, str]:
