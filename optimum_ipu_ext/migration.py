@@ -73,6 +73,8 @@ def migrate(raw: Dict[str, Any], source: Optional[str] = None, pod_type: Optiona
         config[key] = value
 
     for key, value in raw.items():
+        if key not in SETTINGS and key not in LEGACY_KEYS:
+            continue  # a transformers key is no IPU setting; a key no release had is refused as it is
         if _is_per_pod_type(value):
             if pod_type in value:
                 taken = f", its value for {pod_type}"
