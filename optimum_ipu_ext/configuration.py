@@ -90,9 +90,10 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
 
         Keyword arguments are those of `transformers.PretrainedConfig.from_pretrained` (`revision`, `subfolder`,
         `cache_dir`, `force_download`, `local_files_only`, `token`, ...) and settings overriding the loaded
-        values. A file an earlier optimum-graphcore release wrote loads in 0.7.1's terms, with a `FutureWarning`
+        values. `token` works with every supported transformers release (`use_auth_token` too). A file an earlier
+        optimum-graphcore release wrote loads in 0.7.1's terms, with a `ConfigMigrationWarning` (a `FutureWarning`)
         per key it changes (docs/compatibility.md); `pod_type="pod16"` chooses the values of its per-pod-type
-        settings (default: their "default"). `token` works with every supported transformers release (`use_auth_token` too).
+        settings (default: their "default").
 
         When the Hub is down or answers with server errors, the answer comes within seconds: the cached copy if
         there is one (with a logged warning), else a `HubUnavailableError`.

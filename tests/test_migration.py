@@ -28,18 +28,16 @@ MOMENTUM = ("deprecated in optimum-graphcore 0.4.0; the trainer accumulates mome
             "training argument is given.")
 
 # {corpus file: the keys it migrates, in order}; a file absent here is refused (REFUSED)
+PODS, ZERO, ONE, HALF = ("replication_factor inference_replication_factor", "embedding_serialization_factor",
+                         "matmul_proportion", "enable_half_first_order_momentum")
 MIGRATED_KEYS = {
-    "hub__Graphcore__t5-small-ipu@7e8abbc8.json": "replication_factor inference_replication_factor "
-                                                   "enable_half_first_order_momentum",
-    "hub__Graphcore__wav2vec2-ctc-base-ipu@b0b565b4.json": "replication_factor inference_replication_factor "
-                                                           "embedding_serialization_factor enable_half_first_order_momentum",
-    "hub__Graphcore__hubert-base-ipu@1f874ab3.json": "replication_factor inference_replication_factor "
-                                                     "enable_half_first_order_momentum",
-    "hub__Graphcore__wav2vec2-large-ipu@ccf13224.json": "replication_factor inference_replication_factor "
-                                                        "embedding_serialization_factor enable_half_first_order_momentum",
-    "hub__Graphcore__gpt2-medium-ipu@4063b4ba.json": "embedding_serialization_factor enable_half_first_order_momentum",
-    "hub__Graphcore__roberta-large-ipu@007eb787.json": "enable_half_first_order_momentum",
-    "hub__Graphcore__wav2vec2-base-ipu@774002bd.json": "enable_half_first_order_momentum",
+    "hub__Graphcore__t5-small-ipu@7e8abbc8.json": f"{PODS} {HALF}",
+    "hub__Graphcore__wav2vec2-ctc-base-ipu@b0b565b4.json": f"{PODS} {ZERO} {HALF}",
+    "hub__Graphcore__hubert-base-ipu@1f874ab3.json": f"{PODS} {HALF}",
+    "hub__Graphcore__wav2vec2-large-ipu@ccf13224.json": f"{PODS} {ZERO} {HALF}",
+    "hub__Graphcore__gpt2-medium-ipu@4063b4ba.json": f"{ZERO} {HALF}",
+    "hub__Graphcore__roberta-large-ipu@007eb787.json": HALF,
+    "hub__Graphcore__wav2vec2-base-ipu@774002bd.json": HALF,
     "hub__Graphcore__roberta-base-squad2@c804a1c2.json": "profile_dir",
     "hub__Graphcore__hubert-base-ipu@main.json": "",
     "hub__Graphcore__vit-base-ipu@main.json": "",
@@ -47,39 +45,28 @@ MIGRATED_KEYS = {
     "hub__Graphcore__bert-large-ipu@main.json": "",
     "hub__Graphcore__wav2vec2-base-ipu@main.json": "",
     "hub__Graphcore__whisper-small-ipu@main.json": "",
-    "optimum-graphcore__language-modeling@c68fb894.json": "matmul_proportion async_dataloader "
-                                                          "enable_half_first_order_momentum",
-    "optimum-graphcore__question-answering@7c13b3ff.json": "matmul_proportion async_dataloader "
-                                                           "enable_half_first_order_momentum random_seed",
-    "optimum-graphcore__multiple-choice@5b771905.json": "matmul_proportion async_dataloader "
-                                                        "enable_half_first_order_momentum",
-    "optimum-graphcore__multiple-choice@69f1d02d.json": "matmul_proportion async_dataloader "
-                                                        "enable_half_first_order_momentum",
-    "optimum-graphcore__question-answering_roberta-large@fcec7f88.json": "async_dataloader "
-                                                                         "enable_half_first_order_momentum",
-    "optimum-graphcore__language-modeling@92316f39.json": "matmul_proportion enable_half_first_order_momentum",
-    "optimum-graphcore__text-classification_xnli_ipu_config@92316f39.json": "matmul_proportion "
-                                                                            "enable_half_first_order_momentum",
-    "optimum-graphcore__translation@a68820c3.json": "embedding_serialization_factor matmul_proportion "
-                                                    "enable_half_first_order_momentum",
-    "optimum-graphcore__translation@83d64e25.json": "embedding_serialization_factor matmul_proportion "
-                                                    "enable_half_first_order_momentum",
-    "optimum-graphcore__summarization@46596a9b.json": "enable_half_first_order_momentum",
-    "optimum-graphcore__translation@46596a9b.json": "embedding_serialization_factor matmul_proportion "
-                                                    "enable_half_first_order_momentum",
-    "optimum-graphcore__summarization@c25614dc.json": "enable_half_first_order_momentum",
-    "optimum-graphcore__summarization@e0951130.json": "enable_half_first_order_momentum",
-    **{f"optimum-graphcore__audio-classification_hubert-base@{commit}.json":
-       "replication_factor inference_replication_factor enable_half_first_order_momentum"
+    "optimum-graphcore__language-modeling@c68fb894.json": f"{ONE} async_dataloader {HALF}",
+    "optimum-graphcore__question-answering@7c13b3ff.json": f"{ONE} async_dataloader {HALF} random_seed",
+    "optimum-graphcore__multiple-choice@5b771905.json": f"{ONE} async_dataloader {HALF}",
+    "optimum-graphcore__multiple-choice@69f1d02d.json": f"{ONE} async_dataloader {HALF}",
+    "optimum-graphcore__question-answering_roberta-large@fcec7f88.json": f"async_dataloader {HALF}",
+    "optimum-graphcore__language-modeling@92316f39.json": f"{ONE} {HALF}",
+    "optimum-graphcore__text-classification_xnli_ipu_config@92316f39.json": f"{ONE} {HALF}",
+    "optimum-graphcore__translation@a68820c3.json": f"{ZERO} {ONE} {HALF}",
+    "optimum-graphcore__translation@83d64e25.json": f"{ZERO} {ONE} {HALF}",
+    "optimum-graphcore__summarization@46596a9b.json": HALF,
+    "optimum-graphcore__translation@46596a9b.json": f"{ZERO} {ONE} {HALF}",
+    "optimum-graphcore__summarization@c25614dc.json": HALF,
+    "optimum-graphcore__summarization@e0951130.json": HALF,
+    **{f"optimum-graphcore__audio-classification_hubert-base@{commit}.json": f"{PODS} {HALF}"
        for commit in ("2ecf7027", "e812aaff", "7ff97762", "d3388eb5")},
-    **{f"optimum-graphcore__speech-{name}@{commit}.json": "embedding_serialization_factor "
-                                                          "enable_half_first_order_momentum"
-       for name, commit in (("pretraining_base_4-ipu_config", "da3cbf3f"), ("pretraining_large_8-ipu_config", "57bc3963"),
-                            ("recognition_base_4-ipu_config", "4242bef3"), ("pretraining_base_4-ipu_config", "ba3f822c"),
-                            ("pretraining_large_8-ipu_config", "ba3f822c"), ("recognition_base_4-ipu_config", "ba3f822c"),
-                            ("recognition_large_8-ipu_config", "3ff2e1e9"), ("pretraining_base_4-ipu_config", "21817077"))},
-    "optimum-graphcore__language-modeling@87e9273f.json": "matmul_proportion enable_half_first_order_momentum",
-    "optimum-graphcore__t5Encoder@a5727597.json": "enable_half_first_order_momentum",
+    **{f"optimum-graphcore__speech-{name}-ipu_config@{commit}.json": f"{ZERO} {HALF}"
+       for name, commit in (("pretraining_base_4", "da3cbf3f"), ("pretraining_large_8", "57bc3963"),
+                            ("recognition_base_4", "4242bef3"), ("pretraining_base_4", "ba3f822c"),
+                            ("pretraining_large_8", "ba3f822c"), ("recognition_base_4", "ba3f822c"),
+                            ("recognition_large_8", "3ff2e1e9"), ("pretraining_base_4", "21817077"))},
+    "optimum-graphcore__language-modeling@87e9273f.json": f"{ONE} {HALF}",
+    "optimum-graphcore__t5Encoder@a5727597.json": HALF,
 }
 # {corpus file: (error, its message with {path} for the file)}: what no release's IPUConfig read, as refused today
 REFUSED = {
@@ -114,13 +101,15 @@ def test_the_index_lists_every_corpus_file_once_with_its_source():
     assert sorted(entry["file"] for entry in INDEX) == sorted(path.name for path in DATA.glob("*@*.json"))
     assert sorted({**MIGRATED_KEYS, **REFUSED}) == sorted(entry["file"] for entry in INDEX)
     for entry in INDEX:
-        assert entry["url"].startswith(("https://huggingface.co/", "https://github.com/huggingface/optimum-graphcore/"))
+        assert entry["url"].startswith(("https://huggingface.co/Graphcore/",
+                                        "https://github.com/huggingface/optimum-graphcore/"))
         assert entry["revision"] in entry["url"] and entry["written_for"] and entry["copy"]
 
 
 def test_the_corpus_has_every_format_of_the_issue():
     raws = [json.loads((DATA / name).read_text()) for name in LOADED]
-    assert any(isinstance(raw.get("replication_factor"), dict) and "pod128" in raw["replication_factor"] for raw in raws)
+    per_pod_type = [raw["replication_factor"] for raw in raws if isinstance(raw.get("replication_factor"), dict)]
+    assert any("pod128" in value for value in per_pod_type) and any("pod8" in value for value in per_pod_type)
     assert any(raw.get("embedding_serialization_factor") == 0 for raw in raws)
     assert any(raw.get("matmul_proportion") == [0.25] and raw.get("ipus_per_replica") == 4 for raw in raws)
     assert any(raw.get("serialized_embedding_splits_per_ipu") == [4, 4, 0, 0] for raw in raws)
@@ -241,8 +230,9 @@ def test_a_serialization_factor_of_0_is_not_serialised():
 def test_the_string_null_is_null_where_a_setting_takes_no_string():
     assert migrate({"embedding_serialization_factor": "null"}, "a.json") == (
         {"embedding_serialization_factor": None},
-        [Migration("embedding_serialization_factor", '`embedding_serialization_factor` in a.json is the string "null", '
-                   "which optimum-graphcore 0.6.1 no longer reads: it becomes `embedding_serialization_factor=null`.")])
+        [Migration("embedding_serialization_factor", '`embedding_serialization_factor` in a.json is the string '
+                   '"null", which optimum-graphcore 0.6.1 no longer reads: it becomes '
+                   "`embedding_serialization_factor=null`.")])
     for kept in ({"executable_cache_dir": "null"}, {"not_a_setting": "null"}, {"seed": "none"}):
         assert migrate(kept) == (kept, [])
 
@@ -267,9 +257,9 @@ def test_a_proportion_0_7_1_reads_stays(kept):
 
 def test_async_dataloader_is_dropped_naming_what_chooses_it_now():
     assert migrate({"async_dataloader": True}, "a.json") == ({}, [Migration(
-        "async_dataloader", "`async_dataloader` in a.json is no longer an IPUConfig setting and is ignored: never read "
-        "by IPUConfig: it came in the example configs of optimum-graphcore 0.1.0 and 0.2.0, which the trainer saved "
-        'back; the `dataloader_mode="async"` training argument chooses an asynchronous data loader.')])
+        "async_dataloader", "`async_dataloader` in a.json is no longer an IPUConfig setting and is ignored: never "
+        "read by IPUConfig: it came in the example configs of optimum-graphcore 0.1.0 and 0.2.0, which the trainer "
+        'saved back; the `dataloader_mode="async"` training argument chooses an asynchronous data loader.')])
 
 
 def test_every_rule_together_in_file_order_then_the_legacy_keys():
@@ -286,7 +276,8 @@ def test_a_key_no_release_had_stays_an_error_without_a_migration(tmp_path):
     with pytest.raises(UnknownSettingError) as raised, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         PlainIPUConfig.from_json_file(write(tmp_path, {"replication_factr": {"pod4": 1, "default": 1}}))
-    assert str(raised.value).startswith("Unknown IPU config key `replication_factr`. Did you mean `replication_factor`?")
+    assert str(raised.value).startswith(
+        "Unknown IPU config key `replication_factr`. Did you mean `replication_factor`?")
     assert messages(caught) == []
     assert migrate({"transformers_version": "null", "seed": {"default": 1}}).migrations[0].key == "seed"
 
@@ -350,8 +341,8 @@ def test_validate_reports_migrations_as_warnings_not_errors(capsys):
     assert err.splitlines() == [
         f"ipu-config: warning: {path}: `replication_factor` is a value per pod type, which optimum-graphcore 0.7.0 no "
         "longer reads: it becomes `replication_factor=16`, its value for pod64.",
-        f"ipu-config: warning: {path}: `inference_replication_factor` is a value per pod type, which optimum-graphcore "
-        "0.7.0 no longer reads: it becomes `inference_replication_factor=16`, its value for pod64.",
+        f"ipu-config: warning: {path}: `inference_replication_factor` is a value per pod type, which "
+        "optimum-graphcore 0.7.0 no longer reads: it becomes `inference_replication_factor=16`, its value for pod64.",
         f"ipu-config: warning: {path}: `enable_half_first_order_momentum` is no longer an IPUConfig setting and is "
         f"ignored: {MOMENTUM}",
         "1 IPU config(s) valid",
@@ -410,7 +401,8 @@ def test_upgrade_refuses_to_overwrite_a_backup(capsys, tmp_path):
     (tmp_path / "ipu_config.json.bak").write_text("earlier")
     code, out, err = run(capsys, "upgrade", path)
     assert (code, out) == (1, "")
-    assert err == f"ipu-config: error: {path}.bak: exists; move it away or pass --no-backup. {path} is left as it is.\n"
+    assert err == (f"ipu-config: error: {path}.bak: exists; move it away or pass --no-backup. {path} is left as it "
+                   "is.\n")
     assert json.loads(path.read_text()) == {"embedding_serialization_factor": 0}
     assert (tmp_path / "ipu_config.json.bak").read_text() == "earlier"
 
@@ -425,11 +417,54 @@ def test_upgrade_leaves_a_file_it_cannot_read_or_upgrade_untouched_and_goes_on(c
     assert err.splitlines() == [
         f"ipu-config: error: Cannot load the IPU config file '{broken}': not valid JSON (Expecting property name "
         "enclosed in double quotes: line 1 column 12 (char 11)).",
-        f'ipu-config: error: {unknown}: `replication_factor={{"pod4": 1}}` is invalid: it gives a value per pod type and '
-        'no "default": choose one of pod4 with `pod_type=` (`--pod-type` on the command line). The file is left as it '
-        "is.",
+        f'ipu-config: error: {unknown}: `replication_factor={{"pod4": 1}}` is invalid: it gives a value per pod type '
+        'and no "default": choose one of pod4 with `pod_type=` (`--pod-type` on the command line). The file is left '
+        "as it is.",
     ]
     assert out.startswith(f"Upgraded {good}")
-    assert broken.read_text() == '{"seed": 1,}' and json.loads(unknown.read_text()) == {"replication_factor": {"pod4": 1}}
+    assert broken.read_text() == '{"seed": 1,}'
+    assert json.loads(unknown.read_text()) == {"replication_factor": {"pod4": 1}}
     assert sorted(child.name for child in tmp_path.iterdir()) == ["broken.json", "good.json", "good.json.bak",
                                                                   "pods.json"]
+
+
+def test_diff_and_export_take_the_pod_type(capsys, tmp_path):
+    old = write(tmp_path, {"replication_factor": PER_POD}, "old.json")
+    new = write(tmp_path, {"replication_factor": 4}, "new.json")
+    assert run(capsys, "diff", old, new, "--exit-code", "--pod-type", "pod16")[0] == 0
+    assert run(capsys, "diff", old, new, "--exit-code")[0] == 1  # its "default", 2
+    code, _, _ = run(capsys, "export", old, "-o", tmp_path / "run.cfg", "--pod-type", "pod16")
+    assert code == 0 and "replicationFactor(4)" in (tmp_path / "run.cfg").read_text().splitlines()
+
+
+@pytest.fixture
+def old_hub_config(hub_client, tmp_path, monkeypatch):
+    """A Hub repository holding a config of optimum-graphcore 0.3-0.6, with the client run from an empty directory."""
+    monkeypatch.chdir(tmp_path)
+    hub_client.create_repo("org/old-ipu")
+    text = (DATA / "hub__Graphcore__t5-small-ipu@7e8abbc8.json").read_text()
+    hub_client.commit("org/old-ipu", {"ipu_config.json": text}, message="Add config")
+    return hub_client
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning:huggingface_hub")  # the peer, transformers 4.x, causes it
+def test_pull_writes_the_migrated_config_of_the_pod_type(capsys, old_hub_config, tmp_path):
+    code, out, err = run(capsys, "pull", "org/old-ipu", tmp_path / "out", "--pod-type", "pod32")
+    assert code == 0, err
+    assert "`replication_factor=8`, its value for pod32" in err
+    saved = json.loads((tmp_path / "out" / "ipu_config.json").read_text())
+    assert (saved["replication_factor"], saved["inference_replication_factor"]) == (8, 8)
+    with _no_warning():
+        assert IPUConfig.from_pretrained(str(tmp_path / "out")).replication_factor == 8
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning:huggingface_hub")
+def test_from_pretrained_migrates_a_hub_config_naming_the_repository(old_hub_config):
+    with pytest.warns(ConfigMigrationWarning) as caught:
+        config = IPUConfig.from_pretrained("org/old-ipu", pod_type="pod8")
+    assert config.replication_factor == 2
+    assert [warning.filename for warning in caught] == [__file__] * 3
+    assert str(caught[0].message) == (
+        "`replication_factor` in 'ipu_config.json' of Hub repository 'org/old-ipu' at revision 'main' is a value per "
+        "pod type, which optimum-graphcore 0.7.0 no longer reads: it becomes `replication_factor=2`, its value for "
+        "pod8.")

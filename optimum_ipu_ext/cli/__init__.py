@@ -61,7 +61,8 @@ def named_value(text: str) -> Tuple[str, Any]:
 
 SOURCE_HELP = "a JSON file, a directory holding ipu_config.json, or a Hub repository id"
 POD_TYPE_HELP = ("for a file of optimum-graphcore 0.2.1-0.6.0: take the values given for this pod type (pod4, pod8, "
-                 "pod16, pod32, pod64, pod128, pod256) where a setting has one per pod type (default: their \"default\")")
+                 "pod16, pod32, pod64, pod128, pod256) where a setting has one per pod type (default: their "
+                 "\"default\")")
 SET_HELP = ("set a setting, written as in IPUConfig.update_from_string: true, 4, 0.1, [0.1 0.2], null, name; "
             "repeat it, or separate assignments with commas")
 
