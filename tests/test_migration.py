@@ -17,6 +17,7 @@ from optimum_ipu_ext import (
     InvalidSettingError,
     IPUConfig,
     PlainIPUConfig,
+    SettingTypeError,
     UnknownSettingError,
 )
 from optimum_ipu_ext.migration import FORMAT_CHANGES, POD_TYPES, Migration, migrate
@@ -235,6 +236,8 @@ def test_the_string_null_is_null_where_a_setting_takes_no_string():
                    "`embedding_serialization_factor=null`.")])
     for kept in ({"executable_cache_dir": "null"}, {"not_a_setting": "null"}, {"seed": "none"}):
         assert migrate(kept) == (kept, [])
+    with pytest.raises(SettingTypeError):  # a key of an earlier release is checked as its setting was
+        migrate({"random_seed": "null"})
 
 
 @pytest.mark.parametrize("given, ipus", [({"ipus_per_replica": 4}, 4), ({"layers_per_ipu": [1, 2, 3]}, 3),
@@ -306,10 +309,11 @@ def test_the_warnings_point_at_the_callers_line_and_are_future_warnings(tmp_path
     assert config.replication_factor == 1 and config.popart_options == {"decomposeGradSum": True}
 
 
-def test_a_legacy_key_given_to_the_constructor_warns_at_the_callers_line():
+def test_a_legacy_key_given_to_the_constructor_warns_at_the_callers_line(tmp_path):
     with pytest.warns(ConfigMigrationWarning) as caught:
         IPUConfig(random_seed=3)
-    assert [warning.filename for warning in caught] == [__file__]
+        IPUConfig.from_json_file(write(tmp_path, {"random_seed": 4}))  # transformers' loader calls the constructor
+    assert [warning.filename for warning in caught] == [__file__] * 2
 
 
 def test_a_refused_pod_type_names_the_file(tmp_path):
