@@ -472,3 +472,18 @@ def test_from_pretrained_migrates_a_hub_config_naming_the_repository(old_hub_con
         "`replication_factor` in 'ipu_config.json' of Hub repository 'org/old-ipu' at revision 'main' is a value per "
         "pod type, which optimum-graphcore 0.7.0 no longer reads: it becomes `replication_factor=2`, its value for "
         "pod8.")
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning:huggingface_hub")
+def test_validate_warns_once_per_migration_of_a_hub_config(capsys, old_hub_config):
+    code, out, err = run(capsys, "validate", "org/old-ipu", "--pod-type", "pod16")
+    assert (code, out) == (0, "")
+    assert err.splitlines() == [
+        "ipu-config: warning: org/old-ipu: `replication_factor` is a value per pod type, which optimum-graphcore 0.7.0 "
+        "no longer reads: it becomes `replication_factor=4`, its value for pod16.",
+        "ipu-config: warning: org/old-ipu: `inference_replication_factor` is a value per pod type, which "
+        "optimum-graphcore 0.7.0 no longer reads: it becomes `inference_replication_factor=4`, its value for pod16.",
+        "ipu-config: warning: org/old-ipu: `enable_half_first_order_momentum` is no longer an IPUConfig setting and is "
+        f"ignored: {MOMENTUM}",
+        "1 IPU config(s) valid",
+    ]

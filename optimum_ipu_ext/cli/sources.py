@@ -11,9 +11,11 @@ import json
 import logging
 import os
 import sys
+import warnings
 from typing import Any, Dict, Optional, Sequence
 
 from ..core import CONFIG_NAME, dump, local_config_file, looks_like_path, read_config_file, write_text_atomically
+from ..errors import ConfigMigrationWarning
 from ..migration import migrate
 from ..mixin import SettingsMixin
 from ..plain import PlainIPUConfig
@@ -83,7 +85,9 @@ def load_dict(source: str, revision: Optional[str] = None) -> Dict[str, Any]:
     from ..hub import load_arguments
 
     try:
-        load(source, revision)  # into the cache, or a Hub error; the settings are checked by the caller
+        with warnings.catch_warnings():  # the caller migrates the settings, and warns, itself
+            warnings.simplefilter("ignore", ConfigMigrationWarning)
+            load(source, revision)  # into the cache, or a Hub error; the settings are checked by the caller
     except (ValueError, TypeError):
         pass
     return IPUConfig.get_config_dict(source, **load_arguments({"revision": revision, "local_files_only": True}))[0]
