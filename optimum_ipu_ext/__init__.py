@@ -6,6 +6,7 @@ from .errors import (
     ArchitectureError,
     BuilderError,
     ConfigFileError,
+    ConfigMigrationWarning,
     HubAccessDeniedError,
     HubConfigFileError,
     HubError,
@@ -18,7 +19,6 @@ from .errors import (
     InvalidSettingError,
     IPUConfigError,
     IPUConfigWarning,
-    LegacyKeyWarning,
     ModelFileError,
     OptionsFileError,
     OutputExistsError,
@@ -66,7 +66,7 @@ __all__ = [
     "HubConfigFileError",
     "BuilderError",
     "IPUConfigWarning",
-    "LegacyKeyWarning",
+    "ConfigMigrationWarning",
     "__version__",
 ]
 

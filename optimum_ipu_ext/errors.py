@@ -20,8 +20,9 @@ class IPUConfigWarning(UserWarning):
     count poprun overrides)."""
 
 
-class LegacyKeyWarning(IPUConfigWarning, FutureWarning):
-    """A key an earlier optimum-graphcore release wrote, carried over to the settings that now hold it, or dropped."""
+class ConfigMigrationWarning(IPUConfigWarning, FutureWarning):
+    """A setting of an earlier optimum-graphcore release read in 0.7.1's terms (a key carried over or dropped, a
+    per-pod-type value, ...): says which key became what, and the release that changed it (docs/compatibility.md)."""
 
 
 # Modules whose frames stand between the user's line and a warning: the package's own (but the CLI's, whose commands

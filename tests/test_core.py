@@ -559,7 +559,7 @@ def test_the_core_imports_no_transformers_torch_optimum_or_hub():
 def test_shell_completion_answers_through_argcomplete(tmp_path):
     answer = tmp_path / "completions"
     for line, expected in (("ipu-config s", {"show", "schema"}), ("ipu-config diff a b --ex", {"--exit-code"}),
-                           ("ipu-config show x --po", {"--popdist"})):
+                           ("ipu-config show x --pop", {"--popdist"})):
         env = dict(os.environ, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
                    _ARGCOMPLETE_STDOUT_FILENAME=str(answer))
         result = subprocess.run([SCRIPT], env=env, capture_output=True, text=True, timeout=60)

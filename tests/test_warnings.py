@@ -10,7 +10,7 @@ import pytest
 
 import optimum_ipu_ext
 from markers import NOT_UNDER_MUTMUT
-from optimum_ipu_ext import IPUConfig, IPUConfigWarning, LegacyKeyWarning, PlainIPUConfig
+from optimum_ipu_ext import IPUConfig, IPUConfigWarning, ConfigMigrationWarning, PlainIPUConfig
 from optimum_ipu_ext.errors import warn
 
 PACKAGE = Path(optimum_ipu_ext.__file__).parent
@@ -39,7 +39,7 @@ def test_the_package_warns_through_its_warn_helper_only():
 
 
 def test_the_warning_classes():
-    assert issubclass(LegacyKeyWarning, FutureWarning) and issubclass(LegacyKeyWarning, IPUConfigWarning)
+    assert issubclass(ConfigMigrationWarning, FutureWarning) and issubclass(ConfigMigrationWarning, IPUConfigWarning)
     assert issubclass(IPUConfigWarning, UserWarning)
 
 
@@ -63,7 +63,7 @@ def test_a_warning_called_from_outside_the_package_is_at_that_line():
 @NOT_UNDER_MUTMUT
 @pytest.mark.parametrize("config_class", [IPUConfig, PlainIPUConfig])
 def test_a_legacy_key_warns_at_the_line_that_made_the_config(config_class):
-    assert caught_at(lambda: config_class(random_seed=3)) == [(LegacyKeyWarning, __file__, this_line())]
+    assert caught_at(lambda: config_class(random_seed=3)) == [(ConfigMigrationWarning, __file__, this_line())]
 
 
 @NOT_UNDER_MUTMUT
@@ -72,4 +72,4 @@ def test_a_legacy_key_warns_at_the_line_that_made_the_config(config_class):
 def test_a_legacy_key_of_a_file_warns_at_the_line_that_loaded_it(load, tmp_path):
     (tmp_path / "ipu_config.json").write_text(json.dumps({"random_seed": 3}))
     source = tmp_path / "ipu_config.json" if load == PlainIPUConfig.from_json_file else tmp_path
-    assert caught_at(lambda: load(source)) == [(LegacyKeyWarning, __file__, this_line())]
+    assert caught_at(lambda: load(source)) == [(ConfigMigrationWarning, __file__, this_line())]

@@ -62,6 +62,9 @@ def named_value(text: str) -> Tuple[str, Any]:
 
 
 SOURCE_HELP = "a JSON file, a directory holding ipu_config.json, or a Hub repository id"
+POD_TYPE_HELP = ("for a file of optimum-graphcore 0.2.1-0.6.0: take the values given for this pod type (pod4, pod8, "
+                 "pod16, pod32, pod64, pod128, pod256) where a setting has one per pod type (default: their "
+                 "\"default\")")
 SET_HELP = ("set a setting, written as in IPUConfig.update_from_string: true, 4, 0.1, [0.1 0.2], null, name; "
             "repeat it, or separate assignments with commas")
 
@@ -88,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = command("show", "Summarise a configuration and print the option calls to_options() makes.")
     show.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
     show.add_argument("--revision", help="branch, tag or commit, for a Hub repository")
+    show.add_argument("--pod-type", metavar="POD", help=POD_TYPE_HELP)
     show.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=SET_HELP)
     show.add_argument("--inference", action="store_true", help="show the inference build rather than training's")
     show.add_argument("--json", action="store_true", help="print the same as JSON")
@@ -120,12 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     place.add_argument("--force", action="store_true", help="with --write: overwrite an existing ipu_config.json")
     place.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=SET_HELP)
     place.add_argument("--revision", help="branch, tag or commit of CONFIG, for a Hub repository")
+    place.add_argument("--pod-type", metavar="POD", help=POD_TYPE_HELP)
     place.add_argument("--model-revision", metavar="REVISION", help="branch, tag or commit of MODEL, on the Hub")
 
     validate = command("validate", "Check configurations: one line per problem, exit 1 if any.",
                        epilog="A directory without ipu_config.json stands for the *.json files it holds.")
     validate.add_argument("sources", nargs="+", metavar="SOURCE", help=SOURCE_HELP)
     validate.add_argument("--revision", help="branch, tag or commit, for Hub repositories")
+    validate.add_argument("--pod-type", metavar="POD", help=POD_TYPE_HELP)
     validate.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE",
                           help=SET_HELP + "; applied to every source before it is checked")
 
@@ -134,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("b", metavar="B", help=SOURCE_HELP)
     diff.add_argument("--revision-a", metavar="REVISION", help="revision of A, for a Hub repository")
     diff.add_argument("--revision-b", metavar="REVISION", help="revision of B, for a Hub repository")
+    diff.add_argument("--pod-type", metavar="POD", help=POD_TYPE_HELP + "; for both")
     diff.add_argument("--exit-code", action="store_true",
                       help="exit with 1 when a setting differs, 0 when none does (as `git diff --exit-code`)")
 
@@ -176,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
     export.add_argument("-o", "--output", required=True, metavar="FILE", help="the option file to write")
     export.add_argument("--revision", help="branch, tag or commit, for a Hub repository")
+    export.add_argument("--pod-type", metavar="POD", help=POD_TYPE_HELP)
     export.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=SET_HELP)
     export.add_argument("--inference", action="store_true", help="write the inference build rather than training's")
     export.add_argument("--force", action="store_true", help="overwrite an existing FILE")
@@ -199,7 +207,19 @@ def build_parser() -> argparse.ArgumentParser:
     pull.add_argument("repo_id", metavar="REPO_ID", help="the repository")
     pull.add_argument("out_dir", metavar="OUT_DIR", help="the directory to write ipu_config.json to")
     pull.add_argument("--revision", help="branch, tag or commit")
+    pull.add_argument("--pod-type", metavar="POD", help=POD_TYPE_HELP)
     pull.add_argument("--force", action="store_true", help="overwrite an existing ipu_config.json")
+
+    upgrade = command(
+        "upgrade", "Rewrite configurations of earlier optimum-graphcore releases in place, in 0.7.1's terms, and say "
+        "what changed.",
+        epilog="Each FILE that changes is first copied to FILE.bak (refused if FILE.bak exists), unless --no-backup. "
+        "A file already in 0.7.1's terms is left as it is. Exit codes: 0 every file upgraded or already current, 1 a "
+        "file that cannot be read or upgraded (left untouched), 2 usage error.",
+    )
+    upgrade.add_argument("files", nargs="+", metavar="FILE", help="an ipu_config.json, or a directory holding one")
+    upgrade.add_argument("--pod-type", metavar="POD", help=POD_TYPE_HELP)
+    upgrade.add_argument("--no-backup", action="store_true", help="do not keep the original as FILE.bak")
     return parser
 
 

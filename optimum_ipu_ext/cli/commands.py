@@ -34,12 +34,13 @@ from .sources import (
     parsed_updates,
     push,
     quiet_client,
+    upgrade_file,
     write_config,
 )
 
 
 def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    config = load(args.source, args.revision, args.set or ())
+    config = load(args.source, args.revision, args.set or (), args.pod_type)
     launch = None
     if args.popdist is not None:
         num_instances, instance_index = args.popdist
@@ -65,7 +66,7 @@ def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
     if target is not None and os.path.exists(target) and not args.force:
         raise CommandError(f"{target}: exists; pass --force to overwrite it")
-    config = load(args.source, args.revision, args.set or ())
+    config = load(args.source, args.revision, args.set or (), args.pod_type)
     setting = "inference_layers_per_ipu" if args.inference else "layers_per_ipu"
     try:
         current = _placement(args, config, err)
@@ -126,7 +127,7 @@ def command_validate(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     invalid = 0
     for source in sources:
         with recorded_warnings() as messages:
-            found = problems(source, args.revision, updates)
+            found = problems(source, args.revision, updates, args.pod_type)
         for message in messages:
             err.write(f"{PROG}: warning: {source}: {message}")
         for line in found:
@@ -140,7 +141,8 @@ def command_validate(args: argparse.Namespace, out: Stream, err: Stream) -> int:
 
 
 def command_diff(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    differ = render_diff(args.a, args.b, load(args.a, args.revision_a), load(args.b, args.revision_b), out)
+    a, b = load(args.a, args.revision_a, pod_type=args.pod_type), load(args.b, args.revision_b, pod_type=args.pod_type)
+    differ = render_diff(args.a, args.b, a, b, out)
     return 1 if differ and args.exit_code else 0
 
 
@@ -237,7 +239,7 @@ def _typed(value) -> str:
 def command_export(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if os.path.exists(args.output) and not args.force:  # before loading: the source may be on the Hub
         raise CommandError(f"{args.output}: exists; pass --force to overwrite it")
-    config = load(args.source, args.revision, args.set or ())
+    config = load(args.source, args.revision, args.set or (), args.pod_type)
     path = config.to_options_file(args.output, for_inference=args.inference, overwrite=args.force, name=args.source)
     out.write(f"Wrote {path}: the {'inference' if args.inference else 'training'} build of {args.source}, for "
               "poptorch.Options().loadFromFile")
@@ -264,6 +266,17 @@ def command_push(args: argparse.Namespace, out: Stream, err: Stream) -> int:
 def command_pull(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if is_local(args.repo_id):
         raise CommandError(f"{args.repo_id}: a local path; pull takes a Hub repository id")
-    target = write_config(load(args.repo_id, args.revision), args.out_dir, args.force)
+    target = write_config(load(args.repo_id, args.revision, pod_type=args.pod_type), args.out_dir, args.force)
     out.write(f"Pulled {args.repo_id}" + (f" at {args.revision}" if args.revision else "") + f" to {target}")
     return 0
+
+
+def command_upgrade(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    failed = 0
+    for source in args.files:
+        try:
+            out.write(upgrade_file(source, args.pod_type, backup=not args.no_backup))
+        except (CommandError, OSError, ValueError, TypeError) as error:
+            err.write(f"{PROG}: {err.style('error', 'red')}: {one_line(error)}")
+            failed += 1
+    return 1 if failed else 0

@@ -9,6 +9,8 @@ import threading
 import warnings
 from typing import Iterator, List
 
+from ..errors import ConfigMigrationWarning
+
 PROG = "ipu-config"
 
 
@@ -145,5 +147,6 @@ def recorded_warnings() -> Iterator[List[str]]:
         _recorder.blocks.pop()
         if not _recorder.blocks:
             logging.getLogger().removeHandler(_recorder)
-        messages.extend(str(warning.message) for warning in caught if _from_configuration(warning.filename))
+        messages.extend(str(warning.message) for warning in caught
+                        if _from_configuration(warning.filename) or warning.category is ConfigMigrationWarning)
         messages[:] = list(dict.fromkeys(messages))

@@ -11,6 +11,7 @@ from ..config.mixin import SettingsMixin
 from ..config.plain import PlainIPUConfig
 from ..sdk.popdist import PopDistLaunch
 from ..settings.table import PHASED_STRATEGIES
+from ..settings.migration import migrate_and_warn
 from .output import Stream, one_line
 from .sources import CommandError, following_inference, load_dict
 
@@ -175,16 +176,18 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
     out.write(code)
 
 
-def problems(source: str, revision: Optional[str] = None, updates: Optional[Dict[str, Any]] = None) -> List[str]:
+def problems(source: str, revision: Optional[str] = None, updates: Optional[Dict[str, Any]] = None,
+             pod_type: Optional[str] = None) -> List[str]:
     """The problems the class finds in a configuration, with the settings `updates` (`--set`) replacing its own, one
-    line each (`SOURCE: message`).
+    line each (`SOURCE: message`). A file of an earlier release is read in 0.7.1's terms first (`pod_type` choosing
+    its per-pod-type values), with a warning per key that changed.
 
     The first is reported as the class raises it. When it is about one setting, that setting is put back to
     its default and the rest checked again, so every setting that is invalid on its own is reported; a
     disagreement between settings is reported only first, as later ones could come from the defaults put back.
     """
     try:
-        config_dict = load_dict(source, revision)
+        config_dict = migrate_and_warn(load_dict(source, revision), pod_type=pod_type)
     except CommandError as error:
         return [str(error)]
     except (OSError, ValueError) as error:

@@ -11,7 +11,7 @@ from ..hub.push import push_config
 from .base import BaseIPUConfig
 from .bundled_base import transformers_defaults
 from ..settings.files import dump, read_config_file, write_text_atomically
-from ..settings.legacy import carry_over_legacy_keys
+from ..settings.migration import migrate_and_warn
 from ..settings.rules import check_keys
 from ..errors import ConfigFileError, IPUConfigError
 from ..settings.sources import PRESET, preset_file, resolve
@@ -96,7 +96,10 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
 
         Keyword arguments are those of `transformers.PretrainedConfig.from_pretrained` (`revision`, `subfolder`,
         `cache_dir`, `force_download`, `local_files_only`, `token`, ...) and settings overriding the loaded
-        values. `token` works with every supported transformers release (`use_auth_token` too).
+        values. `token` works with every supported transformers release (`use_auth_token` too). A file an earlier
+        optimum-graphcore release wrote loads in 0.7.1's terms, with a `ConfigMigrationWarning` (a `FutureWarning`)
+        per key it changes (docs/compatibility.md); `pod_type="pod16"` chooses the values of its per-pod-type
+        settings (default: their "default").
 
         When the Hub is down or answers with server errors, the answer comes within seconds: the cached copy if
         there is one (with a logged warning), else a `HubUnavailableError`.
@@ -108,7 +111,9 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
             ConfigFileError: the file is not a JSON object, or a local path (`x.json`, `./x`, `dir/`) does not
                 exist or is a folder without `ipu_config.json`; nothing is asked of the Hub then.
             UnknownSettingError: the file has a key no release ever had.
+            InvalidSettingError: `pod_type` is not a pod type, or a per-pod-type value has none for it.
         """
+        pod_type = kwargs.pop("pod_type", None)
         if resolve(pretrained_model_name_or_path) == PRESET:
             if kwargs.get("revision"):
                 raise ConfigFileError(str(pretrained_model_name_or_path), "a bundled preset; `revision` applies to "
@@ -122,8 +127,7 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
             )
         loaded = str(source) if source else repr(str(pretrained_model_name_or_path))
         try:
-            carry_over_legacy_keys(config_dict, loaded)
-            return cls.from_dict(config_dict, **overrides)
+            return cls.from_dict(migrate_and_warn(config_dict, loaded, pod_type), **overrides)
         except IPUConfigError as error:
             error.args = (f"{error} (loading {loaded})",)
             raise

@@ -2,11 +2,10 @@
 (`ipu-config` on local files, editors, pre-commit hooks)."""
 
 import os
-from typing import TYPE_CHECKING, Any, Dict, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 from ..settings.files import CONFIG_NAME, dump, installed_versions, read_config_file, write_text_atomically
-from ..settings.legacy import carry_over_legacy_keys
-
+from ..settings.migration import migrate_and_warn
 from ..settings.rules import check_keys, check_rules, derive_base_settings
 from .mixin import SettingsMixin
 from ..settings.table import EXTENSION_SETTINGS
@@ -44,12 +43,13 @@ class PlainIPUConfig(SettingsMixin):
         return cls(**{**config_dict, **overrides})
 
     @classmethod
-    def from_json_file(cls, path: Union[str, os.PathLike], **overrides: Any) -> "PlainIPUConfig":
-        """Loads `path`; an error about a setting, and a warning about a key of an earlier release, name the file."""
+    def from_json_file(cls, path: Union[str, os.PathLike], pod_type: Optional[str] = None,
+                       **overrides: Any) -> "PlainIPUConfig":
+        """Loads `path`, a file of any optimum-graphcore release in 0.7.1's terms (`pod_type` chooses the values of
+        per-pod-type settings); an error about a setting, and a warning about what was migrated, name the file."""
         config_dict = read_config_file(path)
         try:
-            carry_over_legacy_keys(config_dict, str(path))
-            return cls.from_dict(config_dict, **overrides)
+            return cls.from_dict(migrate_and_warn(config_dict, str(path), pod_type), **overrides)
         except (ValueError, TypeError) as error:
             error.args = (f"{error} (loading {str(path)!r})",)
             raise

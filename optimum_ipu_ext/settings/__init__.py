@@ -1,5 +1,7 @@
 """What an IPU config holds: one row per setting (`table`, its fields in `schema`), the keys of earlier releases
-(`legacy`), the rules between settings (`rules`), the JSON file (`files`) and what is generated from the table
+(`legacy`) and
+the reading of any earlier release's file in 0.7.1's terms (`migration`), the rules between settings (`rules`), where a
+named config is (`sources`), the JSON file (`files`) and what is generated from the table
 (`documents`: the JSON Schema and the reference tables).
 
 Plain Python: no transformers, torch or Hub. May import: `sdk`, `errors`, `_version`.

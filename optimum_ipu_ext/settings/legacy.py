@@ -7,9 +7,6 @@ is what the current build does anyway (`decompose_grad_sum: false`, PopART's def
 
 from typing import Any, Callable, Dict, NamedTuple, Optional
 
-from ..errors import IncompatibleSettingsError, LegacyKeyWarning, SettingTypeError, as_json, warn
-from .schema import describe, type_checker
-
 
 Carried = Dict[str, Any]
 
@@ -58,46 +55,9 @@ LEGACY_KEYS = {
         "deprecated in optimum-graphcore 0.4.0, which always runs inference sharded; "
         "`inference_execution_strategy` (default: sharded) chooses it.",
         bool, _when_on({"inference_execution_strategy": "sharded"})),
+    "async_dataloader": LegacyKey(
+        "never read by IPUConfig: it came in the example configs of optimum-graphcore 0.1.0 and 0.2.0, which the "
+        'trainer saved back; the `dataloader_mode="async"` training argument chooses an asynchronous data loader.'),
     "_mode": LegacyKey("written by optimum-graphcore 0.6.1; `train()` and `eval()` choose the mode."),
 }
 
-
-def carry_over_legacy_keys(values: Dict[str, Any], source: Optional[str] = None) -> None:
-    """Replaces, in `values`, each key of an earlier release by the current settings that hold its value, or drops
-    it where none does, with a `LegacyKeyWarning` (a `FutureWarning`) naming `source` (the file or repository) and the new key. A legacy
-    key whose value disagrees with a current setting given too is an error."""
-    where = f" in {source}" if source else ""
-    for key in [key for key in values if key in LEGACY_KEYS]:
-        legacy, value = LEGACY_KEYS[key], values.pop(key)
-        carried = _carried(key, value, legacy)
-        if not carried:
-            warn(f"`{key}`{where} is no longer an IPUConfig setting and is ignored: {legacy.note}", LegacyKeyWarning)
-            continue
-        for name, carried_value in carried.items():
-            given = values.get(name)
-            if isinstance(carried_value, dict):  # entries of `popart_options`: merged into those given
-                given = given or {}
-                clash = {option: given[option] for option in carried_value if option in given}
-                if any(given[option] != carried_value[option] for option in clash):
-                    _refuse_both(key, value, name, clash)
-                carried_value = {**given, **carried_value}
-            elif name in values and given != carried_value:
-                _refuse_both(key, value, name, given)
-            values[name] = carried_value
-        assignments = ", ".join(f"`{name}={as_json(carried_value)}`" for name, carried_value in carried.items())
-        warn(f"`{key}`{where} is no longer an IPUConfig setting; its value is carried over as {assignments}: "
-             f"{legacy.note} Write the new key instead.", LegacyKeyWarning)
-
-
-def _carried(key: str, value: Any, legacy: LegacyKey) -> Dict[str, Any]:
-    if legacy.carry is None:
-        return {}
-    if value is not None and not type_checker(legacy.kind)(value):
-        raise SettingTypeError(key, value, f"{describe(legacy.kind)}, or null")
-    return legacy.carry(value)
-
-
-def _refuse_both(key: str, value: Any, name: str, given: Any) -> None:
-    raise IncompatibleSettingsError(
-        key, value, f"it is carried over to `{name}`, which is given too, as {as_json(given)}: give `{name}` only"
-    )

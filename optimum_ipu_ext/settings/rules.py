@@ -5,7 +5,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..errors import IncompatibleSettingsError, UnknownSettingError, as_json
 from ..sdk.popdist import PopDistLaunch
-from .legacy import carry_over_legacy_keys
+from .migration import carry_over_legacy_keys
 from .schema import parse_update_string
 from .table import (
     BASE_SETTINGS,
