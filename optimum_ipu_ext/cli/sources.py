@@ -126,6 +126,28 @@ def write_config(config: SettingsMixin, out_dir: str, force: bool) -> str:
     config.save_pretrained(out_dir)
     return target
 
+def upgrade_file(source: str, pod_type: Optional[str], backup: bool) -> str:
+    """Rewrites the local config `source` in optimum-graphcore 0.7.1's terms, first copying it to `FILE.bak` with
+    `backup`; returns what was done and each change, a line each. A file already in those terms, or that cannot be
+    read or upgraded, is left untouched."""
+    path = local_config_file(source)
+    try:
+        migrated = migrate(read_config_file(path), pod_type=pod_type)
+        PlainIPUConfig.from_dict(migrated.config)  # the upgraded settings are valid before anything is written
+    except (ValueError, TypeError) as error:
+        raise CommandError(f"{path}: {one_line(error)} The file is left as it is.") from error
+    if not migrated.migrations:
+        return f"{path}: already in optimum-graphcore 0.7.1's terms; left as it is"
+    kept = f"{path}.bak"
+    if backup:
+        if os.path.exists(kept):
+            raise CommandError(f"{kept}: exists; move it away or pass --no-backup. {path} is left as it is.")
+        with open(path, encoding="utf-8", newline="") as reader:
+            write_text_atomically(kept, reader.read())
+    write_text_atomically(path, dump(migrated.config))
+    changes = [f"  {migration.message}" for migration in migrated.migrations]
+    return "\n".join([f"Upgraded {path}" + (f" (the original is kept as {kept})" if backup else "") + ":", *changes])
+
 
 def quiet_client() -> None:
     """Keeps the log lines of the Hub client, of urllib3 under it and of transformers (retries, fallbacks) off
@@ -160,65 +182,6 @@ def push(config, repo_id: str, private: bool, revision: Optional[str], create_pr
     logging.getLogger(push_config.__module__).setLevel(logging.ERROR)  # the command says itself that nothing changed
     with progress(Stream(sys.stderr), f"Pushing to {repo_id}"):
         outcome = push_config(config, repo_id, options)
-    if not outcome.changed:
-        return None
-    return outcome.commit.pr_url or outcome.commit.commit_url
-
-
-def upgrade_file(source: str, pod_type: Optional[str], backup: bool) -> str:
-    """Rewrites the local config `source` in optimum-graphcore 0.7.1's terms, first copying it to `FILE.bak` with
-    `backup`; returns what was done and each change, a line each. A file already in those terms, or that cannot be
-    read or upgraded, is left untouched."""
-    path = local_config_file(source)
-    try:
-        migrated = migrate(read_config_file(path), pod_type=pod_type)
-        PlainIPUConfig.from_dict(migrated.config)  # the upgraded settings are valid before anything is written
-    except (ValueError, TypeError) as error:
-        raise CommandError(f"{path}: {one_line(error)} The file is left as it is.") from error
-    if not migrated.migrations:
-        return f"{path}: already in optimum-graphcore 0.7.1's terms; left as it is"
-    kept = f"{path}.bak"
-    if backup:
-        if os.path.exists(kept):
-            raise CommandError(f"{kept}: exists; move it away or pass --no-backup. {path} is left as it is.")
-        with open(path, encoding="utf-8", newline="") as reader:
-            write_text_atomically(kept, reader.read())
-    write_text_atomically(path, dump(migrated.config))
-    changes = [f"  {migration.message}" for migration in migrated.migrations]
-    return "\n".join([f"Upgraded {path}" + (f" (the original is kept as {kept})" if backup else "") + ":", *changes])
-
-
-
-def quiet_client() -> None:
-    """Keeps the Hub client's and transformers' log lines (retries, fallbacks) off stderr for this process: the
-    outcome is reported by the command, in one line."""
-    for name in ("huggingface_hub", "transformers"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-
-
-def load_local(source: str):
-    """The configuration of a local file or folder; a missing path is never taken for a Hub repository."""
-    from ..configuration import IPUConfig
-
-    local_config_file(source)  # raises for a missing path, whatever its name
-    return IPUConfig.from_pretrained(source)
-
-
-def push(config, repo_id: str, private: bool, revision: Optional[str], create_pr: bool,
-         commit_message: Optional[str]) -> Optional[str]:
-    """Pushes `config` as `IPUConfig.push_to_hub` does; returns the URL of the commit or pull request, or `None`
-    when the repository already held this config (nothing committed)."""
-    token = get_token()
-    if token is None:
-        raise CommandError("pushing needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN")
-    options: Dict[str, Any] = {"token": token, "create_pr": create_pr, "private": private or None,
-                               "revision": revision, "commit_message": commit_message}
-    from .. import hub
-
-    quiet_client()
-    logging.getLogger(hub.__name__).setLevel(logging.ERROR)  # the command says itself that nothing changed
-    with progress(Stream(sys.stderr), f"Pushing to {repo_id}"):
-        outcome = hub.push_config(config, repo_id, options)
     if not outcome.changed:
         return None
     return outcome.commit.pr_url or outcome.commit.commit_url
