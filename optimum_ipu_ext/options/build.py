@@ -1,8 +1,8 @@
 """From a configuration to its options plan: which `poptorch.Options` calls it implies.
 
 The calls follow optimum-graphcore 0.7.1's `IPUConfig.to_options`, extended by the settings of
-`settings.EXTENSION_SETTINGS`. A setting whose row names its `call` becomes that call through one generic
-loop; the few calls that take several settings at once (rows marked `composite`) are made here. Under a poprun
+`settings.EXTENSION_SETTINGS`. A setting whose row has a `Call` becomes that call through one generic
+loop; the few calls that take several settings at once (`Call(..., composite=True)`) are made here. Under a poprun
 launch the options are PopDist's `popdist.poptorch.Options`, which set the instance's replicas, process and
 IPUs themselves. Nothing here imports the Poplar SDK.
 """
@@ -17,15 +17,9 @@ from ..settings.table import EXECUTION_STRATEGIES, PHASED_STRATEGIES, SETTINGS, 
 
 # The rows the generic loop turns into calls, per build
 SIMPLE_ROWS = {
-    mode: [(name, setting) for name, setting in SETTINGS.items() if setting.call and not setting.composite
-           and mode in setting.modes]
+    mode: [(name, setting) for name, setting in SETTINGS.items() if setting.sdk and not setting.sdk.composite
+           and mode in setting.sdk.modes]
     for mode in ("training", "inference")
-}
-# What the loop reads of each: (setting name, method, leading key or None, encoder, whether it sets a PopART option)
-_CALL_ROWS = {
-    mode: [(name, setting.call, setting.key, setting.encoder, setting.call.startswith("_Popart."))
-           for name, setting in rows]
-    for mode, rows in SIMPLE_ROWS.items()
 }
 
 NEW_OPTIONS = Construct("poptorch.Options")
@@ -60,14 +54,13 @@ def build_plan(
 
     calls: List[OptionCall] = []
     popart_calls: List[OptionCall] = []  # PopART session options go last, as in optimum-graphcore's build
-    for name, method, key, encoder, sets_popart_option in _CALL_ROWS[mode]:
-        argument = settings[name]
-        if argument is not None and encoder is not None:
-            argument = encoder(argument)
+    for name, setting in SIMPLE_ROWS[mode]:
+        argument = setting.argument(settings[name])
         if argument is not None:  # most new settings are null: no call
             arguments = argument if type(argument) is tuple else (argument,)
-            call = OptionCall(method, (key, *arguments) if key else arguments)
-            (popart_calls if sets_popart_option else calls).append(call)
+            sdk = setting.sdk
+            call = OptionCall(sdk.method, (sdk.key, *arguments) if sdk.key else arguments)
+            (popart_calls if sdk.sets_popart_option else calls).append(call)
     composite = {
         "TensorLocations.setOptimizerLocation": _optimizer_location(settings, replicas),
         "setExecutionStrategy": _execution_strategy(settings, prefix),

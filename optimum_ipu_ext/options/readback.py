@@ -122,7 +122,8 @@ def _read_rows(state: Dict[str, Any], mode: str, problems: Dict[str, str]) -> Di
         try:
             values[name] = setting.check(setting.read(state))
         except (ValueError, TypeError) as error:
-            problems[option_name(setting.state[0])] = f"{state.get(setting.state[0], _MISSING)!r}: {error}"
+            written = setting.sdk.state[0]
+            problems[option_name(written)] = f"{state.get(written, _MISSING)!r}: {error}"
     return values
 
 
@@ -178,8 +179,8 @@ def _differences(given: Dict[str, Any], rebuilt: Dict[str, Any]) -> Dict[str, st
 
 # The method that writes each state key, where it is not the key itself or `_Popart.set`
 _METHODS = {
-    **{key: setting.call for setting in SETTINGS.values() if setting.call and setting.call != "_Popart.set"
-       for key in setting.state},
+    **{key: setting.sdk.method for setting in SETTINGS.values() if setting.sdk and setting.sdk.method != "_Popart.set"
+       for key in setting.sdk.state},
     **{key: method for key, (method, _) in UNSUPPORTED_CALLS.items()},
 }
 
