@@ -1,6 +1,7 @@
 """What an IPU config holds: one row per setting (`table`; a row is a `Setting` with its `Call`, in `schema`), the
-keys of earlier releases (`legacy`), the rules between settings (`rules`), the JSON file (`files`) and what is
-generated from the table (`documents`: the JSON Schema and the reference tables).
+keys of earlier releases (`legacy`), the two builds and the settings each reads (`mode`), the rules between settings
+(`rules`), the JSON file (`files`) and what is generated from the table (`documents`: the JSON Schema and the
+reference tables).
 
 Plain Python: no transformers, torch or Hub. May import: `sdk`, `errors`, `_version`.
 """

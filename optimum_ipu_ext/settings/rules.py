@@ -235,7 +235,7 @@ def check_reserved_ipus(settings: Dict[str, Any], mode: Mode, popdist: Optional[
         )
 
 
-STRATEGY_FIELDS = ("execution_strategy", "inference_execution_strategy")
+STRATEGY_FIELDS = tuple(mode.setting("execution_strategy") for mode in MODES)
 
 
 def check_execution_strategies(settings: Dict[str, Any]) -> None:
