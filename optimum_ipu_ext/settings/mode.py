@@ -46,7 +46,7 @@ class Mode:
     @staticmethod
     def named(name: str) -> "Mode":
         """The build called `name` (`"training"` or `"inference"`)."""
-        return {mode.name: mode for mode in MODES}[name]
+        return _BY_NAME[name]
 
 
 @dataclass(frozen=True)
@@ -64,3 +64,4 @@ class ModeSettings:
 TRAINING = Mode("training")
 INFERENCE = Mode("inference")
 MODES = (TRAINING, INFERENCE)
+_BY_NAME = {mode.name: mode for mode in MODES}

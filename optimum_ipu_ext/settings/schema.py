@@ -92,6 +92,9 @@ class Setting:
             (`layers_per_ipu`) rather than by the options. A setting with a call also takes `null`: no call,
             poptorch's / PopART's default stays (for an `inference_` twin, `null` is "as in training", as in
             optimum-graphcore).
+
+    `choices` and `null_as` belong to this half: they decide what a value may be and what is stored, which `check`,
+    `--set` and the documents read without the SDK; a `Call` only reads them (a choice's member, by `sdk_enum`).
     """
 
     name: str
