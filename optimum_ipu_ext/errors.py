@@ -9,7 +9,7 @@ import difflib
 import json
 import sys
 import warnings
-from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, Iterable, Optional, Sequence, Type
 
 # What a missing local path is called, by every command and the API
 NO_SUCH_PATH = "no such file or directory"

@@ -52,7 +52,7 @@ def built(config, mode):
 def untold(config):
     """The settings of `config` that no option holds, as a user gives them to an import (`layers_per_ipu`, ...),
     and the sharding of the optimizer state where no build has replicas (one replica shards nothing either way)."""
-    settings = {name: getattr(config, name) for name, setting in SETTINGS.items() if setting.call is None}
+    settings = {name: getattr(config, name) for name, setting in SETTINGS.items() if setting.sdk is None}
     if config.replication_factor == config.inference_replication_factor == 1:
         settings["replicated_tensor_sharding"] = config.replicated_tensor_sharding
     return settings

@@ -329,17 +329,16 @@ def test_each_simple_row_makes_its_call(name):
 
 def test_every_simple_training_row_is_pinned():
     simple = {name for name, setting in {**BASE_SETTINGS, **EXTENSION_SETTINGS}.items()
-              if setting.call and not setting.composite and "training" in setting.modes}
+              if setting.sdk and not setting.sdk.composite and "training" in setting.sdk.modes}
     assert simple == set(CALLS_OF_ROWS) | {"optimizer_location"}
 
 
 @pytest.mark.parametrize("name, off", [("seed", 0), ("executable_cache_dir", "disabled"), ("outline_threshold", None),
                                        ("enable_half_partials", False), ("recomputation_mode", None)])
 def test_a_value_that_encodes_to_none_makes_no_call(name, off):
-    method = {**BASE_SETTINGS, **EXTENSION_SETTINGS}[name].call
-    key = {**BASE_SETTINGS, **EXTENSION_SETTINGS}[name].key
+    sdk = {**BASE_SETTINGS, **EXTENSION_SETTINGS}[name].sdk
     calls = PlainIPUConfig(**{name: off}).options_plan().calls
-    assert not [call for call in calls if call.method == method and (key is None or call.args[0] == key)]
+    assert not [call for call in calls if call.method == sdk.method and (sdk.key is None or call.args[0] == sdk.key)]
 
 
 def test_inference_builds_keep_what_the_inference_settings_say():

@@ -417,7 +417,7 @@ def test_private_push_to_a_private_repo_or_a_new_one(hub):
 def test_pushing_the_same_config_again_commits_nothing_and_says_so(hub, caplog):
     config = IPUConfig(**CONFIG)
     first = config.push_to_hub("org/same", token=hub.write_token)
-    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub.push"):
+    with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub.push"):  # the logger an in-process CLI push quiets
         again = config.push_to_hub("org/same", token=hub.write_token)
         pull_request = config.push_to_hub("org/same", token=hub.write_token, create_pr=True)
 

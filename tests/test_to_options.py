@@ -172,7 +172,7 @@ def test_options_plan_does_not_change_the_mode():
     assert config.mode == "inference" and config._ipus_per_replica == 1
 
 
-ENUM_SETTINGS = [setting for setting in IPUConfig.SETTINGS.values() if setting.sdk_enum]
+ENUM_SETTINGS = [setting for setting in IPUConfig.SETTINGS.values() if setting.sdk and setting.sdk.sdk_enum]
 
 
 @pytest.mark.parametrize("setting", ENUM_SETTINGS, ids=[setting.name for setting in ENUM_SETTINGS])

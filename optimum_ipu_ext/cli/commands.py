@@ -19,6 +19,7 @@ from ..placement.report import render, render_comparison
 from ..config.plain import PlainIPUConfig
 from ..sdk.popdist import PopDistLaunch
 from ..recorder import run_builder, sdk_modules
+from ..settings.mode import INFERENCE, TRAINING, Mode
 from ..settings.schema import parse_update_string
 from ..settings.sources import is_local, presets
 from ..settings.table import SETTINGS
@@ -167,7 +168,7 @@ def command_import(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     target = os.path.join(args.out_dir, CONFIG_NAME)
     if os.path.exists(target) and not args.force:  # before the builder runs: it may take a while
         raise CommandError(f"{target}: exists; pass --force to overwrite it")
-    sources = dict(_given({"training": args.builder, "inference": args.inference}))
+    sources = dict(_given({TRAINING: args.builder, INFERENCE: args.inference}))
     if (args.arg or args.kwarg) and all(function is None for _, function in sources.values()):
         args.parser.error("--arg and --kwarg are passed to a builder (PATH.py:FUNCTION); an option file takes none")
     overrides = parse_update_string(",".join(args.set), SETTINGS) if args.set else {}
@@ -202,7 +203,7 @@ def command_import(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     return 0
 
 
-def _given(sources: Dict[str, Optional[Tuple[str, Optional[str]]]]) -> List[Tuple[str, Tuple[str, Optional[str]]]]:
+def _given(sources: Dict[Mode, Optional[Tuple[str, Optional[str]]]]) -> List[Tuple[Mode, Tuple[str, Optional[str]]]]:
     """The (mode, (path, function)) of the sources given, function `None` for an option file."""
     return [(mode, source) for mode, source in sources.items() if source is not None]
 

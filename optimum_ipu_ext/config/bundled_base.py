@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from optimum.configuration_utils import BaseConfig
 
+from ..settings.mode import Mode
 from ..settings.rules import check_base_rules, derive_base_settings, update_settings_from_string
 from ..errors import IncompatibleSettingsError, InvalidSettingError, UnknownSettingError
 from ..settings.table import BASE_SETTINGS, TRANSFORMERS_KEYS
@@ -37,7 +38,7 @@ class ManagedAttribute:
         self.attr = attr
 
     def _target(self, config: "IPUConfig") -> str:
-        return f"inference_{self.attr}" if config.mode == "inference" else self.attr
+        return Mode.named(config.mode).setting(self.attr)
 
     def __get__(self, config, owner=None):
         return self if config is None else getattr(config, self._target(config))
@@ -128,9 +129,7 @@ class IPUConfig(BaseConfig):
 
     def _get_managed_attr_mode_name(self, attr: str) -> str:
         """The attribute `attr` stands for in the current mode: in inference, its `inference_` twin if it has one."""
-        if self.mode == "inference" and hasattr(self, attr) and hasattr(self, f"inference_{attr}"):
-            return f"inference_{attr}"
-        return attr
+        return Mode.named(self.mode).setting(attr)
 
     def _validate_ipu_config(self) -> "IPUConfig":
         """Checks that the settings agree with each other, in both modes."""
@@ -145,9 +144,10 @@ class IPUConfig(BaseConfig):
 
     def batch_size_factor(self, for_inference: bool = False) -> int:
         """The factor from micro batch size to combined batch size: replicas x accumulation x device iterations."""
-        if for_inference:
-            return self.inference_replication_factor * self.inference_device_iterations
-        return self.replication_factor * self.gradient_accumulation_steps * self.device_iterations
+        mode = Mode.of(for_inference)
+        settings = mode.view(vars(self))
+        accumulation = 1 if mode.is_inference else self.gradient_accumulation_steps
+        return settings["replication_factor"] * accumulation * settings["device_iterations"]
 
     update_from_string = update_settings_from_string
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 from .._version import __version__
 from ..options.build import build_plan
 from ..settings.files import CONFIG_NAME, write_text_atomically
+from ..settings.mode import INFERENCE, TRAINING, Mode
 from ..settings.rules import check_rules, update_settings_from_string
 from ..errors import OutputExistsError, UnknownSettingError
 from ..sdk.option_lines import options_file_text
@@ -71,7 +72,7 @@ class SettingsMixin:
         """
         from ..options.option_file_import import import_option_sources, option_file_sources
 
-        given = {"training": training, "inference": inference}
+        given = {TRAINING: training, INFERENCE: inference}
         sources = {mode: option_file_sources(mode, paths) for mode, paths in given.items() if paths is not None}
         return import_option_sources(cls, sources, overrides)
 
@@ -81,7 +82,7 @@ class SettingsMixin:
         a YAML config holds) or one string. Errors name the lines as `the training lines, line 3`."""
         from ..options.option_file_import import given_lines, import_option_sources
 
-        given = {"training": training, "inference": inference}
+        given = {TRAINING: training, INFERENCE: inference}
         sources = {mode: [given_lines(lines, mode)] for mode, lines in given.items() if lines is not None}
         return import_option_sources(cls, sources, overrides)
 
@@ -179,13 +180,14 @@ class SettingsMixin:
         are poprun's total and this instance's share. `popdist` is as for `options_plan()`.
         """
         launch = resolve_launch(popdist)
+        mode = Mode.of(for_inference)
+        settings = mode.view(vars(self))
         if launch is None:
-            replicas = self.inference_replication_factor if for_inference else self.replication_factor
+            replicas = settings["replication_factor"]
         else:
             replicas = launch.local_replicas if per_instance else launch.num_replicas
-        if for_inference:
-            return replicas * self.inference_device_iterations
-        return replicas * self.gradient_accumulation_steps * self.device_iterations
+        accumulation = 1 if mode.is_inference else self.gradient_accumulation_steps
+        return replicas * accumulation * settings["device_iterations"]
 
     def non_default_settings(self) -> Dict[str, Tuple[Any, Any]]:
         """`{name: (value, default)}` for every setting whose value differs from a default config's

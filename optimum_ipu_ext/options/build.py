@@ -1,8 +1,8 @@
 """From a configuration to its options plan: which `poptorch.Options` calls it implies.
 
 The calls follow optimum-graphcore 0.7.1's `IPUConfig.to_options`, extended by the settings of
-`settings.EXTENSION_SETTINGS`. A setting whose row names its `call` becomes that call through one generic
-loop; the few calls that take several settings at once (rows marked `composite`) are made here. Under a poprun
+`settings.EXTENSION_SETTINGS`. A setting whose row has a `Call` becomes that call through one generic
+loop; the few calls that take several settings at once (`Call(..., composite=True)`) are made here. Under a poprun
 launch the options are PopDist's `popdist.poptorch.Options`, which set the instance's replicas, process and
 IPUs themselves. Nothing here imports the Poplar SDK.
 """
@@ -12,20 +12,15 @@ from typing import Any, Dict, List, Optional, Union
 from ..errors import UnsupportedOptionsError
 from ..sdk.plan import Construct, OptionCall, OptionsPlan
 from ..sdk.popdist import PopDistLaunch
+from ..settings.mode import MODES, Mode, ModeSettings
 from ..settings.rules import check_reserved_ipus
 from ..settings.table import EXECUTION_STRATEGIES, PHASED_STRATEGIES, SETTINGS, TENSORS_LIVENESS_CALLS, StageSetting
 
 # The rows the generic loop turns into calls, per build
 SIMPLE_ROWS = {
-    mode: [(name, setting) for name, setting in SETTINGS.items() if setting.call and not setting.composite
-           and mode in setting.modes]
-    for mode in ("training", "inference")
-}
-# What the loop reads of each: (setting name, method, leading key or None, encoder, whether it sets a PopART option)
-_CALL_ROWS = {
-    mode: [(name, setting.call, setting.key, setting.encoder, setting.call.startswith("_Popart."))
-           for name, setting in rows]
-    for mode, rows in SIMPLE_ROWS.items()
+    mode: [(name, setting) for name, setting in SETTINGS.items() if setting.sdk and not setting.sdk.composite
+           and mode.name in setting.sdk.modes]
+    for mode in MODES
 }
 
 NEW_OPTIONS = Construct("poptorch.Options")
@@ -42,17 +37,16 @@ def build_plan(
     poprun launch."""
     if settings["execute_encoder_on_cpu_for_generation"]:
         raise NotImplementedError("execute_encoder_on_cpu_for_generation is not supported yet.")
+    mode = Mode.of(for_inference)
     if not compile_only:
-        check_reserved_ipus(settings, for_inference, popdist)
-    mode = "inference" if for_inference else "training"
-    prefix = "inference_" if for_inference else ""
-    replication_setting = f"{prefix}replication_factor"
+        check_reserved_ipus(settings, mode, popdist)
+    replication_setting = mode.setting("replication_factor")
     replicas = settings[replication_setting]
     if popdist is None:
         options, notes = NEW_OPTIONS, ()
     else:
         replicas = popdist.job_replicas(replication_setting, replicas)
-        ipus = settings[f"{prefix}ipus_per_replica"]
+        ipus = settings[mode.setting("ipus_per_replica")]
         options = Construct("popdist.poptorch.Options", kwargs=(("ipus_per_replica", ipus),))
         notes = (popdist.describe(),)
         # PopDist's options set the instance's share of the replicas themselves
@@ -60,18 +54,18 @@ def build_plan(
 
     calls: List[OptionCall] = []
     popart_calls: List[OptionCall] = []  # PopART session options go last, as in optimum-graphcore's build
-    for name, method, key, encoder, sets_popart_option in _CALL_ROWS[mode]:
-        argument = settings[name]
-        if argument is not None and encoder is not None:
-            argument = encoder(argument)
+    for name, setting in SIMPLE_ROWS[mode]:
+        argument = setting.argument(settings[name])
         if argument is not None:  # most new settings are null: no call
             arguments = argument if type(argument) is tuple else (argument,)
-            call = OptionCall(method, (key, *arguments) if key else arguments)
-            (popart_calls if sets_popart_option else calls).append(call)
+            sdk = setting.sdk
+            call = OptionCall(sdk.method, (sdk.key, *arguments) if sdk.key else arguments)
+            (popart_calls if sdk.sets_popart_option else calls).append(call)
+    in_mode = mode.view(settings)
     composite = {
         "TensorLocations.setOptimizerLocation": _optimizer_location(settings, replicas),
-        "setExecutionStrategy": _execution_strategy(settings, prefix),
-        "setAvailableMemoryProportion": _memory_proportions(settings, prefix),
+        "setExecutionStrategy": _execution_strategy(in_mode),
+        "setAvailableMemoryProportion": _memory_proportions(in_mode),
     }
     calls += [OptionCall(method, (argument,)) for method, argument in composite.items() if argument is not None]
     if compile_only:
@@ -117,9 +111,9 @@ def read_optimizer_location(states: List[Dict[str, Any]]) -> Dict[str, Any]:
     return values
 
 
-def _execution_strategy(settings: Dict[str, Any], prefix: str) -> Optional[Construct]:
+def _execution_strategy(settings: ModeSettings) -> Optional[Construct]:
     """The strategy of the build, `None` for none (poptorch's default stays)."""
-    strategy = settings[f"{prefix}execution_strategy"]
+    strategy = settings["execution_strategy"]
     if strategy is None:
         return None
     path = EXECUTION_STRATEGIES[strategy]
@@ -147,7 +141,7 @@ def _stage(stage: StageSetting) -> Construct:
 POPTORCH_DEFAULT_STRATEGY = {"execution_strategy": "pipelined", "execution_stages": None, "auto_stage": "same_as_ipu"}
 
 
-def read_execution_strategy(options: Any, prefix: str) -> Dict[str, Any]:
+def read_execution_strategy(options: Any, mode: Mode) -> Dict[str, Any]:
     """From where poptorch 3.4 keeps the strategy: `Options._execution_strategy`; a pipelined or sharded one has its
     explicit stages in `_block_map` (each block to its `Stage`), else its `AutoStage` in its stage manager; a phased
     one its `Phase`s in `_phases` and its own options in `backendOptions()`. poptorch's default strategy reads as
@@ -164,8 +158,8 @@ def read_execution_strategy(options: Any, prefix: str) -> Dict[str, Any]:
         if problem:
             raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind}: {problem}"})
     if values == POPTORCH_DEFAULT_STRATEGY:
-        return {f"{prefix}execution_strategy": None}
-    values[f"{prefix}execution_strategy"] = values.pop("execution_strategy")
+        return {mode.setting("execution_strategy"): None}
+    values[mode.setting("execution_strategy")] = values.pop("execution_strategy")
     return values
 
 
@@ -191,22 +185,22 @@ def _stage_setting(stage: Any) -> StageSetting:
     return {"blocks": list(stage.blocks), **({} if stage._ipu is None else {"ipu": stage._ipu})}
 
 
-def _memory_proportions(settings: Dict[str, Any], prefix: str) -> Optional[Dict[str, Union[float, int]]]:
+def _memory_proportions(settings: ModeSettings) -> Optional[Dict[str, Union[float, int]]]:
     """`{"IPU0": p0, ...}` for each IPU of one replica's pipeline."""
-    ipus = settings[f"{prefix}ipus_per_replica"]
-    proportion = settings[f"{prefix}matmul_proportion"]
+    ipus = settings["ipus_per_replica"]
+    proportion = settings["matmul_proportion"]
     if proportion is None:
         return None
     per_ipu = proportion if isinstance(proportion, list) else [proportion] * ipus
     return {f"IPU{index}": per_ipu[index] for index in range(ipus)}
 
 
-def read_memory_proportions(state: Dict[str, Any], prefix: str, ipus: Optional[int] = None) -> Dict[str, Any]:
+def read_memory_proportions(state: Dict[str, Any], mode: Mode, ipus: Optional[int] = None) -> Dict[str, Any]:
     """The proportions of IPUs 0 to `ipus - 1` (default: every IPU the state names, as many as the pipeline has);
     null where the call was not made."""
     proportions = state.get("available_memory_proportion") or {}
     if not proportions:  # no call; an inference build makes none only where the training one makes none too
-        return {"matmul_proportion": None, f"{prefix}matmul_proportion": None}
+        return {"matmul_proportion": None, mode.setting("matmul_proportion"): None}
     ipus = len(proportions) if ipus is None else ipus
     if not ipus or any(index not in proportions for index in range(ipus)):
         raise UnsupportedOptionsError(
@@ -214,9 +208,9 @@ def read_memory_proportions(state: Dict[str, Any], prefix: str, ipus: Optional[i
         )
     per_ipu = [proportions[index] for index in range(ipus)]
     return {
-        f"{prefix}ipus_per_replica": ipus,
+        mode.setting("ipus_per_replica"): ipus,
         # one number for all IPUs, but a list for 0: an inference proportion of 0 means "as in training"
-        f"{prefix}matmul_proportion": per_ipu[0] if len(set(per_ipu)) == 1 and per_ipu[0] else per_ipu,
+        mode.setting("matmul_proportion"): per_ipu[0] if len(set(per_ipu)) == 1 and per_ipu[0] else per_ipu,
     }
 
 

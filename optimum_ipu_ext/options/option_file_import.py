@@ -19,6 +19,7 @@ from ..errors import OptionsFileError, UnsupportedOptionsError
 from .readback import full_state, import_options, name_in_mode, option_name
 from ..sdk.option_lines import code, lines_run
 from ..recorder import sdk_modules
+from ..settings.mode import INFERENCE, TRAINING, Mode
 
 PathOrPaths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 Lines = Union[str, Sequence[str]]
@@ -50,7 +51,7 @@ def read_option_file(path: Union[str, "os.PathLike[str]"]) -> OptionLines:
     raise OptionsFileError(where, problem)
 
 
-def given_lines(lines: Lines, mode: str) -> OptionLines:
+def given_lines(lines: Lines, mode: Mode) -> OptionLines:
     """Lines given as they are (the list a YAML config holds), or one text of lines, split as a file's are."""
     if not isinstance(lines, str):
         if not isinstance(lines, Sequence) or not all(isinstance(line, str) for line in lines):
@@ -59,7 +60,7 @@ def given_lines(lines: Lines, mode: str) -> OptionLines:
     return OptionLines(f"the {mode} lines", list(io.StringIO(lines, newline=None)))
 
 
-def run_lines(options: Any, poptorch: Any, source: OptionLines, mode: str, written: Dict[str, str]) -> int:
+def run_lines(options: Any, poptorch: Any, source: OptionLines, mode: Mode, written: Dict[str, str]) -> int:
     """Runs the lines of `source` on `options` as `loadFromFile` runs a file's; `written` gets, for each option a
     line changes, where it did: `{state key: "run.cfg, line 4"}`. Returns how many lines ran."""
     run = lines_run(source.lines)
@@ -97,7 +98,7 @@ def _problem(error: Exception) -> str:
     return problem
 
 
-def options_from_lines(sources: Sequence[OptionLines], mode: str) -> Tuple[Any, Dict[str, str]]:
+def options_from_lines(sources: Sequence[OptionLines], mode: Mode) -> Tuple[Any, Dict[str, str]]:
     """A fresh `poptorch.Options` of the poptorch in use (call it under `sdk_modules()`) with the lines of `sources`
     run on it in turn, as repeated `loadFromFile` calls run files, and where each option was last changed (see
     `run_lines`).
@@ -115,12 +116,12 @@ def options_from_lines(sources: Sequence[OptionLines], mode: str) -> Tuple[Any, 
 
 
 def import_located(
-    config_class: type, options: Dict[str, Any], written: Dict[str, Dict[str, str]], overrides: Dict[str, Any]
+    config_class: type, options: Dict[Mode, Any], written: Dict[Mode, Dict[str, str]], overrides: Dict[str, Any]
 ) -> Any:
     """`from_options` of `options` (`{mode: poptorch.Options}`); an option no setting holds is refused saying where
     it was set (`written`, `{mode: {state key: where}}`)."""
     try:
-        training, inference = options.get("training"), options.get("inference")
+        training, inference = options.get(TRAINING), options.get(INFERENCE)
         return import_options(config_class, training, inference, overrides)
     except UnsupportedOptionsError as error:
         locations = {
@@ -131,7 +132,9 @@ def import_located(
         raise error.located(locations) from None
 
 
-def import_option_sources(config_class: type, sources: Dict[str, List[OptionLines]], overrides: Dict[str, Any]) -> Any:
+def import_option_sources(
+    config_class: type, sources: Dict[Mode, List[OptionLines]], overrides: Dict[str, Any]
+) -> Any:
     """The config of `config_class` whose builds are those the lines of `sources` (`{mode: [OptionLines]}`) make."""
     if not sources:
         raise TypeError("option files or lines are needed for `training` or `inference`, or both")
@@ -142,7 +145,7 @@ def import_option_sources(config_class: type, sources: Dict[str, List[OptionLine
         return import_located(config_class, options, written, overrides)
 
 
-def option_file_sources(mode: str, paths: PathOrPaths) -> List[OptionLines]:
+def option_file_sources(mode: Mode, paths: PathOrPaths) -> List[OptionLines]:
     """The files of `paths`, a path or a list of paths, read (see `read_option_file`)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

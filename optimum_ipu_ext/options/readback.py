@@ -12,9 +12,10 @@ from typing import Any, Dict, List, Optional, Tuple
 from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
 from ..errors import IncompatibleSettingsError, UnsupportedOptionsError, warn
 from ..sdk.plan import TempFile, sdk_value
+from ..settings.mode import INFERENCE, TRAINING, Mode
 from ..settings.table import POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS, setting_writing
 
-MODES = ("inference", "training")  # training last: a setting both builds make is read from the training options
+READ_ORDER = (INFERENCE, TRAINING)  # training last: a setting both builds make is read from the training options
 _MISSING = "not set"
 
 
@@ -24,7 +25,7 @@ def import_options(
     """The config of `config_class` (a class of `SettingsMixin`) whose `to_options()` / `to_options(for_inference=True)` build the options
     `training` / `inference` hold; `overrides` give settings the options cannot tell (`layers_per_ipu`) or replace
     what they tell. See `SettingsMixin.from_options`."""
-    given = {mode: options for mode, options in zip(MODES, (inference, training)) if options is not None}
+    given = {mode: options for mode, options in zip(READ_ORDER, (inference, training)) if options is not None}
     if not given:
         raise TypeError("from_options() needs `training` or `inference` options (poptorch.Options), or both")
     states = {mode: resolved_state(options, mode) for mode, options in given.items()}
@@ -46,19 +47,18 @@ def import_options(
 
 
 def _read_settings(
-    given: Dict[str, Any], states: Dict[str, Dict[str, Any]], overrides: Dict[str, Any], problems: Dict[str, str]
+    given: Dict[Mode, Any], states: Dict[Mode, Dict[str, Any]], overrides: Dict[str, Any], problems: Dict[str, str]
 ) -> Tuple[Dict[str, Any], List[str]]:
     """The settings the options hold, `overrides` applied, and what was dropped; what cannot be read goes to
     `problems`."""
     values: Dict[str, Any] = {}
     dropped: List[str] = []
     for mode, options in given.items():
-        prefix = "inference_" if mode == "inference" else ""
-        ipus = overrides.get(f"{prefix}ipus_per_replica")
+        ipus = overrides.get(mode.setting("ipus_per_replica"))
         values.update(_read_rows({**states[mode], **python_state(options)}, mode, problems))
         for read in (
-            lambda: read_execution_strategy(options, prefix),
-            lambda: read_memory_proportions(states[mode], prefix, ipus),
+            lambda: read_execution_strategy(options, mode),
+            lambda: read_memory_proportions(states[mode], mode, ipus),
         ):
             try:
                 values.update(read())
@@ -70,11 +70,11 @@ def _read_settings(
     return values, dropped
 
 
-def _rebuild_differences(config: Any, given: Dict[str, Any], states: Dict[str, Dict[str, Any]], mode: str):
+def _rebuild_differences(config: Any, given: Dict[Mode, Any], states: Dict[Mode, Dict[str, Any]], mode: Mode):
     """How the options `config` builds for `mode` differ from the given ones (but for dropped memory proportions)."""
-    rebuilt = config.options_plan(for_inference=mode == "inference", popdist=False).build()
+    rebuilt = config.options_plan(for_inference=mode.is_inference, popdist=False).build()
     expected = dict(states[mode])
-    ipus = getattr(config, f"{'inference_' if mode == 'inference' else ''}ipus_per_replica")
+    ipus = getattr(config, mode.setting("ipus_per_replica"))
     proportions = expected.get("available_memory_proportion") or {}
     expected["available_memory_proportion"] = {ipu: p for ipu, p in proportions.items() if ipu < ipus}
     differences = _differences(
@@ -83,16 +83,16 @@ def _rebuild_differences(config: Any, given: Dict[str, Any], states: Dict[str, D
     return _in_mode(differences, mode, given)
 
 
-def resolved_state(options: Any, mode: str) -> Dict[str, Any]:
+def resolved_state(options: Any, mode: Mode) -> Dict[str, Any]:
     """`options.toDict()` as `trainingModel` / `inferenceModel` see it: on a clone whose default output mode is
     resolved (`Final` in training, `All` in inference)."""
     options = options.clone()
     if options.defaultOutputMode():
-        options.outputMode(sdk_value("poptorch.OutputMode." + ("All" if mode == "inference" else "Final")))
+        options.outputMode(sdk_value("poptorch.OutputMode." + ("All" if mode.is_inference else "Final")))
     return options.toDict()
 
 
-def full_state(options: Any, mode: str) -> Dict[str, Any]:
+def full_state(options: Any, mode: Mode) -> Dict[str, Any]:
     """Everything `trainingModel` / `inferenceModel` take of `options`, by state key: `resolved_state` and
     `python_state`, values that are not plain data by their type (the progress bar callback)."""
     return {key: _comparable(value) for key, value in {**resolved_state(options, mode), **python_state(options)}.items()}
@@ -114,22 +114,25 @@ def python_state(options: Any) -> Dict[str, Any]:
     }
 
 
-def _read_rows(state: Dict[str, Any], mode: str, problems: Dict[str, str]) -> Dict[str, Any]:
+def _read_rows(state: Dict[str, Any], mode: Mode, problems: Dict[str, str]) -> Dict[str, Any]:
     values = {}
     for name, setting in SIMPLE_ROWS[mode]:
         try:
             values[name] = setting.check(setting.read(state))
         except (ValueError, TypeError) as error:
-            problems[option_name(setting.state[0])] = f"{state.get(setting.state[0], _MISSING)!r}: {error}"
+            written = setting.sdk.state[0]
+            problems[option_name(written)] = f"{state.get(written, _MISSING)!r}: {error}"
     return values
 
 
-def _other_popart_options(config: Any, states: Dict[str, Dict[str, Any]], problems: Dict[str, str]) -> Dict[str, Any]:
+def _other_popart_options(
+    config: Any, states: Dict[Mode, Dict[str, Any]], problems: Dict[str, str]
+) -> Dict[str, Any]:
     """The PopART session options of the given options that the config built without them does not set alike (an
     option a setting writes only where that setting makes no call)."""
     found: Dict[str, Any] = {}
     for mode, state in states.items():
-        rebuilt = config.options_plan(for_inference=mode == "inference", popdist=False).build().toDict()
+        rebuilt = config.options_plan(for_inference=mode.is_inference, popdist=False).build().toDict()
         for key, value in state.items():
             if key in POPTORCH_OPTION_KEYS or setting_writing(key, vars(config)) or rebuilt.get(key, _MISSING) == value:
                 continue
@@ -153,7 +156,7 @@ def _config(config_class: Any, values: Dict[str, Any], overrides: Dict[str, Any]
         raise UnsupportedOptionsError(problems) from error
 
 
-def _beyond_the_pipeline(state: Dict[str, Any], ipus: Optional[int], mode: str):
+def _beyond_the_pipeline(state: Dict[str, Any], ipus: Optional[int], mode: Mode):
     proportions = state.get("available_memory_proportion") or {}
     beyond = sorted(ipu for ipu in proportions if ipus is not None and ipu >= ipus)
     if beyond:
@@ -176,8 +179,8 @@ def _differences(given: Dict[str, Any], rebuilt: Dict[str, Any]) -> Dict[str, st
 
 # The method that writes each state key, where it is not the key itself or `_Popart.set`
 _METHODS = {
-    **{key: setting.call for setting in SETTINGS.values() if setting.call and setting.call != "_Popart.set"
-       for key in setting.state},
+    **{key: setting.sdk.method for setting in SETTINGS.values() if setting.sdk and setting.sdk.method != "_Popart.set"
+       for key in setting.sdk.state},
     **{key: method for key, (method, _) in UNSUPPORTED_CALLS.items()},
 }
 
@@ -195,11 +198,11 @@ def _comparable(value: Any) -> Any:
     return type(value)
 
 
-def _in_mode(problems: Dict[str, str], mode: str, given: Dict[str, Any]) -> Dict[str, str]:
+def _in_mode(problems: Dict[str, str], mode: Mode, given: Dict[Mode, Any]) -> Dict[str, str]:
     return {name_in_mode(option, mode, given): problem for option, problem in problems.items()}
 
 
-def name_in_mode(option: str, mode: str, given: Dict[str, Any]) -> str:
+def name_in_mode(option: str, mode: Mode, given: Dict[Mode, Any]) -> str:
     """How a refusal names `option` of the `mode` build when the builds `given` are imported: with its build, where
     both are given."""
     return option if len(given) == 1 else f"{option} ({mode})"

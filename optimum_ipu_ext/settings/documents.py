@@ -78,8 +78,8 @@ def _legacy_property(legacy: LegacyKey) -> Dict[str, Any]:
 def _property(setting: Setting) -> Dict[str, Any]:
     schema = _type(setting.annotation, setting)
     description = setting.doc
-    if setting.call:
-        description += f" Drives `{setting.call_text}`."
+    if setting.sdk:
+        description += f" Drives `opts.{setting.sdk.signature}`."
     schema.update(description=description, default=setting.default)
     return schema
 
@@ -121,7 +121,7 @@ def attribute_table(settings: Mapping[str, Setting]) -> str:
     ]
     for name, setting in settings.items():
         allowed = ", ".join(f"`{choice}`" for choice in setting.choices) or _bounds_text(setting)
-        drives = f"`{setting.call_text}`" if setting.call else ""
+        drives = f"`opts.{setting.sdk.signature}`" if setting.sdk else ""
         default = json.dumps(setting.default)
         lines.append(f"| `{name}` | {describe(setting.annotation)} | `{default}` | {allowed} | {drives} | {setting.doc} |")
     return "\n".join(lines) + "\n"
@@ -132,9 +132,8 @@ def method_table() -> str:
     it, how a config holds it otherwise, or why none does."""
     held: Dict[str, List[str]] = {}
     for name, setting in SETTINGS.items():
-        if setting.call:
-            method = f'{setting.call}("{setting.key}", ...)' if setting.key else setting.call
-            held.setdefault(method, []).append(f"`{name}`")
+        if setting.sdk:
+            held.setdefault(setting.sdk.signature, []).append(f"`{name}`")
     rows = {method: ", ".join(names) for method, names in held.items()}
     rows.update(METHODS_HELD_OTHERWISE)
     for method, why in UNSUPPORTED_CALLS.values():

@@ -6,6 +6,7 @@ from typing import Any, Dict, Mapping, Optional
 from ..errors import IncompatibleSettingsError, UnknownSettingError, as_json
 from ..sdk.popdist import PopDistLaunch
 from .migration import carry_over_legacy_keys
+from .mode import MODES, Mode
 from .schema import parse_update_string
 from .table import (
     BASE_SETTINGS,
@@ -66,9 +67,9 @@ def check_base_rules(settings: Dict[str, Any]) -> None:
 
     `settings` is a config's `vars()`, where either base stores its settings (read there, no attribute hooks run).
     """
-    for prefix in ("", "inference_"):
-        _check_pipeline_lengths(settings, prefix)
-        replicas_name, ipus_name = f"{prefix}replication_factor", f"{prefix}ipus_per_replica"
+    for mode in MODES:
+        _check_pipeline_lengths(settings, mode)
+        replicas_name, ipus_name = mode.setting("replication_factor"), mode.setting("ipus_per_replica")
         replicas, ipus = settings[replicas_name], settings[ipus_name]
         if replicas * ipus > MAX_IPUS_IN_A_JOB:
             raise IncompatibleSettingsError(
@@ -78,8 +79,8 @@ def check_base_rules(settings: Dict[str, Any]) -> None:
             )
 
 
-def _check_pipeline_lengths(settings: Dict[str, Any], prefix: str) -> None:
-    ipus_name = f"{prefix}ipus_per_replica"
+def _check_pipeline_lengths(settings: Dict[str, Any], mode: Mode) -> None:
+    ipus_name = mode.setting("ipus_per_replica")
     ipus = settings[ipus_name]
 
     def require_pipeline_length(name: str) -> None:
@@ -87,14 +88,14 @@ def _check_pipeline_lengths(settings: Dict[str, Any], prefix: str) -> None:
         if len(value) != ipus:
             raise IncompatibleSettingsError(name, value, f"it needs one entry per IPU, as `{ipus_name}={ipus}`")
 
-    if isinstance(settings[f"{prefix}matmul_proportion"], list):
-        require_pipeline_length(f"{prefix}matmul_proportion")
-    layers = settings[f"{prefix}layers_per_ipu"]
+    if isinstance(settings[mode.setting("matmul_proportion")], list):
+        require_pipeline_length(mode.setting("matmul_proportion"))
+    layers = settings[mode.setting("layers_per_ipu")]
     if -1 not in layers or (ipus > 1 and layers != [-1]):  # parallelize() refuses other wildcard lists of this length
-        require_pipeline_length(f"{prefix}layers_per_ipu")
+        require_pipeline_length(mode.setting("layers_per_ipu"))
     for layer in ("embedding", "projection"):
-        factor_name = f"{prefix}{layer}_serialization_factor"
-        splits_name = f"{prefix}serialized_{layer}_splits_per_ipu"
+        factor_name = mode.setting(f"{layer}_serialization_factor")
+        splits_name = mode.setting(f"serialized_{layer}_splits_per_ipu")
         factor, splits = settings[factor_name], settings[splits_name]
         if splits and factor:
             raise IncompatibleSettingsError(
@@ -164,8 +165,8 @@ def check_rules(settings: Dict[str, Any]) -> None:
     check_base_rules(settings)
     check_extension_rules(settings)
     launch = PopDistLaunch.from_environment()
-    for for_inference in (False, True):
-        check_reserved_ipus(settings, for_inference, launch)
+    for mode in MODES:
+        check_reserved_ipus(settings, mode, launch)
 
 
 def update_settings_from_string(config: Any, update_str: str) -> None:
@@ -200,7 +201,7 @@ def reserved_ipus(requested: int) -> int:
     return rounded
 
 
-def check_reserved_ipus(settings: Dict[str, Any], for_inference: bool, popdist: Optional[PopDistLaunch]) -> None:
+def check_reserved_ipus(settings: Dict[str, Any], mode: Mode, popdist: Optional[PopDistLaunch]) -> None:
     """Refuses a build that poptorch 3.4 refuses to run on IPUs: one whose process asks for a number of IPUs that
     is not a power of two while `auto_round_num_ipus` is not true (null makes no call: poptorch's default, false).
 
@@ -212,11 +213,10 @@ def check_reserved_ipus(settings: Dict[str, Any], for_inference: bool, popdist: 
     auto_round = settings["auto_round_num_ipus"]
     if auto_round or settings["connection_type"] == "never":
         return
-    prefix = "inference_" if for_inference else ""
-    ipus_name = f"{prefix}ipus_per_replica"
+    ipus_name = mode.setting("ipus_per_replica")
     ipus = settings[ipus_name]
     if popdist is None:
-        replicas_name = f"{prefix}replication_factor"
+        replicas_name = mode.setting("replication_factor")
         replicas = settings[replicas_name]
         asked = f"`{replicas_name}={replicas}` x `{ipus_name}={ipus}`"
         if replicas * ipus > MAX_IPUS_PER_PROCESS:
@@ -230,13 +230,13 @@ def check_reserved_ipus(settings: Dict[str, Any], for_inference: bool, popdist: 
         default = " (null makes no call: poptorch's default, false)" if auto_round is None else ""
         raise IncompatibleSettingsError(
             "auto_round_num_ipus", auto_round,
-            f"the {'inference' if for_inference else 'training'} build asks for {asked} = {requested} IPUs in one "
+            f"the {mode} build asks for {asked} = {requested} IPUs in one "
             f"process, and poptorch reserves only a power of two unless `auto_round_num_ipus` is true{default}: make "
             f"it true (it reserves {rounded}, {rounded - requested} idle), or use a number of IPUs that is a power of two",
         )
 
 
-STRATEGY_FIELDS = ("execution_strategy", "inference_execution_strategy")
+STRATEGY_FIELDS = tuple(mode.setting("execution_strategy") for mode in MODES)
 
 
 def check_execution_strategies(settings: Dict[str, Any]) -> None:

@@ -1,9 +1,10 @@
 """Declarative settings: one `Setting` per configuration attribute, checked at assignment.
 
-A `Setting` is a row of a table: name, type, default, allowed values, one line of documentation and
-the `poptorch.Options` call it drives, as data (`"Training.gradientAccumulation"`, the form of
-`OptionCall.method`). Checking a value against its row is cheap (plain `isinstance` walks over the
-annotation), which is what keeps constructing a config fast. Nothing here imports transformers.
+A `Setting` is a row of a table, as pydantic's `FieldInfo` is: name, type, default, one line of documentation and
+what a value may be. The `poptorch.Options` call it drives is a second, small object on the row: its `Call`
+(`sdk=Call("Training.gradientAccumulation", ...)`, the method dotted as `OptionCall.method`). Checking a value
+against its row is cheap (plain `isinstance` walks over the annotation), which is what keeps constructing a config
+fast. Nothing here imports transformers.
 """
 
 import copy
@@ -20,77 +21,102 @@ NoneType = type(None)
 
 
 @dataclass(frozen=True)
+class Call:
+    """The `poptorch.Options` call a setting drives, both ways: how a value becomes the call, how the options'
+    state reads back as a value.
+
+    Args:
+        method: dotted from the options object (`"Training.gradientAccumulation"`, `"_Popart.set"`).
+        key: the leading argument of `method`, for calls that take a name: the PopART session option of
+            `"_Popart.set"` (`"autoRecomputation"`).
+        modes: the builds (`"training"`, `"inference"`) that make the call.
+        composite: the call takes several settings at once (`setExecutionStrategy`): `options/build.py` makes it
+            (and `options/readback.py` reads it back); otherwise the generic loop of `options/build.py` makes
+            `method(key, argument)` from the row alone.
+        sdk_enum: the SDK enum whose members the setting's choices stand for, e.g. `"popart.RecomputationType"`:
+            the row's `choices` map each choice to its member's name.
+        encode: turns the stored value into the call's argument, `None` meaning "make no call" and a tuple being
+            the call's positional arguments. Default: a choice becomes its enum member (an int for PopART options);
+            any other value is passed as it is.
+        state: the keys of `poptorch.Options.toDict()` that the call writes; the first holds the value read back
+            (default: `key`, the PopART session option).
+        decode: the other direction of `encode`: the stored value for what the state holds under the keys of
+            `state`, one argument each (`None` where the call was not made). Default: the value of `state[0]`, an
+            enum member's value becoming its choice.
+        sdk_default: the value poptorch / PopART holds where the call is not made: read back as `null`, so an
+            imported config shows only what its builder changed.
+    """
+
+    method: str
+    key: Optional[str] = None
+    modes: Tuple[str, ...] = ("training", "inference")
+    composite: bool = False
+    sdk_enum: Optional[str] = None
+    encode: Optional[Callable[[Any], Any]] = None
+    decode: Optional[Callable[..., Any]] = None
+    state: Tuple[str, ...] = ()
+    sdk_default: Any = None
+
+    def __post_init__(self):
+        if self.key and not self.state:
+            object.__setattr__(self, "state", (self.key,))
+
+    @property
+    def sets_popart_option(self) -> bool:
+        """Whether the call sets a PopART session option (those go last in a build, as in optimum-graphcore's)."""
+        return self.method.startswith("_Popart.")
+
+    @property
+    def signature(self) -> str:
+        """The method as the reference tables name it: `_Popart.set("autoRecomputation", ...)`, `deviceIterations`."""
+        return f'{self.method}("{self.key}", ...)' if self.key else self.method
+
+
+@dataclass(frozen=True)
 class Setting:
-    """One configuration attribute.
+    """One configuration attribute: what it is and what it may hold; `sdk`, the call it drives.
 
     Args:
         name: the attribute name, as stored in `ipu_config.json`.
         annotation: its type, from `typing` (`int`, `Optional[List[int]]`, ...).
         default: the value used when the attribute is not given.
         doc: one line saying what it does.
-        call: the `poptorch.Options` method the setting drives, dotted from the options object
-            (`"Training.gradientAccumulation"`, `"_Popart.set"`); `None` for settings read by the model
-            (`layers_per_ipu`) rather than by the options.
-        key: the leading argument of `call`, for calls that take a name: the PopART session option of
-            `"_Popart.set"` (`"autoRecomputation"`).
-        modes: the builds (`"training"`, `"inference"`) that make the call.
-        composite: the call takes several settings at once (`setExecutionStrategy`): `build.py` makes it;
-            otherwise `build.py` makes `call(key, encode(value))` from the row alone. A setting with a `call`
-            also takes `null`: no call, poptorch's / PopART's default stays (for an `inference_` twin, `null` is
-            "as in training", as in optimum-graphcore).
-        choices: the allowed values of a string setting; with `sdk_enum`, a mapping of each to its enum member.
-        sdk_enum: the SDK enum whose members the choices stand for, e.g. `"popart.RecomputationType"`.
+        choices: the allowed values of a string setting; where `sdk.sdk_enum` names an enum, a mapping of each to
+            its member's name.
         minimum, maximum: bounds of a number, or of every number in a list.
         min_items: the fewest items a list may have.
         constraint: a further check, returning what is allowed when the value breaks it, else `None`.
-        encode: turns the stored value into the call's argument, `None` meaning "make no call" and a tuple
-            being the call's positional arguments (default: a choice becomes its enum member, an int for PopART
-            options; any other value is passed as it is).
-        sdk_default: the value poptorch / PopART holds where the call is not made: read back as `null`, so an
-            imported config shows only what its builder changed.
         null_as: what `null` is stored as, for a count whose call with poptorch's default (`replicationFactor(1)`)
             leaves the state that no call leaves.
-        state: the keys of `poptorch.Options.toDict()` that `call` writes; the first holds the value read back
-            (default: `key`, the PopART session option).
-        decode: the other direction of `encode`: the stored value for what the state holds under the keys of
-            `state`, one argument each (`None` where the call was not made). Default: the value of `state[0]`, an
-            enum member's value becoming its choice. Composite rows are read back where `build.py` makes their call.
+        sdk: the `poptorch.Options` call the setting drives; `None` for settings read by the model
+            (`layers_per_ipu`) rather than by the options. A setting with a call also takes `null`: no call,
+            poptorch's / PopART's default stays (for an `inference_` twin, `null` is "as in training", as in
+            optimum-graphcore).
 
-    `encoder` is what `argument()` applies: `encode`, else the choice-to-member lookup, else `None` (the value is
-    the argument).
+    `choices` and `null_as` belong to this half: they decide what a value may be and what is stored, which `check`,
+    `--set` and the documents read without the SDK; a `Call` only reads them (a choice's member, by `sdk_enum`).
     """
 
     name: str
     annotation: Any
     default: Any
     doc: str
-    call: Optional[str] = None
-    key: Optional[str] = None
-    modes: Tuple[str, ...] = ("training", "inference")
-    composite: bool = False
     choices: Union[Tuple[str, ...], Mapping[str, str]] = ()
-    sdk_enum: Optional[str] = None
     minimum: Optional[float] = None
     maximum: Optional[float] = None
     min_items: int = 0
     constraint: Optional[Callable[[Any], Optional[str]]] = None
-    encode: Optional[Callable[[Any], Any]] = None
-    state: Tuple[str, ...] = ()
-    decode: Optional[Callable[..., Any]] = None
-    sdk_default: Any = None
     null_as: Any = None
+    sdk: Optional[Call] = None
 
     def __post_init__(self):
-        if self.call and not type_checker(self.annotation)(None):
+        if self.sdk and not type_checker(self.annotation)(None):
             object.__setattr__(self, "annotation", Optional[self.annotation])
         object.__setattr__(self, "_conforms", type_checker(self.annotation))
-        if self.key and not self.state:
-            object.__setattr__(self, "state", (self.key,))
         # each choice's enum member, made once: plans are made on every `to_options()`
-        members = {choice: Ref(self.sdk_member(choice), as_int=self.key is not None) for choice in self.choices} \
-            if self.sdk_enum else {}
+        members = {choice: Ref(self.sdk_member(choice), as_int=self.sdk.key is not None) for choice in self.choices} \
+            if self.sdk and self.sdk.sdk_enum else {}
         object.__setattr__(self, "_members", members)
-        object.__setattr__(self, "encoder", self.encode or (members.__getitem__ if self.sdk_enum else None))
 
     def default_value(self) -> Any:
         """A fresh copy of the default, safe to mutate (defaults are flat lists and dicts)."""
@@ -130,37 +156,34 @@ class Setting:
 
     def sdk_member(self, value: str) -> str:
         """The dotted SDK name a choice stands for: `"pipeline"` -> `"popart.RecomputationType.Pipeline"`."""
-        return f"{self.sdk_enum}.{self.choices[value]}"
+        return f"{self.sdk.sdk_enum}.{self.choices[value]}"
 
     def argument(self, value: Any) -> Any:
-        """The argument `call` takes for the stored `value`; `None`: make no call."""
-        if value is None or self.encoder is None:
-            return value
-        return self.encoder(value)
+        """The argument the call takes for the stored `value`, through `sdk.encode`, else a choice's enum member;
+        `None`: make no call."""
+        if value is None:
+            return None
+        if self.sdk.encode is not None:
+            return self.sdk.encode(value)
+        return self._members[value] if self._members else value
 
     def read(self, state: Mapping[str, Any]) -> Any:
-        """The stored value that gives `state` (a `poptorch.Options.toDict()`), read back through `decode`. Needs
-        the SDK for a choice (its enum's values)."""
-        if self.decode is not None:
-            value = self.decode(*[state.get(key) for key in self.state])
+        """The stored value that gives `state` (a `poptorch.Options.toDict()`), read back through `sdk.decode`.
+        Needs the SDK for a choice (its enum's values)."""
+        call = self.sdk
+        if call.decode is not None:
+            value = call.decode(*[state.get(key) for key in call.state])
         else:
-            value = state.get(self.state[0])
-            if self.sdk_enum and value is not None:
+            value = state.get(call.state[0])
+            if call.sdk_enum and value is not None:
                 value = self.choice(value)
-        return None if self.sdk_default is not None and value == self.sdk_default else value
+        return None if call.sdk_default is not None and value == call.sdk_default else value
 
     def choice(self, member: Any) -> Any:
         """The choice whose enum member is `member` (a member or its value); `member` itself where none is. Needs
         the SDK."""
         members = {int(sdk_value(self.sdk_member(choice))): choice for choice in self.choices}
         return members.get(int(member), member)
-
-    @property
-    def call_text(self) -> str:
-        """The call as a user writes it: `opts._Popart.set("autoRecomputation", ...)`, `opts.deviceIterations`."""
-        if self.call is None:
-            return ""
-        return f'opts.{self.call}("{self.key}", ...)' if self.key else f"opts.{self.call}"
 
 
 def table(*settings: Setting) -> Dict[str, Setting]:

@@ -1,23 +1,34 @@
 """Every setting of an IPU config, one row each: optimum-graphcore 0.7.1's own (`BASE_SETTINGS`) and the
 ones this package adds (`EXTENSION_SETTINGS`).
 
-Each row says what the setting does and which `poptorch.Options` call it drives (`call`, dotted as
-`OptionCall.method`). Rows with a `call` that is not `composite` are turned into calls by one generic
-loop in `build.py`; `null`, or a value that encodes to `None`, makes no call, leaving poptorch's / PopART's
-default. The same row says which `toDict()` keys the call writes (`state`) and how the value reads back
-(`decode`): `IPUConfig.from_options` imports options through it. The README's attribute and method tables and
-the JSON Schema (`documents.py`) are generated from these rows and the tables of methods held otherwise or refused.
+Each row says what the setting is, what it may hold and what it does (the validation and documentation half of a
+`Setting`), and which `poptorch.Options` call it drives (its `sdk=Call(...)`, the method dotted as
+`OptionCall.method`). Rows whose `Call` is not `composite` are turned into calls by one generic loop in
+`options/build.py`; `null`, or a value that encodes to `None`, makes no call, leaving poptorch's / PopART's default.
+The same `Call` says which `toDict()` keys the call writes (`state`) and how the value reads back (`decode`):
+`IPUConfig.from_options` imports options through it. The attribute and method tables of docs/ and the JSON Schema
+(`documents.py`) are generated from these rows and the tables of methods held otherwise or refused.
 
 Defaults reproduce the build optimum-graphcore 0.7.1 makes, so an existing config behaves the same
-under our class. Adding a setting is one row here plus a test. Nothing here imports transformers.
+under our class. Nothing here imports transformers.
+
+Adding a setting is one row here plus a test, unless its call takes other settings too (`Call(...,
+composite=True)`). A composite row also needs, in `options/build.py`, the lines that make its call (an entry of
+`build_plan`'s `composite` calls, or a link of the chain of one, as `tensors_liveness` in `_execution_strategy`) and
+its reader beside them (`read_...`), which `options/readback.py`'s `_read_settings` calls; and, where it must agree
+with other settings, its rule in `settings/rules.py`, worded in `documents.py`'s `RULES`. Nothing else: the config
+classes, the CLI and the documents read the rows. (A setting of optimum-graphcore's own is also a parameter of
+`config/bundled_base.py`'s constructor, as upstream's signature has it; `tests/test_base_signature.py` checks both
+against the rows.)
 """
 
 import math
+from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from ..errors import as_json
 from ..sdk.plan import NONE, Construct, Ref, TempFile, sdk_value
-from .schema import Setting, table
+from .schema import Call, Setting, table
 
 # poptorch reserves at most 64 IPUs per process ("Too many IPUs requested ... Experiments that need more than 64
 # IPUs require distributed execution": graphcore/poptorch, popart_compiler/source/CompilerImpl.cpp,
@@ -96,9 +107,8 @@ def _location_setting(kind: str, tensors: str) -> Setting:
     if kind == "optimizer":
         doc += " Replaces the call `optimizer_state_offchip` makes, which must then be null."
     return Setting(
-        f"{kind}_location", Optional[Dict[str, Union[bool, int]]], None, doc,
-        call=f"TensorLocations.{method}", state=(f"location_{kind}",), constraint=_location_calls,
-        encode=_location, decode=_read_location,
+        f"{kind}_location", Optional[Dict[str, Union[bool, int]]], None, doc, constraint=_location_calls,
+        sdk=Call(f"TensorLocations.{method}", state=(f"location_{kind}",), encode=_location, decode=_read_location),
     )
 
 
@@ -142,19 +152,22 @@ def _consecutive_splits(splits: List[int]) -> Optional[str]:
 
 
 def _switch(argument: Any, is_written: Optional[Callable[[Any], bool]] = None) -> Dict[str, Callable[[Any], Any]]:
-    """`encode` and `decode` of a flag whose call is made only when it is on, with `argument`; the flag reads back
-    as on where the state holds what `is_written` accepts (default: `argument` itself)."""
+    """The `Call`'s `encode` and `decode` of a flag whose call is made only when it is on, with `argument`; the flag
+    reads back as on where the state holds what `is_written` accepts (default: `argument` itself)."""
     return {"encode": lambda on: argument if on else None, "decode": is_written or (lambda written: written == argument)}
 
 
-def _pair(name: str, annotation: Any, default: Any, doc: str, min_items: int = 0, **fields: Any) -> List[Setting]:
-    """A training setting and its `inference_` twin (which defaults to `None`: fall back to training). An empty list
-    is "as training" for the twin, as in optimum-graphcore, so `min_items` applies to the training setting only."""
+def _pair(name: str, annotation: Any, default: Any, doc: str, min_items: int = 0, sdk: Optional[Call] = None,
+          **validation: Any) -> List[Setting]:
+    """A training setting and its `inference_` twin (which defaults to `None`: fall back to training), each with its
+    build's call, if any. An empty list is "as training" for the twin, as in optimum-graphcore, so `min_items`
+    applies to the training setting only."""
     inference_annotation = annotation if default is None else Optional[annotation]
     return [
-        Setting(name, annotation, default, doc, **fields, modes=TRAINING, min_items=min_items),
-        Setting(f"inference_{name}", inference_annotation, None, f"As `{name}`, for inference.", **fields,
-                modes=INFERENCE),
+        Setting(name, annotation, default, doc, **validation, min_items=min_items,
+                sdk=None if sdk is None else replace(sdk, modes=TRAINING)),
+        Setting(f"inference_{name}", inference_annotation, None, f"As `{name}`, for inference.", **validation,
+                sdk=None if sdk is None else replace(sdk, modes=INFERENCE)),
     ]
 
 
@@ -162,30 +175,30 @@ OUTPUT_MODES = {"all": "All", "sum": "Sum", "final": "Final", "default": "Defaul
 
 BASE_SETTINGS = table(
     Setting("replication_factor", int, 1, "Replicas for data parallelism in training (of the whole job).",
-            call="replicationFactor", state=("replication_factor",), modes=TRAINING, minimum=1, maximum=MAX_IPUS_IN_A_JOB,
-            null_as=1),
+            minimum=1, maximum=MAX_IPUS_IN_A_JOB, null_as=1,
+            sdk=Call("replicationFactor", state=("replication_factor",), modes=TRAINING)),
     Setting("inference_replication_factor", int, 1, "Replicas for data parallelism in inference.",
-            call="replicationFactor", state=("replication_factor",), modes=INFERENCE, minimum=1,
-            maximum=MAX_IPUS_IN_A_JOB, null_as=1),
+            minimum=1, maximum=MAX_IPUS_IN_A_JOB, null_as=1,
+            sdk=Call("replicationFactor", state=("replication_factor",), modes=INFERENCE)),
     Setting("gradient_accumulation_steps", int, 1, "Micro-batches accumulated per weight update.",
-            call="Training.gradientAccumulation", state=("gradient_accumulation",), modes=TRAINING, minimum=1,
-            null_as=1),
+            minimum=1, null_as=1,
+            sdk=Call("Training.gradientAccumulation", state=("gradient_accumulation",), modes=TRAINING)),
     *_pair("layers_per_ipu", List[int], [-1],
            "Layers on each IPU of the pipeline; -1 spreads the remaining layers evenly.", minimum=-1, min_items=1),
     *_pair("ipus_per_replica", Optional[int], None, "IPUs per replica (default: `len(layers_per_ipu)`).",
            minimum=1, maximum=MAX_IPUS_IN_A_JOB),
     Setting("optimizer_state_offchip", bool, False, "Keep the optimizer state in off-chip (streaming) memory.",
-            call="TensorLocations.setOptimizerLocation", state=("location_optimizer",), composite=True),
+            sdk=Call("TensorLocations.setOptimizerLocation", state=("location_optimizer",), composite=True)),
     Setting("replicated_tensor_sharding", bool, False,
             "Shard the optimizer state across replicas (when there are several).",
-            call="TensorLocations.setOptimizerLocation", state=("location_optimizer",), composite=True),
+            sdk=Call("TensorLocations.setOptimizerLocation", state=("location_optimizer",), composite=True)),
     *_pair("matmul_proportion", Union[float, List[float]], 0.2,
            "Available memory proportion for matmuls and convolutions, for every IPU or per IPU.",
-           call="setAvailableMemoryProportion", state=("available_memory_proportion",), composite=True, minimum=0,
-           maximum=1),
+           minimum=0, maximum=1,
+           sdk=Call("setAvailableMemoryProportion", state=("available_memory_proportion",), composite=True)),
     Setting("enable_half_partials", bool, True, "float16 partials for matmuls and convolutions.",
-            call="Precision.setPartialsType", state=("partialsTypeMatMuls",),
-            **_switch(Ref("torch.float16"), lambda written: written == "half")),
+            sdk=Call("Precision.setPartialsType", state=("partialsTypeMatMuls",),
+                     **_switch(Ref("torch.float16"), lambda written: written == "half"))),
     *_pair("embedding_serialization_factor", Optional[int], None,
            "Serialise the embedding into this many parts on one IPU.", minimum=1),
     *_pair("serialized_embedding_splits_per_ipu", Optional[List[int]], None,
@@ -196,24 +209,29 @@ BASE_SETTINGS = table(
            "Projection splits on each IPU of the pipeline.", minimum=0, constraint=_consecutive_splits),
     Setting("recompute_checkpoint_every_layer", bool, False, "Checkpoint activations at the end of every layer."),
     Setting("device_iterations", int, 1, "Batches the device runs per call in training.",
-            call="deviceIterations", state=("device_iterations",), modes=TRAINING, minimum=1, null_as=1),
+            minimum=1, null_as=1,
+            sdk=Call("deviceIterations", state=("device_iterations",), modes=TRAINING)),
     Setting("inference_device_iterations", int, 1, "Batches the device runs per call in inference.",
-            call="deviceIterations", state=("device_iterations",), modes=INFERENCE, minimum=1, null_as=1),
+            minimum=1, null_as=1,
+            sdk=Call("deviceIterations", state=("device_iterations",), modes=INFERENCE)),
     Setting("output_mode", str, "final", "Which results return to the host in training (inference: all).",
-            call="outputMode", state=("output_mode",), modes=TRAINING, choices=OUTPUT_MODES, sdk_enum="poptorch.OutputMode"),
+            choices=OUTPUT_MODES,
+            sdk=Call("outputMode", state=("output_mode",), modes=TRAINING, sdk_enum="poptorch.OutputMode")),
     # optimum-graphcore reads 0 as "no seed", so 0 makes no call either
     Setting("seed", Optional[int], None, "Seed of the IPU random number generator (0 or null: none).",
-            call="randomSeed", state=("random_seed",), encode=lambda seed: seed or None, decode=lambda seed: seed or None),
+            sdk=Call("randomSeed", state=("random_seed",), encode=lambda seed: seed or None,
+                     decode=lambda seed: seed or None)),
     Setting("auto_loss_scaling", bool, False, "Automatic loss scaling in training (experimental).",
-            call="Training.setAutomaticLossScaling", state=("automaticLossScalingSettings.enabled",), modes=TRAINING,
-            **_switch(True)),
+            sdk=Call("Training.setAutomaticLossScaling", state=("automaticLossScalingSettings.enabled",),
+                     modes=TRAINING, **_switch(True))),
     Setting("executable_cache_dir", Union[str, bool], "",
             "Cache compiled executables here (`\"\"` or `\"disabled\"`: no call; `false`: off, even where "
             "`POPTORCH_CACHE_DIR` is set).",
-            call="enableExecutableCaching", state=("cachePath", "enableEngineCaching"), constraint=_not_true,
-            encode=_cache_argument, decode=lambda folder, enabled: folder or (False if enabled is False else "")),
+            constraint=_not_true,
+            sdk=Call("enableExecutableCaching", state=("cachePath", "enableEngineCaching"), encode=_cache_argument,
+                     decode=lambda folder, enabled: folder or (False if enabled is False else ""))),
     Setting("explicit_ir_inference", bool, False, "PopART's explicit IR for inference (experimental).",
-            call="_Popart.set", key="enableExplicitIR", modes=INFERENCE, **_switch(True)),
+            sdk=Call("_Popart.set", key="enableExplicitIR", modes=INFERENCE, **_switch(True))),
     *_pair("parallelize_kwargs", Optional[Dict[str, Any]], None, "Keyword arguments for the model's `parallelize`."),
     Setting("execute_encoder_on_cpu_for_generation", bool, False, "Run the encoder on the CPU (not supported)."),
 )
@@ -289,124 +307,135 @@ OPTIMUM_GRAPHCORE_ENGINE_OPTIONS = {"opt.useAutoloader": "true", "target.syncRep
 EXTENSION_SETTINGS = table(
     Setting("auto_round_num_ipus", bool, True,
             "Round the number of IPUs requested up to what the system can allocate.",
-            call="autoRoundNumIPUs", state=("auto_round_num_ipus",)),
+            sdk=Call("autoRoundNumIPUs", state=("auto_round_num_ipus",))),
     Setting("accumulation_and_replication_reduction_type", str, "mean",
             "How gradients are reduced over accumulation steps and replicas (training).",
-            call="Training.accumulationAndReplicationReductionType", state=("accumulation_and_replication_reduction_type",),
-            modes=TRAINING,
-            choices={"sum": "Sum", "mean": "Mean"}, sdk_enum="poptorch.ReductionType"),
+            choices={"sum": "Sum", "mean": "Mean"},
+            sdk=Call("Training.accumulationAndReplicationReductionType",
+                     state=("accumulation_and_replication_reduction_type",), modes=TRAINING,
+                     sdk_enum="poptorch.ReductionType")),
     Setting("execution_strategy", Optional[str], "pipelined",
             "How a replica runs over its IPUs in training (null: poptorch's default, pipelined by IPU).",
-            call="setExecutionStrategy", state=("execution_mode", "serial_phases_execution"), modes=TRAINING,
-            composite=True, choices=tuple(EXECUTION_STRATEGIES)),
+            choices=tuple(EXECUTION_STRATEGIES),
+            sdk=Call("setExecutionStrategy", state=("execution_mode", "serial_phases_execution"), modes=TRAINING,
+                     composite=True)),
     Setting("inference_execution_strategy", Optional[str], "sharded",
             "How a replica runs over its IPUs in inference (null: poptorch's default, pipelined by IPU).",
-            call="setExecutionStrategy", state=("execution_mode", "serial_phases_execution"), modes=INFERENCE,
-            composite=True, choices=tuple(EXECUTION_STRATEGIES)),
+            choices=tuple(EXECUTION_STRATEGIES),
+            sdk=Call("setExecutionStrategy", state=("execution_mode", "serial_phases_execution"), modes=INFERENCE,
+                     composite=True)),
     Setting("auto_stage", Optional[str], "auto_increment",
             "How the pipelined and sharded strategies stage blocks when `execution_stages` is null (null: "
             "poptorch's default, same_as_ipu).",
-            call="setExecutionStrategy", state=("execution_mode",), composite=True,
-            choices={"same_as_ipu": "SameAsIpu", "auto_increment": "AutoIncrement"}, sdk_enum="poptorch.AutoStage"),
+            choices={"same_as_ipu": "SameAsIpu", "auto_increment": "AutoIncrement"},
+            sdk=Call("setExecutionStrategy", state=("execution_mode",), composite=True,
+                     sdk_enum="poptorch.AutoStage")),
     Setting("execution_stages", Optional[List[StageSetting]], None,
             'Stages of the pipelined and sharded strategies, in order: {"blocks": [block ids], "ipu": n}, "ipu" '
             "optional (null: `auto_stage`).",
-            call="setExecutionStrategy", state=("execution_mode",), composite=True, constraint=_execution_stages),
+            constraint=_execution_stages,
+            sdk=Call("setExecutionStrategy", state=("execution_mode",), composite=True)),
     Setting("execution_phases", Optional[List[List[StageSetting]]], None,
             "Phases of the phased strategies, in order: each a list of stages as in `execution_stages`.",
-            call="setExecutionStrategy", state=("execution_mode",), composite=True, constraint=_execution_phases),
+            constraint=_execution_phases,
+            sdk=Call("setExecutionStrategy", state=("execution_mode",), composite=True)),
     Setting("separate_backward_phase", Optional[bool], None,
             "Phased strategies: the backward pass shares no phase with the forward pass.",
-            call="setExecutionStrategy", state=("separate_backward_phase",), composite=True),
+            sdk=Call("setExecutionStrategy", state=("separate_backward_phase",), composite=True)),
     Setting("tensors_liveness", Optional[str], None,
             "Phased strategies: where tensors stay between phases (parallel_phased: always_live or "
             "off_chip_after_fwd).",
-            call="setExecutionStrategy", state=("tensors_liveness",), composite=True,
             choices={"always_live": "AlwaysLive", "off_chip_after_fwd": "OffChipAfterFwd",
                      "off_chip_after_fwd_no_overlap": "OffChipAfterFwdNoOverlap",
                      "off_chip_after_each_phase": "OffChipAfterEachPhase"},
-            sdk_enum="poptorch.Liveness"),
+            sdk=Call("setExecutionStrategy", state=("tensors_liveness",), composite=True,
+                     sdk_enum="poptorch.Liveness")),
     Setting("inference_output_mode", str, "all", "Which results return to the host in inference.",
-            call="outputMode", state=("output_mode",), modes=INFERENCE, choices=OUTPUT_MODES, sdk_enum="poptorch.OutputMode"),
+            choices=OUTPUT_MODES,
+            sdk=Call("outputMode", state=("output_mode",), modes=INFERENCE, sdk_enum="poptorch.OutputMode")),
     Setting("stochastic_rounding", bool, True, "Stochastic rounding in training.",
-            call="Precision.enableStochasticRounding", state=("enableStochasticRounding",), modes=TRAINING),
+            sdk=Call("Precision.enableStochasticRounding", state=("enableStochasticRounding",), modes=TRAINING)),
     Setting("inference_stochastic_rounding", bool, False, "Stochastic rounding in inference.",
-            call="Precision.enableStochasticRounding", state=("enableStochasticRounding",), modes=INFERENCE),
+            sdk=Call("Precision.enableStochasticRounding", state=("enableStochasticRounding",), modes=INFERENCE)),
     Setting("zero_seed", bool, False,
             "Seed the IPU random number generator with 0 (`seed` 0 sets no seed, as in optimum-graphcore).",
-            call="randomSeed", state=("random_seed",), **_switch(0)),
+            sdk=Call("randomSeed", state=("random_seed",), **_switch(0))),
     *[_location_setting(kind, tensors) for kind, tensors in TENSOR_LOCATIONS.items()],
     Setting("num_io_tiles", Optional[int], None, "Tiles of each IPU kept for input and output (IO tiles).",
-            call="TensorLocations.numIOTiles", state=("numIOTiles",), minimum=32, maximum=192, constraint=_even),
+            minimum=32, maximum=192, constraint=_even,
+            sdk=Call("TensorLocations.numIOTiles", state=("numIOTiles",))),
     Setting("broadcast_buffers", Optional[bool], None,
             "Broadcast the model's buffers from the first replica to the others before each run.",
-            call="broadcastBuffers", state=("broadcast_buffers",), sdk_default=True),
+            sdk=Call("broadcastBuffers", state=("broadcast_buffers",), sdk_default=True)),
     Setting("input_replica_grouping", Optional[Dict[str, Union[int, str]]], None,
             "Replicas that take the same inputs in training: `{\"size\": n, \"type\": \"consecutive\" or \"orthogonal\"}`.",
-            call="inputReplicaGrouping", state=("input_group_size", "input_cgt"), modes=TRAINING, constraint=_replica_grouping,
-            encode=_grouping_arguments, decode=_read_grouping),
+            constraint=_replica_grouping,
+            sdk=Call("inputReplicaGrouping", state=("input_group_size", "input_cgt"), modes=TRAINING,
+                     encode=_grouping_arguments, decode=_read_grouping)),
     Setting("connection_type", Optional[str], None, "When to attach to the IPUs.",
-            call="connectionType", state=("connection_type",), choices={"always": "Always", "on_demand": "OnDemand", "never": "Never"},
-            sdk_enum="poptorch.ConnectionType", sdk_default="always"),
+            choices={"always": "Always", "on_demand": "OnDemand", "never": "Never"},
+            sdk=Call("connectionType", state=("connection_type",), sdk_enum="poptorch.ConnectionType",
+                     sdk_default="always")),
     Setting("sync_pattern", Optional[str], None, "How IPUs synchronise with each other and the host.",
-            call="syncPattern", state=("sync_pattern",),
             choices={"full": "Full", "single_pipeline": "SinglePipeline", "replica_and_ladder": "ReplicaAndLadder"},
-            sdk_enum="poptorch.SyncPattern", sdk_default="full"),
+            sdk=Call("syncPattern", state=("sync_pattern",), sdk_enum="poptorch.SyncPattern", sdk_default="full")),
     Setting("mean_reduction_strategy", Optional[str], None,
             "When a mean reduction over accumulation and replicas divides (training).",
-            call="Training.setMeanAccumulationAndReplicationReductionStrategy",
-            state=("meanAccumulationAndReplicationReductionStrategy",),
             choices={"running": "Running", "post": "Post", "post_and_loss": "PostAndLoss"},
-            sdk_enum="poptorch.MeanReductionStrategy", sdk_default="post"),
+            sdk=Call("Training.setMeanAccumulationAndReplicationReductionStrategy",
+                     state=("meanAccumulationAndReplicationReductionStrategy",),
+                     sdk_enum="poptorch.MeanReductionStrategy", sdk_default="post")),
     Setting("relax_optimizer_attributes_checks", Optional[bool], None,
             "Let the optimizer's attributes change between runs without checking them.",
-            call="relaxOptimizerAttributesChecks", state=("relaxOptimizerAttributesChecks",), sdk_default=False),
+            sdk=Call("relaxOptimizerAttributesChecks", state=("relaxOptimizerAttributesChecks",), sdk_default=False)),
     Setting("disable_module_namescope", bool, False, "Leave module names out of the names of the graph's operations.",
-            call="disableModuleNamescope", state=("disableModuleNamescope",), **_switch((), lambda disabled: disabled is True)),
+            sdk=Call("disableModuleNamescope", state=("disableModuleNamescope",),
+                     **_switch((), lambda disabled: disabled is True))),
     Setting("save_initializers_to_file", Union[bool, str], True,
             "Save initializers to a file instead of the executable: `true`, a fresh temporary file; or this file.",
-            call="_Popart.set", key="saveInitializersToFile",
-            encode=lambda file: TempFile() if file is True else file or None,
-            decode=lambda written: True if written and TempFile.drew(written) else written or False),
+            sdk=Call("_Popart.set", key="saveInitializersToFile",
+                     encode=lambda file: TempFile() if file is True else file or None,
+                     decode=lambda written: True if written and TempFile.drew(written) else written or False)),
     Setting("recomputation_mode", Optional[str], None,
             "PopART's automatic recomputation of activations.",
-            call="_Popart.set", key="autoRecomputation",
             choices={"none": "NoRecompute", "standard": "Standard", "norm_only": "NormOnly", "pipeline": "Pipeline",
                      "recompute_all": "RecomputeAll"},
-            sdk_enum="popart.RecomputationType"),
+            sdk=Call("_Popart.set", key="autoRecomputation", sdk_enum="popart.RecomputationType")),
     Setting("disable_grad_accumulation_tensor_streams", Optional[bool], True,
             "Do not stream gradient accumulation tensors back to the host.",
-            call="_Popart.set", key="disableGradAccumulationTensorStreams"),
+            sdk=Call("_Popart.set", key="disableGradAccumulationTensorStreams")),
     Setting("accumulate_outer_fragment_schedule", Optional[str], "overlap_memory_optimized",
             "Schedule of the weight update that follows gradient accumulation.",
-            call="_Popart.set", key="accumulateOuterFragmentSettings.schedule",
             choices={"scheduler": "Scheduler", "serial": "Serial", "overlap_cycle_optimized": "OverlapCycleOptimized",
                      "overlap_memory_optimized": "OverlapMemoryOptimized"},
-            sdk_enum="popart.AccumulateOuterFragmentSchedule"),
+            sdk=Call("_Popart.set", key="accumulateOuterFragmentSettings.schedule",
+                     sdk_enum="popart.AccumulateOuterFragmentSchedule")),
     Setting("accumulate_outer_fragment_excluded_virtual_graphs", Optional[List[int]], [0],
             "Pipeline stages (IPU indices within a replica) left out of that schedule.",
-            call="_Popart.set", key="accumulateOuterFragmentSettings.excludedVirtualGraphs", minimum=0,
-            encode=lambda graphs: [str(graph) for graph in graphs],
-            decode=lambda graphs: None if graphs is None else [int(graph) for graph in graphs]),
+            minimum=0,
+            sdk=Call("_Popart.set", key="accumulateOuterFragmentSettings.excludedVirtualGraphs",
+                     encode=lambda graphs: [str(graph) for graph in graphs],
+                     decode=lambda graphs: None if graphs is None else [int(graph) for graph in graphs])),
     Setting("outline_threshold", Optional[float], 10.0,
             "Minimum estimated benefit for PopART to outline a repeated sub-graph.",
-            call="_Popart.set", key="outlineThreshold"),
+            sdk=Call("_Popart.set", key="outlineThreshold")),
     Setting("subgraph_copying_strategy", Optional[str], "just_in_time",
             "When inputs and outputs of called sub-graphs are copied.",
-            call="_Popart.set", key="subgraphCopyingStrategy",
             choices={"on_enter_and_exit": "OnEnterAndExit", "just_in_time": "JustInTime"},
-            sdk_enum="popart.SubgraphCopyingStrategy"),
+            sdk=Call("_Popart.set", key="subgraphCopyingStrategy", sdk_enum="popart.SubgraphCopyingStrategy")),
     Setting("schedule_non_weight_update_gradient_consumers_early", Optional[bool], True,
             "Schedule consumers of gradients that are not weight updates as early as possible.",
-            call="_Popart.set", key="scheduleNonWeightUpdateGradientConsumersEarly"),
+            sdk=Call("_Popart.set", key="scheduleNonWeightUpdateGradientConsumersEarly")),
     Setting("popart_patterns", Optional[Dict[str, bool]], OPTIMUM_GRAPHCORE_PATTERNS,
             "PopART patterns switched on (true) or off (false).",
-            call="_Popart.setPatterns", state=("patterns", "patterns_level"), encode=dict),
+            sdk=Call("_Popart.setPatterns", state=("patterns", "patterns_level"), encode=dict)),
     Setting("engine_options", Optional[Dict[str, str]], OPTIMUM_GRAPHCORE_ENGINE_OPTIONS,
-            "Poplar engine options.", call="_Popart.set", key="engineOptions"),
+            "Poplar engine options.",
+            sdk=Call("_Popart.set", key="engineOptions")),
     Setting("popart_options", Dict[str, Any], {},
             "Further PopART session options, set last: {name: value}, values as PopART takes them.",
-            call="_Popart.set", composite=True, constraint=_session_option_values),
+            constraint=_session_option_values,
+            sdk=Call("_Popart.set", composite=True)),
 )
 
 SETTINGS = {**BASE_SETTINGS, **EXTENSION_SETTINGS}
@@ -476,7 +505,7 @@ def _keys_with_a_setting(poptorch_own: bool) -> Dict[str, str]:
     poptorch's own options, or PopART's session options. `popart_options` must not set them."""
     keys: Dict[str, str] = {}
     for name, setting in SETTINGS.items():
-        for key in setting.state:
+        for key in setting.sdk.state if setting.sdk else ():
             if (key in POPTORCH_OPTION_KEYS) == poptorch_own:
                 keys.setdefault(key, name)
     return keys
