@@ -143,3 +143,23 @@ def test_a_command_in_process_ends_with_its_own_code_when_stdout_breaks(capsys, 
     code, _, err = run(capsys, "new", "pipelined-2ipu", tmp_path)
     assert (code, err, pipe.writes) == (0, "", 1)
     assert (tmp_path / "ipu_config.json").is_file()
+
+
+LATER_PRINT = """\
+import sys
+from optimum_ipu_ext.cli.output import Stream
+
+Stream(sys.stdout).write("first")
+print("a line a library prints later, left in the buffer until Python flushes it at exit")
+"""
+
+
+def test_what_is_printed_after_the_reader_went_away_is_dropped_at_exit_without_a_message():
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        result = subprocess.run([sys.executable, "-c", LATER_PRINT], stdout=writer, stderr=subprocess.PIPE, text=True,
+                                timeout=60)
+    finally:
+        os.close(writer)
+    assert (result.returncode, result.stderr) == (0, "")

@@ -100,3 +100,19 @@ def test_each_retry_logger_is_quiet_in_the_block(caplog, name):
     with caplog.at_level(logging.WARNING, logger=name), quiet_retries():
         logging.getLogger(name).warning("Retrying in 1s [Retry 1/5].")
     assert caplog.records == []
+
+
+QUIET_FIRST = """\
+import logging, sys
+from optimum_ipu_ext.cli.sources import quiet_client
+
+assert "huggingface_hub" not in sys.modules
+quiet_client()
+import huggingface_hub.file_download  # what a placement imports after, which configures the client's logger again
+print([logging.getLogger(name).getEffectiveLevel() for name in ("huggingface_hub", "transformers", "urllib3")])
+"""
+
+
+def test_the_cli_quiets_the_client_even_before_it_is_imported():
+    result = subprocess.run([sys.executable, "-c", QUIET_FIRST], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout == f"{[logging.ERROR] * 3}\n"
