@@ -175,6 +175,16 @@ def test_a_malformed_header_is_named(capsys, bert):
                                         f"'{os.path.join(bert, 'model.safetensors')}': truncated")
 
 
+def test_a_config_json_size_of_another_kind_is_one_line_naming_the_field(capsys, tmp_path):
+    folder = tmp_path / "bert"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(BERT_BASE, hidden_size="768")))
+    code, out, err = run(capsys, "place", PRESET, "--model", folder)
+    assert (code, out) == (1, "")
+    assert err == (f'ipu-config: error: {PRESET}: Cannot place {folder}: its config.json gives `hidden_size` "768", '
+                   "and the placement needs a whole number.\n")
+
+
 class Terminal(io.StringIO):
     def isatty(self):
         return True

@@ -2,7 +2,9 @@
 a `config.json`; its architecture; and the shapes of its parameters, from its checkpoint's safetensors headers or,
 without one (`config.json` alone, a `pytorch_model.bin`), from the formulas of its architecture's row.
 
-Neither torch nor transformers is imported; the Hub is reached through `hub_model`, imported on first use.
+A local folder, a config or a dict is placed with neither torch nor transformers; the Hub is reached through
+`hub_model`, imported on first use (its client, shared with `IPUConfig.from_pretrained`, imports transformers, which
+leaves torch alone).
 """
 
 import os
