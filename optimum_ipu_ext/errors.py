@@ -270,7 +270,8 @@ class HubError(IPUConfigError, OSError):
         self.revision = revision
         self.problem = problem
         at = f" at revision '{revision}'" if revision else ""
-        OSError.__init__(self, f"Cannot {action} Hub repository '{repo_id}'{at}: {problem}.")
+        end = "" if problem.endswith("?") else "."  # a question (did you mean ...?) ends the message itself
+        OSError.__init__(self, f"Cannot {action} Hub repository '{repo_id}'{at}: {problem}{end}")
 
 
 class HubRepositoryNotFoundError(HubError):

@@ -88,7 +88,7 @@ def test_a_typo_of_a_preset_that_is_nowhere_names_the_preset(hub_client, tmp_pat
         IPUConfig.from_pretrained("pipelined-2ipus")
     assert str(raised.value).startswith("Cannot load 'ipu_config.json' from Hub repository 'pipelined-2ipus' at "
                                         "revision 'main': no such file or directory here, and it does not exist")
-    assert str(raised.value).endswith("; did you mean the preset pipelined-2ipu?.")
+    assert str(raised.value).endswith("; did you mean the preset pipelined-2ipu?")
     with pytest.raises(HubRepositoryNotFoundError) as raised:
         IPUConfig.from_pretrained("org/missing")
     assert "did you mean" not in str(raised.value)
