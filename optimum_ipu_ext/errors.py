@@ -5,11 +5,12 @@ the built-in type that optimum-graphcore raises in the same situation (`ValueErr
 `OSError`, `ImportError`), so code written against optimum-graphcore keeps catching them.
 """
 
+import contextlib
 import difflib
 import json
 import sys
 import warnings
-from typing import Any, Dict, Iterable, Optional, Sequence, Type
+from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Type
 
 # What a missing local path is called, by every command and the API
 NO_SUCH_PATH = "no such file or directory"
@@ -43,6 +44,17 @@ def warn(message: str, category: Type[Warning] = IPUConfigWarning) -> None:
     while frame.f_back is not None and _between(frame):
         frame, stacklevel = frame.f_back, stacklevel + 1
     warnings.warn(message, category, stacklevel=stacklevel)
+
+
+@contextlib.contextmanager
+def naming_source(source: str) -> Iterator[None]:
+    """Adds ` (loading SOURCE)` to the message of a `ValueError` or `TypeError` (a refused setting) raised in the
+    block: the file or repository the setting came from."""
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        error.args = (f"{error} (loading {source})",)
+        raise
 
 
 def as_json(value: Any) -> str:

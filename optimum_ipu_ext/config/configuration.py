@@ -13,7 +13,7 @@ from .bundled_base import transformers_defaults
 from ..settings.files import dump, read_config_file, write_text_atomically
 from ..settings.migration import migrate_and_warn
 from ..settings.rules import check_keys
-from ..errors import ConfigFileError, IPUConfigError
+from ..errors import ConfigFileError, naming_source
 from ..settings.sources import PRESET, preset_file, resolve
 from .mixin import SettingsMixin
 from ..settings.table import EXTENSION_SETTINGS, VERSION_KEYS
@@ -126,11 +126,8 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
                 source, lambda **extra: cls.get_config_dict(pretrained_model_name_or_path, **arguments, **extra)
             )
         loaded = str(source) if source else repr(str(pretrained_model_name_or_path))
-        try:
+        with naming_source(loaded):
             return cls.from_dict(migrate_and_warn(config_dict, loaded, pod_type), **overrides)
-        except IPUConfigError as error:
-            error.args = (f"{error} (loading {loaded})",)
-            raise
 
     @classmethod
     def _dict_from_json_file(cls, json_file: Union[str, os.PathLike]) -> Dict[str, Any]:

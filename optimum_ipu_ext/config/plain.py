@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 from ..settings.files import CONFIG_NAME, dump, installed_versions, read_config_file, write_text_atomically
 from ..settings.migration import migrate_and_warn
-from ..settings.rules import check_keys, check_rules, derive_base_settings
+from ..settings.rules import check_keys, derive_base_settings
+from ..errors import naming_source
 from .mixin import SettingsMixin
 from ..settings.table import EXTENSION_SETTINGS
 
@@ -35,7 +36,7 @@ class PlainIPUConfig(SettingsMixin):
             setattr(self, name, values[name] if name in values else setting.default_value())
         for name, value in derive_base_settings(values).items():
             setattr(self, name, value)
-        check_rules(vars(self))  # transformers' own keys are accepted and, as optimum-graphcore does, not kept
+        self._validate_ipu_config()  # transformers' own keys are accepted and, as optimum-graphcore does, not kept
 
     @classmethod
     def from_dict(cls, config_dict: Dict[str, Any], **overrides: Any) -> "PlainIPUConfig":
@@ -48,11 +49,8 @@ class PlainIPUConfig(SettingsMixin):
         """Loads `path`, a file of any optimum-graphcore release in 0.7.1's terms (`pod_type` chooses the values of
         per-pod-type settings); an error about a setting, and a warning about what was migrated, name the file."""
         config_dict = read_config_file(path)
-        try:
+        with naming_source(repr(str(path))):
             return cls.from_dict(migrate_and_warn(config_dict, str(path), pod_type), **overrides)
-        except (ValueError, TypeError) as error:
-            error.args = (f"{error} (loading {str(path)!r})",)
-            raise
 
     def to_ipu_config(self) -> "IPUConfig":
         """An `IPUConfig` of these settings (imports transformers): for training, or to share on the Hub."""
@@ -71,7 +69,7 @@ class PlainIPUConfig(SettingsMixin):
 
     def save_pretrained(self, save_directory: Union[str, os.PathLike]) -> str:
         """Writes `save_directory/ipu_config.json` atomically, after checking the settings; returns its path."""
-        check_rules(vars(self))
+        self._validate_ipu_config()
         os.makedirs(save_directory, exist_ok=True)
         path = os.path.join(save_directory, CONFIG_NAME)
         write_text_atomically(path, self.to_json_string())
