@@ -17,7 +17,7 @@ from hub_fixtures import hub_env
 from cli_helpers import run
 from optimum_ipu_ext import IPUConfig
 from optimum_ipu_ext.cli.output import Stream
-from optimum_ipu_ext.cli.reports import reserved_ipus
+from optimum_ipu_ext.cli.reports import reserved_ipus_shown
 from optimum_ipu_ext.settings.sources import presets
 from test_to_options import PRESET, UPSTREAM_CONFIGS
 
@@ -338,7 +338,7 @@ def test_settings_that_differ_are_those_not_at_optimum_graphcores_defaults(capsy
     ],
 )
 def test_total_ipus_round_up_to_a_power_of_two_as_poptorch_does(requested, auto_round, total, note):
-    assert reserved_ipus(requested, auto_round) == (total, note)
+    assert reserved_ipus_shown(requested, auto_round) == (total, note)
 
 
 def test_total_ipus_are_replicas_times_ipus_per_replica(capsys):

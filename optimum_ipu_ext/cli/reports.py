@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..options.build import shards_optimizer_state
 
-from ..settings.rules import MAX_IPUS_PER_PROCESS, reserved_ipus as rounded_up
+from ..settings.rules import MAX_IPUS_PER_PROCESS, reserved_ipus
 from ..errors import IncompatibleSettingsError, as_json
 from ..config.mixin import SettingsMixin
 from ..config.plain import PlainIPUConfig
@@ -15,13 +15,13 @@ from ..settings.migration import migrate_and_warn
 from .output import Stream, one_line
 from .sources import CommandError, following_inference, load_dict
 
-def reserved_ipus(requested: int, auto_round: Optional[bool]) -> Tuple[int, Optional[str]]:
+def reserved_ipus_shown(requested: int, auto_round: Optional[bool]) -> Tuple[int, Optional[str]]:
     """The IPUs poptorch reserves when a build asks for `requested`, and a note when that is not `requested`.
 
     With `autoRoundNumIPUs(True)` poptorch rounds the number up to a power of two; a build that needs rounding
-    without it is refused by the rules (`build.check_reserved_ipus`) before it is shown.
+    without it is refused by the rules (`settings.rules.check_reserved_ipus`) before it is shown.
     """
-    rounded = rounded_up(requested) if auto_round else requested
+    rounded = reserved_ipus(requested) if auto_round else requested
     notes = [f"{requested} requested, rounded up to a power of two"] if rounded != requested else []
     if rounded > MAX_IPUS_PER_PROCESS:
         notes.append(f"more than {MAX_IPUS_PER_PROCESS}: poptorch needs several processes, e.g. with poprun")
@@ -49,7 +49,7 @@ def summary(
         return getattr(config, name(setting))
 
     replicas, ipus = value("replication_factor"), value("ipus_per_replica")
-    total, total_note = reserved_ipus(replicas * ipus, config.auto_round_num_ipus)
+    total, total_note = reserved_ipus_shown(replicas * ipus, config.auto_round_num_ipus)
     factor_settings = ["replication_factor", "device_iterations"]
     if not for_inference:
         factor_settings.insert(1, "gradient_accumulation_steps")
