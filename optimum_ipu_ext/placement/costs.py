@@ -1,0 +1,112 @@
+"""What one training micro-batch keeps for the backward pass and computes in each step of a placement: the cost
+model of `place` (activations, stash, recomputation, FLOPs).
+
+`resolve_shape()` gives the input shape a model takes (defaults by its kind), `block_costs()` the cost of each step of
+its placement, keyed by the step's module path as the placement's layout names it (`Layout.claims`), from the tables
+of cost_rows.py. No torch, no model: a few thousand formula evaluations for the largest models.
+
+The rules (tested against optimum-graphcore 0.7.1's own pipelined models by tests/test_costs_reference.py):
+
+- `activation_bytes`: the tensors autograd keeps, each storage once per step, parameters, views of them and buffers
+  not counted; a floating element 2 bytes (4 with `fp32`), an integer one 4 (int32 on the IPU), a bool 1; dropout
+  masks not counted (the IPU regenerates them from the seed); the loss and its logits where upstream computes them;
+- `forward_flops`: as `torch.utils.flop_counter` counts them (2mnk per matrix product, convolutions; elementwise
+  operations count nothing).
+"""
+
+import re
+from typing import Any, Dict, NamedTuple, Optional
+
+from ..errors import PlacementError
+from .cost_ops import BlockCost, step_cost
+from .cost_rows import COSTS, TEXT, AUDIO, IMAGE, SPEECH_RECOGNITION, ENCODER_DECODER
+from .layout import _steps, layer_counts
+from .rules import Architecture, Block, ModelConfig
+
+__all__ = ["BlockCost", "InputShape", "block_costs", "resolve_shape"]
+
+DEFAULT_TOKENS = 128
+DEFAULT_AUDIO_SAMPLES = 16000  # one second at 16 kHz, as optimum-graphcore's HuBERT example runs it
+MULTIPLE_CHOICES = 4  # SWAG's, upstream's multiple-choice example
+
+
+class InputShape(NamedTuple):
+    """One micro-batch: `micro_batch_size` examples of `sequence_length` (text: tokens; Wav2Vec2/HuBERT: samples at
+    16 kHz; Whisper: the feature extractor's frames; images: pixels on a side, the config's `image_size`); an
+    encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the sequences of each example of
+    a multiple-choice model (1 for others)."""
+
+    micro_batch_size: int
+    sequence_length: int
+    decoder_sequence_length: int
+    choices: int = 1
+
+
+def _positive(model: str, field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PlacementError(model, f"{value!r} is not a positive whole number", field)
+    return value
+
+
+def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batch_size: int = 1,
+                  sequence_length: Optional[int] = None, decoder_sequence_length: Optional[int] = None) -> InputShape:
+    """The shape of one micro-batch of `architecture`: text 128 tokens unless given, an encoder-decoder's decoder as
+    long as its encoder unless given (Whisper: `max_target_positions`), images the config's `image_size` (a
+    sequence length is refused), Wav2Vec2/HuBERT 16,000 samples unless given, Whisper the frames its encoder takes
+    (twice `max_source_positions`; another length is refused).
+
+    Raises:
+        PlacementError: naming `micro_batch_size`, `sequence_length` or `decoder_sequence_length`.
+    """
+    kind = COSTS[architecture].kind
+    _positive(model, "micro_batch_size", micro_batch_size)
+    for field, value in (("sequence_length", sequence_length), ("decoder_sequence_length", decoder_sequence_length)):
+        if value is not None:
+            _positive(model, field, value)
+    if decoder_sequence_length is not None and kind not in (ENCODER_DECODER, SPEECH_RECOGNITION):
+        raise PlacementError(model, f"{architecture} has no decoder: {decoder_sequence_length} is for "
+                             "encoder-decoder models", "decoder_sequence_length")
+    if kind == IMAGE:
+        if sequence_length is not None:
+            raise PlacementError(model, f"{architecture} takes images of the size its config.json gives "
+                                 f"(image_size {config.image_size}), not {sequence_length}", "sequence_length")
+        sequence_length = config.image_size
+    elif kind == SPEECH_RECOGNITION:
+        frames = 2 * config.max_source_positions
+        if sequence_length not in (None, frames):
+            raise PlacementError(model, f"{architecture}'s encoder takes {frames} frames of features (twice "
+                                 f"max_source_positions), not {sequence_length}", "sequence_length")
+        sequence_length = frames
+        decoder_sequence_length = decoder_sequence_length or config.max_target_positions
+    elif sequence_length is None:
+        sequence_length = DEFAULT_AUDIO_SAMPLES if kind == AUDIO else DEFAULT_TOKENS
+    choices = MULTIPLE_CHOICES if architecture.endswith("ForMultipleChoice") else 1
+    return InputShape(micro_batch_size, sequence_length, decoder_sequence_length or sequence_length, choices)
+
+
+def _template_pattern(template: str) -> "re.Pattern[str]":
+    return re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>\\d+)", re.escape(template)) + "$")
+
+
+def block_costs(architecture: Architecture, config: ModelConfig, shape: InputShape,
+                fp32: bool = False) -> Dict[str, BlockCost]:
+    """`{step path: its cost}` for one training micro-batch of `shape`, each step of the architecture's row that runs
+    (a layer is a step; a module run twice, like a shared embedding, once with the cost of both runs)."""
+    costs = COSTS[architecture.name]
+    dims = costs.dims(config, shape)
+    patterns = [(_template_pattern(template), step) for template, step in costs.tables.items()]
+    counts = layer_counts(architecture, config)
+    found: Dict[str, BlockCost] = {}
+    for step, group, _ in _steps(architecture, config):
+        if step.path in found or (isinstance(step, Block) and not step.called):
+            continue
+        for pattern, table in patterns:
+            match = pattern.match(step.path)
+            if match:
+                place = {"layer": int(match.groupdict().get("i", -1)), "stage": int(match.groupdict().get("stage", -1)),
+                         "last": counts[group] - 1 if group else -1}
+                found[step.path] = step_cost(table, {**dims, **place}, fp32)
+                break
+        else:
+            raise KeyError(f"no cost table for {architecture.name}'s step {step.path}")
+    return found
