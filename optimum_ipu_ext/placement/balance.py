@@ -8,7 +8,7 @@ IPU; then the one with the fewest layers on the first IPUs). Splits can be restr
 within bounds (`Splits.within`): the time objective looks for the fewest FLOPs among the splits that fit.
 """
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 # `cost(ipu, first, end)`: the cost of IPU `ipu` when it takes layers `first` to `end - 1`
 Cost = Callable[[int, int, int], int]
@@ -87,24 +87,38 @@ class Splits:
         return self._closest[key]
 
 
+class Part(NamedTuple):
+    """Layers balanced over IPUs of their own (all, or in a generation build the encoder's or the decoder's): their
+    splits, the costs to make smallest in turn, and the config's split of them."""
+
+    splits: Splits
+    costs: Tuple[Cost, ...]
+    current: Sequence[int]
+
+
+def best_of(parts: Sequence[Part]) -> Tuple[Optional[List[int]], Tuple[float, ...]]:
+    """The split (each part's, one after the other) with the smallest largest first cost over all the IPUs, then
+    among those the smallest largest second cost, ...; ties to the closest to the config's. Returns it (None: no
+    split) and those largest costs."""
+    splits = [part.splits for part in parts]
+    bounds = []
+    for index in range(len(parts[0].costs)):
+        bound = max(each.least_largest(part.costs[index]) for each, part in zip(splits, parts))
+        bounds.append(bound)
+        splits = [each.within(part.costs[index], bound) for each, part in zip(splits, parts)]
+    found = [each.closest(part.current) for each, part in zip(splits, parts)]
+    if any(split is None for split in found):
+        return None, tuple(bounds)
+    return [count for split in found for count in split], tuple(bounds)
+
+
 def best_split(layers: int, ipus: int, cost: Cost, current: Sequence[int],
                some_layer_within: int = 0) -> Tuple[List[int], int]:
     """The split of `layers` consecutive layers over `ipus` IPUs (each taking 0 or more) with the smallest largest
     `cost`, ties to the closest to `current`; and that largest cost. The first `some_layer_within` IPUs take at
     least one layer between them."""
-    split, bounds = best_of(Splits(layers, ipus, some_layer_within), (cost,), current)
+    split, bounds = best_of([Part(Splits(layers, ipus, some_layer_within), (cost,), current)])
     return split, bounds[0]
-
-
-def best_of(splits: Splits, costs: Sequence[Cost], current: Sequence[int]) -> Tuple[Optional[List[int]], Tuple]:
-    """Of `splits`, the one with the smallest largest first cost, then the smallest largest second cost among
-    those, ...; ties to the closest to `current`. Returns it (None: no split) and those largest costs."""
-    bounds = []
-    for cost in costs:
-        bound = splits.least_largest(cost)
-        bounds.append(bound)
-        splits = splits.within(cost, bound)
-    return splits.closest(current), tuple(bounds)
 
 
 def distance(split: Sequence[int], current: Sequence[int]) -> int:

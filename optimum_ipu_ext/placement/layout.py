@@ -329,6 +329,14 @@ def origins(model: str, architecture: Architecture, config: ModelConfig, setting
             aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Tuple[str, int]]]:
     """`{parameter: the origins of its IPUs}` (see `Claim`) for any split of the layers, or in a generation build
     any whose encoder takes `cut` IPUs."""
+    layout = reference_layout(model, architecture, config, settings, for_inference, cut)
+    return {name: [claim.origin for claim in claims] for name, claims in first_uses(layout, names, aliases).items()}
+
+
+def reference_layout(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
+                     for_inference: bool, cut: Optional[int]) -> Layout:
+    """The layout of the even split (`-1` on every IPU), or in a generation build of a split whose encoder takes
+    `cut` IPUs: its steps have the origins of any such split's."""
     prefix = "inference_" if for_inference else ""
     ipus = settings[f"{prefix}ipus_per_replica"]
     split: List[int] = [-1] * ipus
@@ -336,5 +344,4 @@ def origins(model: str, architecture: Architecture, config: ModelConfig, setting
         counts = layer_counts(architecture, config)
         encoder, decoder = (counts[group] for group in architecture.generation)
         split = [encoder] + [0] * (cut - 1) + [decoder] + [0] * (ipus - cut - 1)
-    layout = lay_out(model, architecture, config, settings, for_inference, split)
-    return {name: [claim.origin for claim in claims] for name, claims in first_uses(layout, names, aliases).items()}
+    return lay_out(model, architecture, config, settings, for_inference, split)
