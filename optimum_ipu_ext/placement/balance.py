@@ -45,7 +45,7 @@ class Splits:
             if ipu == self.ipus - 1:
                 counts = [self.layers - first] if self.layers - first >= least else []
             else:
-                counts = list(range(least, self.layers - first + 1))
+                counts = list(range(least, self.layers - first - least * (self.ipus - 1 - ipu) + 1))
             if first == 0 and ipu == self.some_layer_within - 1:
                 counts = [count for count in counts if count]
             self._counts[key] = [count for count in counts
