@@ -185,8 +185,8 @@ def test_the_ipu_that_is_over_is_red_on_terminals_only(monkeypatch, bert_large, 
 
 
 def test_the_micro_batch_counts_the_activations(capsys, bert):
-    code, out, err = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "2", "--sequence-length", "16",
-                         "--json")
+    code, out, err = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "2", "--sequence-length",
+                         "16", "--json")
     placement = PlainIPUConfig.from_json_file(PRESET).placement(bert, micro_batch_size=2, sequence_length=16)
     assert (code, json.loads(out), err) == (0, placement.to_dict(), "")
     assert (json.loads(out)["micro_batch_size"], json.loads(out)["sequence_length"]) == (2, 16)
@@ -198,8 +198,8 @@ def test_the_micro_batch_counts_the_activations(capsys, bert):
 def test_check_exits_1_when_poptorch_refuses_the_pipeline(capsys, bert):
     code, out, err = run(capsys, "place", PRESET, "--model", bert, "--check", "--set", "gradient_accumulation_steps=4")
     assert (code, err) == (1, "")
-    assert ("Does not run: `gradient_accumulation_steps` is 4, and a pipeline of 3 stages needs at least 2 x 3 - 1 = 5: "
-            "set it to 5 or more.") in out.splitlines()
+    assert ("Does not run: `gradient_accumulation_steps` is 4, and a pipeline of 3 stages needs at least 2 x 3 - 1 = "
+            "5: set it to 5 or more.") in out.splitlines()
 
 
 def test_balance_time_shows_the_flops_beside_the_config_s(capsys, bert):
@@ -209,7 +209,8 @@ def test_balance_time_shows_the_flops_beside_the_config_s(capsys, bert):
     config = PlainIPUConfig.from_json_file(PRESET)
     placement = config.placement(bert, micro_batch_size=2)
     assert current == str(placement)
-    assert "Balanced: " + comparison == render_comparison(placement, placement.balanced("time"), objective="time") + "\n"
+    expected = render_comparison(placement, placement.balanced("time"), objective="time")
+    assert "Balanced: " + comparison == expected + "\n"
     code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "2", "--balance")
     assert code == 0 and out.split("\n\nBalanced: ")[1].splitlines()[1] == (
         "IPU  Layers  Balanced  On chip, MiB  Balanced, MiB")

@@ -123,11 +123,12 @@ def best_by_brute_force(placement, objective):
 
 BALANCED_CASES = [
     ("BertForMaskedLM", {"num_hidden_layers": 6}, {"layers_per_ipu": [-1, -1, -1], **TRAINING}),
-    ("BertForQuestionAnswering", {"num_hidden_layers": 5}, {"layers_per_ipu": [1, -1], "recomputation_mode": "pipeline",
-                                                            **TRAINING}),
+    ("BertForQuestionAnswering", {"num_hidden_layers": 5},
+     {"layers_per_ipu": [1, -1], "recomputation_mode": "pipeline", **TRAINING}),
     ("BertForPreTraining", {"num_hidden_layers": 5}, {"layers_per_ipu": [-1, -1, -1], "recomputation_mode": "pipeline",
                                                       "recompute_checkpoint_every_layer": True, **TRAINING}),
-    ("GPT2LMHeadModel", {"n_layer": 5}, {"layers_per_ipu": [-1, -1, -1], "recomputation_mode": "pipeline", **TRAINING}),
+    ("GPT2LMHeadModel", {"n_layer": 5},
+     {"layers_per_ipu": [-1, -1, -1], "recomputation_mode": "pipeline", **TRAINING}),
     ("DistilBertForSequenceClassification", {"n_layers": 4}, {"layers_per_ipu": [-1, -1], **TRAINING}),
 ]
 

@@ -93,8 +93,8 @@ def test_a_stacked_bar_draws_each_part_with_its_letter(sizes, bar):
 
 def test_a_pipeline_poptorch_refuses_does_not_fit_and_says_why(bert):
     placement = placed(bert, gradient_accumulation_steps=4)
-    problem = ("`gradient_accumulation_steps` is 4, and a pipeline of 3 stages needs at least 2 x 3 - 1 = 5: set it to "
-               "5 or more")
+    problem = ("`gradient_accumulation_steps` is 4, and a pipeline of 3 stages needs at least 2 x 3 - 1 = 5: set it "
+               "to 5 or more")
     assert (placement.fits, placement.problems, placement.to_dict()["problems"]) == (False, (problem,), [problem])
     lines = str(placement).splitlines()
     assert lines[lines.index(f"Does not run: {problem}.") + 1].startswith("Fits: every IPU's on-chip figure")
@@ -127,8 +127,8 @@ def test_the_inference_build_keeps_no_activation(bert):
                                               "time; IPU 0 computes the most and sets the pace.")
     pipelined = placed(bert, for_inference=True, inference_layers_per_ipu=[1, 2],
                        inference_execution_strategy="pipelined", inference_device_iterations=2)
-    assert pipelined.problems == ("`inference_device_iterations` is 2, and a pipeline of 3 stages needs at least 3: set "
-                                  "it to 3 or more",)
+    assert pipelined.problems == ("`inference_device_iterations` is 2, and a pipeline of 3 stages needs at least 3: "
+                                  "set it to 3 or more",)
 
 
 # --- with the costs of the cost model ------------------------------------------------------------------------------

@@ -110,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     place.add_argument("--json", action="store_true", help="print the placement as JSON")
     place.add_argument("--check", action="store_true", help="exit 1 if an IPU's on-chip bytes exceed its memory")
     place.add_argument("--micro-batch-size", type=int, metavar="B",
-                       help="count the activations, the pipeline's stashes and the FLOPs of micro-batches of B examples "
-                       "(default 1 when a sequence length is given)")
+                       help="count the activations, the pipeline's stashes and the FLOPs of micro-batches of B "
+                       "examples (default 1 when a sequence length is given)")
     place.add_argument("--sequence-length", type=int, metavar="S",
                        help="with the activations: S tokens (default 128); Wav2Vec2/HuBERT: S input samples at 16 kHz "
                        "(default 16000); Whisper: the feature extractor's frames; refused for images, whose size is "

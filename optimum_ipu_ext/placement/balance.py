@@ -57,10 +57,12 @@ class Splits:
         no split)."""
         key = (ipu, first)
         if key not in self._least:
-            self._least[key] = min((max(cost(ipu, first, first + count),
-                                        0 if ipu == self.ipus - 1 else self.least_largest(cost, ipu + 1, first + count))
+            self._least[key] = min((max(cost(ipu, first, first + count), self._rest_largest(cost, ipu, first + count))
                                     for count in self.counts(ipu, first)), default=UNREACHABLE)
         return self._least[key]
+
+    def _rest_largest(self, cost: Cost, ipu: int, first: int) -> float:
+        return 0 if ipu == self.ipus - 1 else self.least_largest(cost, ipu + 1, first)
 
     def closest(self, current: Sequence[int]) -> Optional[List[int]]:
         """The split closest to `current`, ties to the one with the fewest layers on the first IPUs (None: no

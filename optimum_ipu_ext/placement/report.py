@@ -283,7 +283,8 @@ def render(placement: Placement, style: Style = _plain) -> str:
     return "\n".join(lines)
 
 
-def render_comparison(current: Placement, proposal: Placement, style: Style = _plain, objective: str = "memory") -> str:
+def render_comparison(current: Placement, proposal: Placement, style: Style = _plain,
+                      objective: str = "memory") -> str:
     """The balanced split beside the config's: each IPU's layers and on-chip memory, now and balanced; balanced for
     `objective` "time", each IPU's FLOPs too."""
     timed = objective == "time"
