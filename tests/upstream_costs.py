@@ -24,6 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from doubles import installed
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL
 from optimum_ipu_ext.placement.layout import _steps
 from optimum_ipu_ext.placement.rules import Block
 from placement_models import TINY_MODELS, _classes, _text, _tokens
@@ -69,14 +70,15 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int) -> Dict
     generator = torch.Generator().manual_seed(0)
     if architecture.startswith(("Wav2Vec2", "Hubert")):
         inputs = {"input_values": torch.randn(batch, length, generator=generator)}
+        frames = length
+        for kernel, stride in zip(config.conv_kernel, config.conv_stride):
+            frames = (frames - kernel) // stride + 1
         if architecture.endswith("ForCTC"):
-            inputs["labels"] = _classes(config.vocab_size - 1, generator, batch, 4) + 1
+            labels = max(1, frames // CTC_FRAMES_PER_LABEL)
+            inputs["labels"] = _classes(config.vocab_size - 1, generator, batch, labels) + 1
         elif architecture.endswith("ForSequenceClassification"):
             inputs["labels"] = _classes(config.num_labels, generator, batch)
         else:
-            frames = length
-            for kernel, stride in zip(config.conv_kernel, config.conv_stride):
-                frames = (frames - kernel) // stride + 1
             mask = torch.zeros(batch, frames, dtype=torch.bool)
             mask[:, ::AUDIO_MASK_EVERY] = True
             inputs["mask_time_indices"] = mask

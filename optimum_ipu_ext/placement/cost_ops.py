@@ -133,7 +133,7 @@ class BlockCost(NamedTuple):
 
 # --- evaluation -----------------------------------------------------------------------------------------------------
 
-_FUNCTIONS = {"min": min, "max": max, "len": len}
+_FUNCTIONS = {"min": min, "max": max, "len": len, "sum": sum}
 
 
 @lru_cache(maxsize=None)
