@@ -35,11 +35,12 @@ AUDIO_MASK_EVERY = 3
 
 
 class Measured(NamedTuple):
-    """One step's measure: the bytes it keeps, its FLOPs, and the tensors it keeps (dtype, shape), to read."""
+    """One step's measure: the bytes it keeps, its FLOPs, and the tensors it keeps (dtype, shape as first kept,
+    elements of its storage), to read."""
 
     activation_bytes: int
     forward_flops: int
-    tensors: Tuple[Tuple[str, Tuple[int, ...]], ...]
+    tensors: Tuple[Tuple[str, Tuple[int, ...], int], ...]
 
 
 def _bytes_per_element(dtype: torch.dtype, fp32: bool) -> int:
@@ -159,7 +160,7 @@ class _Meter:
         measured = {}
         for path, kept in self.kept.items():
             size = sum(elements * _bytes_per_element(dtype, self.fp32) for dtype, _, elements in kept.values())
-            tensors = tuple((str(dtype).replace("torch.", ""), shape) for dtype, shape, _ in kept.values())
+            tensors = tuple((str(dtype).replace("torch.", ""), shape, elements) for dtype, shape, elements in kept.values())
             measured[path] = Measured(size, self.flops[path], tensors)
         return measured
 
