@@ -24,7 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from doubles import installed
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL
+from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
 from optimum_ipu_ext.placement.layout import _steps
 from optimum_ipu_ext.placement.rules import Block
 from placement_models import TINY_MODELS, _classes, _text, _tokens
@@ -95,7 +95,7 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int) -> Dict
                                             generator=generator),
                 "labels": _classes(config.num_labels, generator, batch)}
     if architecture.startswith("Lxmert"):
-        boxes = 3
+        boxes = LXMERT_OBJECTS
         return {**_text(config, generator, batch, length),
                 "visual_feats": torch.randn(batch, boxes, config.visual_feat_dim, generator=generator),
                 "visual_pos": torch.rand(batch, boxes, config.visual_pos_dim, generator=generator),

@@ -571,6 +571,101 @@ def _deberta_masked_lm_dims(config: Any, shape: Any) -> Dict[str, Any]:
     return _deberta_dims(config, shape, masked_lm=True)
 
 
+# --- ConvNeXt ------------------------------------------------------------------------------------------------------
+
+
+def _channels_first_norm(x: str, channels: str, pixels: str) -> Op:
+    """ConvNextLayerNorm over the channels, written out: keeps the centred input, its normalised and scaled copies,
+    and the deviation of each pixel."""
+    return keep(x, f"3*b*({channels})*({pixels}) + b*({pixels})")
+
+
+CONVNEXT = {"ConvNextForImageClassification": {
+    "convnext.embeddings": table(
+        conv("pixels", "b*channels*size*size", "2*b*C[0]*R[0]**2*channels*patch*patch"),
+        _channels_first_norm("patches", "C[0]", "R[0]**2"),
+        enters=(Kept("pixels", "b*channels*size*size"),), leaves=(Kept("hidden", "b*C[0]*R[0]**2"),)),
+    # a norm, then a convolution of kernel 2 and stride 2 (the first stage has none)
+    "convnext.encoder.stages.{stage}.downsampling_layer": table(
+        _channels_first_norm("hidden", "C[stage-1]", "R[stage-1]**2"),
+        conv("normalised", "b*C[stage-1]*R[stage-1]**2", "2*b*C[stage]*R[stage]**2*C[stage-1]*4"),
+        when="stage > 0"),
+    "convnext.encoder.stages.{stage}.layers.{i}": table(
+        conv("hidden", "b*C[stage]*R[stage]**2", "2*b*C[stage]*R[stage]**2*49"),  # depthwise, 7 x 7
+        layer_norm("convolved", "b*R[stage]**2", "C[stage]"),
+        linear("normalised", "b*R[stage]**2", "C[stage]", "4*C[stage]"),
+        elementwise("expanded", "b*R[stage]**2*4*C[stage]"),
+        linear("activated", "b*R[stage]**2", "4*C[stage]", "C[stage]"),
+        keep("projected", "b*R[stage]**2*C[stage]", when="layer_scale"),
+        enters=(Kept("hidden", "b*C[stage]*R[stage]**2"),), leaves=(Kept("hidden", "b*C[stage]*R[stage]**2"),)),
+    "convnext.layernorm": table(layer_norm("pooled", "b", "C[-1]")),
+    "classifier": table(linear("pooled", "b", "C[-1]", "n"), cross_entropy("loss", "b", "n"),
+                        enters=(Kept("pooled", "b*C[-1]"),)),
+}}
+
+
+def _convnext_dims(config: Any, shape: Any) -> Dict[str, Any]:
+    """C: each stage's channels, R: its resolution (the patches of a side, halved by each later stage)."""
+    channels = list(read(config, "hidden_sizes", [96, 192, 384, 768]))
+    patch = read(config, "patch_size", 4)
+    first = shape.sequence_length // patch
+    return {"b": shape.micro_batch_size, "size": shape.sequence_length, "patch": patch, "C": channels,
+            "R": [first >> stage for stage in range(len(channels))], "channels": read(config, "num_channels", 3),
+            "n": config.num_labels, "layer_scale": read(config, "layer_scale_init_value", 1e-6) > 0}
+
+
+# --- LXMERT ----------------------------------------------------------------------------------------------------------
+
+LXMERT_OBJECTS = 36  # the regions of interest of each image, as LXMERT's pre-training and fine-tuning detect them
+
+
+def _attention_block(name: str, queries: str, keys: str, query_input: str, key_input: str) -> tuple:
+    """Post-norm attention of `queries` positions of `query_input` on `keys` positions of `key_input`, then add and
+    norm (`queries` == `keys` and one input: self-attention)."""
+    projections = (linear(query_input, f"b*{queries}", "h", "3*h"),) if query_input == key_input else (
+        linear(query_input, f"b*{queries}", "h", "h"), linear(key_input, f"b*{keys}", "h", "2*h"))
+    return (*projections, attention(name, "b", "a", queries, keys, "d"),
+            linear(f"{name}: context", f"b*{queries}", "h", "h"), layer_norm(f"{name}: sum", f"b*{queries}", "h"))
+
+
+def _feed_forward_block(name: str, length: str, source: str) -> tuple:
+    rows = f"b*{length}"
+    return (linear(source, rows, "h", "i"), elementwise(f"{name}: intermediate", f"{rows}*i"),
+            linear(f"{name}: activated", rows, "i", "h"), layer_norm(f"{name}: output sum", rows, "h"))
+
+
+LXMERT = {"LxmertForQuestionAnswering": {
+    # the ids, their token types, and the positions (one row, broadcast)
+    "lxmert.embeddings": table(keep("ids", "2*b*s + s", INTEGER), layer_norm("sum", "b*s", "h"),
+                               enters=(Kept("ids", "b*s", INTEGER),), leaves=HIDDEN),
+    "lxmert.encoder.visn_fc": table(
+        linear("features", "b*o", "features", "h"), layer_norm("projected features", "b*o", "h"),
+        linear("boxes", "b*o", "boxes", "h"), layer_norm("projected boxes", "b*o", "h"),
+        enters=(Kept("features", "b*o*(features + boxes)"),), leaves=(Kept("objects", "b*o*h"),)),
+    "lxmert.encoder.layer.{i}": UNFUSED_LAYER,
+    "lxmert.encoder.r_layers.{i}": _renamed(UNFUSED_LAYER, s="o"),
+    # each modality attends to the other (one module both ways), then to itself, then its feed-forward
+    "lxmert.encoder.x_layers.{i}": table(
+        *_attention_block("language to vision", "s", "o", "language", "vision"),
+        *_attention_block("vision to language", "o", "s", "vision", "language"),
+        *_attention_block("language", "s", "s", "language: attended", "language: attended"),
+        *_attention_block("vision", "o", "o", "vision: attended", "vision: attended"),
+        *_feed_forward_block("language", "s", "language: self-attended"),
+        *_feed_forward_block("vision", "o", "vision: self-attended"),
+        enters=(*HIDDEN, Kept("objects", "b*o*h")), leaves=(*HIDDEN, Kept("objects", "b*o*h"))),
+    "lxmert.pooler": _pooler(),
+    "answer_head": table(
+        linear("pooled", "b", "h", "2*h"), elementwise("expanded", "b*2*h"), layer_norm("activated", "b", "2*h"),
+        linear("normalised", "b", "2*h", "answers"), cross_entropy("loss", "b", "answers"),
+        enters=(Kept("pooled", "b*h"),)),
+}}
+
+
+def _lxmert_dims(config: Any, shape: Any) -> Dict[str, Any]:
+    return {**_encoder_dims(config, shape), "o": LXMERT_OBJECTS, "features": read(config, "visual_feat_dim", 2048),
+            "boxes": read(config, "visual_pos_dim", 4), "answers": read(config, "num_qa_labels", 9500)}
+
+
 def _with(kind: str, dims: Callable[[Any, Any], Dict[str, int]],
           rows: Mapping[str, Mapping[str, Table]]) -> Dict[str, ArchitectureCosts]:
     return {name: ArchitectureCosts(kind, dims, tables) for name, tables in rows.items()}
@@ -589,6 +684,8 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(ENCODER_DECODER, _bart_dims, BART),
     **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
     **_with(IMAGE, _vit_dims, VIT),
+    **_with(IMAGE, _convnext_dims, CONVNEXT),
+    **_with(TEXT, _lxmert_dims, LXMERT),
     **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),
     **_with(TEXT, _deberta_dims, {name: rows for name, rows in DEBERTA.items() if name != "DebertaForMaskedLM"}),
     **_with(TEXT, _deberta_masked_lm_dims, {"DebertaForMaskedLM": DEBERTA["DebertaForMaskedLM"]}),
