@@ -666,6 +666,56 @@ def _lxmert_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "boxes": read(config, "visual_pos_dim", 4), "answers": read(config, "num_qa_labels", 9500)}
 
 
+# --- GroupBERT -----------------------------------------------------------------------------------------------------
+
+
+def _grouped_feed_forward(name: str) -> tuple:
+    """Norm, dense, gelu, a grouped matmul back to h (a convolution of kernel 1 in `groups` groups, on a transposed
+    copy) and a projection."""
+    return (
+        layer_norm(f"{name}: input", "b*s", "h"),
+        linear(f"{name}: normalised", "b*s", "h", "i"),
+        elementwise(f"{name}: intermediate", "b*s*i"),
+        conv(f"{name}: transposed", "b*i*s", "2*b*s*h*(i//groups)"),
+        linear(f"{name}: grouped", "b*s", "h", "h"),
+    )
+
+
+GROUPBERT_LAYER = table(
+    # convolution module: norm, gated linear unit, masked grouped convolution, norm, swish, projection
+    layer_norm("convolution: input", "b*s", "h"),
+    linear("convolution: normalised", "b*s", "h", "2*h"),
+    keep("gates", "b*s*h"), keep("values", "2*b*s*h"),  # the values are a view of the unit's output
+    keep("mask", "b*s"),
+    conv("convolution: transposed", "b*h*s", "2*b*s*h*conv_group_size*kernel"),
+    layer_norm("convolved", "b*s", "h"),
+    elementwise("convolution: normalised output", "b*s*h", "silu"),
+    linear("activated", "b*s", "h", "h"),
+    *_grouped_feed_forward("first feed-forward"),
+    # attention, pre-norm, with BERT's fused query-key-value weight
+    layer_norm("attention: input", "b*s", "h"),
+    keep("query-key-value weight", "3*h*h"),
+    linear("attention: normalised", "b*s", "h", "3*h"),
+    attention("self", "b", "a", "s", "s", "d"),
+    linear("context", "b*s", "h", "h"),
+    *_grouped_feed_forward("second feed-forward"),
+    enters=HIDDEN, leaves=HIDDEN)
+GROUPBERT = {
+    name.replace("Bert", "GroupBert", 1): {
+        **rows,
+        "bert.encoder.layer.{i}": GROUPBERT_LAYER,
+        "bert.encoder.LayerNorm": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
+        "bert.pooler": _pooler(),
+    }
+    for name, rows in BERT.items() if name not in ("BertModel",)
+}
+
+
+def _groupbert_dims(config: Any, shape: Any) -> Dict[str, Any]:
+    return {**_encoder_dims(config, shape), "groups": read(config, "ffn_groups", 4),
+            "conv_group_size": read(config, "conv_group_size", 16), "kernel": read(config, "conv_kernel_size", 7)}
+
+
 def _with(kind: str, dims: Callable[[Any, Any], Dict[str, int]],
           rows: Mapping[str, Mapping[str, Table]]) -> Dict[str, ArchitectureCosts]:
     return {name: ArchitectureCosts(kind, dims, tables) for name, tables in rows.items()}
@@ -686,6 +736,7 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
     **_with(TEXT, _lxmert_dims, LXMERT),
+    **_with(TEXT, _groupbert_dims, GROUPBERT),
     **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),
     **_with(TEXT, _deberta_dims, {name: rows for name, rows in DEBERTA.items() if name != "DebertaForMaskedLM"}),
     **_with(TEXT, _deberta_masked_lm_dims, {"DebertaForMaskedLM": DEBERTA["DebertaForMaskedLM"]}),
