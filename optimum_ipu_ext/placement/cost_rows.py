@@ -448,7 +448,26 @@ CTC_HEAD = table(
     linear("hidden", "b*s", "h", "v"), keep("log-probabilities", "b*s*v"),
     keep("lengths and targets", "2*b + b*labels", INTEGER), keep("alignments", "b*s*(2*labels + 1) + b"),
     enters=HIDDEN)
+# Wav2Vec2's pre-training: the targets are the features quantised by G groups of V codevectors (Gumbel softmax,
+# with the perplexity of the codevectors used over the masked frames), compared by cosine similarity with the
+# projected hidden states, and with K negatives drawn from other frames (a contrastive loss over K + 1 candidates)
+WAV2VEC2_PRETRAINING_HEADS = {
+    "project_hid": table(linear("hidden", "b*s", "h", "projected"), enters=HIDDEN),
+    "quantizer": table(
+        linear("features", "b*s", "channels[-1]", "groups*codevectors"),
+        keep("distributions", "3*b*s*groups*codevectors"), keep("masked frames", "b*s"),
+        keep("perplexity", "3*groups*codevectors + groups + 1"), keep("picked", "b*s*groups + 1", INTEGER),
+        matmul("b*s*groups", "1", "codevectors", "codevector_dim//groups"),
+        enters=(Kept("features", "b*s*channels[-1]"),)),
+    "project_q": table(
+        linear("quantised", "b*s", "codevector_dim", "projected"),
+        keep("negatives' indices", "b*s*negatives + b*s + 1", INTEGER),
+        keep("targets", "b*s*projected"),
+        keep("candidates", "3*(negatives + 1)*b*s*projected + 5*(negatives + 1)*b*s + 1"),
+        keep("negatives equal to their target", "(negatives + 1)*b*s", BOOL)),
+}
 SPEECH = {
+    "Wav2Vec2ForPreTraining": {**_speech_body("wav2vec2", True), **WAV2VEC2_PRETRAINING_HEADS},
     "HubertForCTC": {**_speech_body("hubert", True), "lm_head": CTC_HEAD},
     "Wav2Vec2ForCTC": {**_speech_body("wav2vec2", True), "lm_head": CTC_HEAD},
     "HubertForSequenceClassification": {
@@ -488,6 +507,14 @@ def _speech_dims(config: Any, shape: Any, trained: bool = True) -> Dict[str, Any
 
 def _frozen_extractor_dims(config: Any, shape: Any) -> Dict[str, Any]:
     return _speech_dims(config, shape, trained=False)
+
+
+def _pretraining_dims(config: Any, shape: Any) -> Dict[str, Any]:
+    """Pre-training always masks frames (the data collator gives the mask)."""
+    return {**_speech_dims(config, shape), "masks": True,
+            "groups": read(config, "num_codevector_groups", 2), "codevectors": config.num_codevectors_per_group,
+            "codevector_dim": config.codevector_dim, "projected": config.proj_codevector_dim,
+            "negatives": read(config, "num_negatives", 100)}
 
 
 # --- DeBERTa -------------------------------------------------------------------------------------------------------
@@ -741,4 +768,5 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _deberta_dims, {name: rows for name, rows in DEBERTA.items() if name != "DebertaForMaskedLM"}),
     **_with(TEXT, _deberta_masked_lm_dims, {"DebertaForMaskedLM": DEBERTA["DebertaForMaskedLM"]}),
     **_with(AUDIO, _speech_dims, {"HubertForSequenceClassification": SPEECH["HubertForSequenceClassification"]}),
+    **_with(AUDIO, _pretraining_dims, {"Wav2Vec2ForPreTraining": SPEECH["Wav2Vec2ForPreTraining"]}),
 }
