@@ -48,6 +48,11 @@ class ArchitectureCosts(NamedTuple):
     tables: Mapping[str, Table]
 
 
+IMAGE_SIZE = 224  # ViTConfig's and ConvNextConfig's default
+WHISPER_SOURCE_POSITIONS = 1500  # WhisperConfig's defaults: 3000 frames of features, 448 tokens
+WHISPER_TARGET_POSITIONS = 448
+
+
 def read(config: Any, field: str, default: Any = None) -> Any:
     """A config field the placement rules give no default: `default` where config.json leaves it out."""
     value = config.values.get(field)
@@ -120,10 +125,11 @@ POSITION_EMBEDDINGS = table(embedding("ids", "b*s"), embedding("positions", "b*s
 
 def _encoder_dims(config: Any, shape: Any, hidden: str = "hidden_size", heads: str = "num_attention_heads",
                   intermediate: str = "intermediate_size") -> Dict[str, int]:
+    """BERT-like sizes; the defaults are BertConfig's and DistilBertConfig's (12 heads, 3072 wide)."""
     h = getattr(config, hidden)
-    a = getattr(config, heads)
+    a = read(config, heads, 12)
     return {"e": shape.micro_batch_size, "c": shape.choices, "b": shape.micro_batch_size * shape.choices,
-            "s": shape.sequence_length, "h": h, "a": a, "d": h // a, "i": getattr(config, intermediate),
+            "s": shape.sequence_length, "h": h, "a": a, "d": h // a, "i": read(config, intermediate, 3072),
             "v": read(config, "vocab_size", 0), "n": config.num_labels}
 
 
@@ -208,7 +214,7 @@ GPT2 = {
 
 
 def _gpt2_dims(config: Any, shape: Any) -> Dict[str, int]:
-    h, a = config.n_embd, config.n_head
+    h, a = config.n_embd, read(config, "n_head", 12)
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "h": h, "a": a, "d": h // a,
             "i": read(config, "n_inner") or 4 * h, "v": config.vocab_size, "n": config.num_labels}
 
@@ -348,11 +354,12 @@ BART = {
 }
 
 
-def _bart_dims(config: Any, shape: Any) -> Dict[str, int]:
-    h, a = config.d_model, read(config, "encoder_attention_heads", 16)
+def _bart_dims(config: Any, shape: Any, heads: int = 16, width: int = 4096) -> Dict[str, int]:
+    """BART's sizes (the defaults are BartConfig's: 16 heads, feed-forward 4096 wide)."""
+    h, a = config.d_model, read(config, "encoder_attention_heads", heads)
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length, "h": h,
-            "a": a, "d": h // a, "i": read(config, "encoder_ffn_dim", 4096), "j": read(config, "decoder_ffn_dim", 4096),
-            "v": config.vocab_size, "n": config.num_labels}
+            "a": a, "d": h // a, "i": read(config, "encoder_ffn_dim", width),
+            "j": read(config, "decoder_ffn_dim", width), "v": config.vocab_size, "n": config.num_labels}
 
 
 WHISPER = {"WhisperForConditionalGeneration": {
@@ -374,7 +381,7 @@ WHISPER = {"WhisperForConditionalGeneration": {
 
 
 def _whisper_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return {**_bart_dims(config, shape), "f": shape.sequence_length, "s": shape.sequence_length // 2,
+    return {**_bart_dims(config, shape, heads=4, width=1536), "f": shape.sequence_length, "s": shape.sequence_length // 2,
             "m": read(config, "num_mel_bins", 80)}
 
 
