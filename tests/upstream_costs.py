@@ -24,6 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from doubles import installed
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
 from optimum_ipu_ext.placement.layout import _steps
 from optimum_ipu_ext.placement.rules import Block
 from placement_models import TINY_MODELS, _classes, _text, _tokens
@@ -34,11 +35,12 @@ AUDIO_MASK_EVERY = 3
 
 
 class Measured(NamedTuple):
-    """One step's measure: the bytes it keeps, its FLOPs, and the tensors it keeps (dtype, shape), to read."""
+    """One step's measure: the bytes it keeps, its FLOPs, and the tensors it keeps (dtype, shape as first kept,
+    elements of its storage), to read."""
 
     activation_bytes: int
     forward_flops: int
-    tensors: Tuple[Tuple[str, Tuple[int, ...]], ...]
+    tensors: Tuple[Tuple[str, Tuple[int, ...], int], ...]
 
 
 def _bytes_per_element(dtype: torch.dtype, fp32: bool) -> int:
@@ -69,14 +71,15 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int) -> Dict
     generator = torch.Generator().manual_seed(0)
     if architecture.startswith(("Wav2Vec2", "Hubert")):
         inputs = {"input_values": torch.randn(batch, length, generator=generator)}
+        frames = length
+        for kernel, stride in zip(config.conv_kernel, config.conv_stride):
+            frames = (frames - kernel) // stride + 1
         if architecture.endswith("ForCTC"):
-            inputs["labels"] = _classes(config.vocab_size - 1, generator, batch, 4) + 1
+            labels = max(1, frames // CTC_FRAMES_PER_LABEL)
+            inputs["labels"] = _classes(config.vocab_size - 1, generator, batch, labels) + 1
         elif architecture.endswith("ForSequenceClassification"):
             inputs["labels"] = _classes(config.num_labels, generator, batch)
         else:
-            frames = length
-            for kernel, stride in zip(config.conv_kernel, config.conv_stride):
-                frames = (frames - kernel) // stride + 1
             mask = torch.zeros(batch, frames, dtype=torch.bool)
             mask[:, ::AUDIO_MASK_EVERY] = True
             inputs["mask_time_indices"] = mask
@@ -92,7 +95,7 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int) -> Dict
                                             generator=generator),
                 "labels": _classes(config.num_labels, generator, batch)}
     if architecture.startswith("Lxmert"):
-        boxes = 3
+        boxes = LXMERT_OBJECTS
         return {**_text(config, generator, batch, length),
                 "visual_feats": torch.randn(batch, boxes, config.visual_feat_dim, generator=generator),
                 "visual_pos": torch.rand(batch, boxes, config.visual_pos_dim, generator=generator),
@@ -157,7 +160,7 @@ class _Meter:
         measured = {}
         for path, kept in self.kept.items():
             size = sum(elements * _bytes_per_element(dtype, self.fp32) for dtype, _, elements in kept.values())
-            tensors = tuple((str(dtype).replace("torch.", ""), shape) for dtype, shape, _ in kept.values())
+            tensors = tuple((str(dtype).replace("torch.", ""), shape, elements) for dtype, shape, elements in kept.values())
             measured[path] = Measured(size, self.flops[path], tensors)
         return measured
 

@@ -112,11 +112,13 @@ def attention(prefix: str, batch: str, heads: str, queries: str, keys: str, head
     )
 
 
-def table(*ops: Any, enters: Tuple[Kept, ...] = (), leaves: Tuple[Kept, ...] = ()) -> Table:
-    """A `Table` of operations, each an `Op` or a tuple of them."""
+def table(*ops: Any, enters: Tuple[Kept, ...] = (), leaves: Tuple[Kept, ...] = (), when: str = "True") -> Table:
+    """A `Table` of operations, each an `Op` or a tuple of them; `when`: a condition on all of them."""
     flat: List[Op] = []
     for op in ops:
         flat.extend((op,) if isinstance(op, Op) else op)
+    if when != "True":
+        flat = [op._replace(when=f"({when}) and ({op.when})") for op in flat]
     return Table(tuple(flat), enters, leaves)
 
 
@@ -133,7 +135,7 @@ class BlockCost(NamedTuple):
 
 # --- evaluation -----------------------------------------------------------------------------------------------------
 
-_FUNCTIONS = {"min": min, "max": max, "len": len}
+_FUNCTIONS = {"min": min, "max": max, "len": len, "sum": sum}
 
 
 @lru_cache(maxsize=None)

@@ -19,7 +19,17 @@ from typing import Any, Dict, NamedTuple, Optional
 
 from ..errors import PlacementError
 from .cost_ops import BlockCost, step_cost
-from .cost_rows import COSTS, TEXT, AUDIO, IMAGE, SPEECH_RECOGNITION, ENCODER_DECODER
+from .cost_rows import (
+    AUDIO,
+    COSTS,
+    ENCODER_DECODER,
+    IMAGE,
+    IMAGE_SIZE,
+    SPEECH_RECOGNITION,
+    WHISPER_SOURCE_POSITIONS,
+    WHISPER_TARGET_POSITIONS,
+    read,
+)
 from .layout import _steps, layer_counts
 from .rules import Architecture, Block, ModelConfig
 
@@ -67,17 +77,19 @@ def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batc
         raise PlacementError(model, f"{architecture} has no decoder: {decoder_sequence_length} is for "
                              "encoder-decoder models", "decoder_sequence_length")
     if kind == IMAGE:
+        size = read(config, "image_size", IMAGE_SIZE)
         if sequence_length is not None:
             raise PlacementError(model, f"{architecture} takes images of the size its config.json gives "
-                                 f"(image_size {config.image_size}), not {sequence_length}", "sequence_length")
-        sequence_length = config.image_size
+                                 f"(image_size {size}), not {sequence_length}", "sequence_length")
+        sequence_length = size
     elif kind == SPEECH_RECOGNITION:
-        frames = 2 * config.max_source_positions
+        frames = 2 * read(config, "max_source_positions", WHISPER_SOURCE_POSITIONS)
         if sequence_length not in (None, frames):
             raise PlacementError(model, f"{architecture}'s encoder takes {frames} frames of features (twice "
                                  f"max_source_positions), not {sequence_length}", "sequence_length")
         sequence_length = frames
-        decoder_sequence_length = decoder_sequence_length or config.max_target_positions
+        decoder_sequence_length = decoder_sequence_length or read(config, "max_target_positions",
+                                                                  WHISPER_TARGET_POSITIONS)
     elif sequence_length is None:
         sequence_length = DEFAULT_AUDIO_SAMPLES if kind == AUDIO else DEFAULT_TOKENS
     choices = MULTIPLE_CHOICES if architecture.endswith("ForMultipleChoice") else 1
