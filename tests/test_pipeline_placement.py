@@ -6,7 +6,6 @@ import dataclasses
 import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement import sources
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.costs import BlockCost, InputShape, block_costs, resolve_shape
 from optimum_ipu_ext.placement.placement import place
@@ -159,15 +158,6 @@ def test_each_ipu_sums_the_costs_of_its_steps(bert):
         assert ipu.work.forward_flops == sum(costs[path].forward_flops for path in on) > 0
         assert ipu.on_chip_bytes == (ipu.weights_bytes + ipu.gradient_accumulator_bytes + ipu.optimizer_state_bytes
                                      + ipu.work.stash_bytes + ipu.work.recompute_bytes)
-
-
-def test_an_architecture_without_costs_is_refused_when_they_are_asked_for(bert, monkeypatch):
-    monkeypatch.setattr(sources, "COSTS", {})
-    with pytest.raises(PlacementError) as raised:
-        PlainIPUConfig(layers_per_ipu=[1, 2]).placement(bert, micro_batch_size=2)
-    assert str(raised.value) == (f"Cannot place {bert}: the activations and FLOPs of BertForMaskedLM are not counted "
-                                 "yet: place it without a micro-batch size or sequence lengths.")
-    assert PlainIPUConfig(layers_per_ipu=[1, 2]).placement(bert).shape is None
 
 
 def test_the_time_balance_shows_each_ipu_s_flops(bert):

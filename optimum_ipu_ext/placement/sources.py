@@ -13,7 +13,6 @@ from ..core import check_rules, looks_like_path
 from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
 from .architectures import ARCHITECTURES
 from .checkpoint import TensorHeader, parse_config, read_folder
-from .cost_rows import COSTS
 from .costs import block_costs, resolve_shape
 from .parameters import Parameters, from_checkpoint, from_model
 from .placement import Measure, Placement, place
@@ -139,9 +138,6 @@ def measure(model: str, request: ShapeRequest, fp32: bool) -> Optional[Measure]:
     micro_batch_size, sequence_length, decoder_sequence_length = request
 
     def measured(architecture: Architecture, config: ModelConfig):
-        if architecture.name not in COSTS:
-            raise PlacementError(model, f"the activations and FLOPs of {architecture.name} are not counted yet: place "
-                                 "it without a micro-batch size or sequence lengths")
         shape = resolve_shape(model, architecture.name, config, 1 if micro_batch_size is None else micro_batch_size,
                               sequence_length, decoder_sequence_length)
         return shape, block_costs(architecture, config, shape, fp32)
