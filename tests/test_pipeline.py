@@ -32,6 +32,9 @@ INFERENCE = Rules(False, True, False, False, 4, "inference_device_iterations")
 
 @pytest.mark.parametrize("values, for_inference, rules", [
     ({"gradient_accumulation_steps": 8}, False, TRAINING),
+    # poptorch's default: the pipeline's recomputation, with more than one IPU
+    ({"gradient_accumulation_steps": 8, "ipus_per_replica": 2}, False, RECOMPUTING),
+    ({"gradient_accumulation_steps": 8, "ipus_per_replica": 2, "recomputation_mode": "none"}, False, TRAINING),
     ({"gradient_accumulation_steps": 8, "recomputation_mode": "pipeline"}, False, RECOMPUTING),
     ({"gradient_accumulation_steps": 8, "recomputation_mode": "pipeline", "recompute_checkpoint_every_layer": True},
      False, CHECKPOINTING),
@@ -41,12 +44,12 @@ INFERENCE = Rules(False, True, False, False, 4, "inference_device_iterations")
     ({"gradient_accumulation_steps": 8, "recomputation_mode": "standard"}, False, TRAINING),
     ({"gradient_accumulation_steps": 8, "recomputation_mode": "recompute_all"}, False, RECOMPUTING),
     ({"gradient_accumulation_steps": 8, "execution_strategy": None}, False, TRAINING),
-    ({"gradient_accumulation_steps": 8, "execution_strategy": "sharded", "recomputation_mode": "pipeline"}, False,
-     SHARDED),
+    ({"gradient_accumulation_steps": 8, "execution_strategy": "sharded", "recomputation_mode": "pipeline",
+      "ipus_per_replica": 2}, False, SHARDED),
     # upstream's inference build is sharded; a pipelined one runs `inference_device_iterations` micro-batches a step
-    ({"inference_device_iterations": 4}, True, INFERENCE._replace(pipelined=False)),
+    ({"inference_device_iterations": 4, "ipus_per_replica": 2}, True, INFERENCE._replace(pipelined=False)),
     ({"inference_device_iterations": 4, "inference_execution_strategy": "pipelined", "recomputation_mode": "pipeline",
-      "recompute_checkpoint_every_layer": True}, True, INFERENCE),
+      "recompute_checkpoint_every_layer": True, "ipus_per_replica": 2}, True, INFERENCE),
 ])
 def test_the_rules_are_read_off_the_build_s_options(values, for_inference, rules):
     assert pipeline_rules(vars(PlainIPUConfig(**values)), for_inference) == rules

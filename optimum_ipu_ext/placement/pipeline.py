@@ -4,6 +4,8 @@ the micro-batches in flight, what it computes, and how many cycles a step takes.
 - Stages (popart `willow/src/transforms/pipeline.cpp`, `Pipeline::withStages`): poptorch's `AutoStage.AutoIncrement`
   gives every block a stage of its own, and PopART runs consecutive stages on one IPU as one. So the independent
   forward stages are the runs of consecutive steps on one IPU: S = the IPU changes along the forward pass + 1.
+- Recomputation: poptorch turns on `autoRecomputation` Pipeline for a pipeline of more than one IPU where the options
+  leave it unset (popart_compiler `Compiler.cpp`); `recomputation_mode` sets it.
 - Stash (`Pipeline::getStashSize`, `PipelineInfo::numIndependentStages`): forward stage k (from 0) keeps what it
   stashes for 2(S-k)-1 micro-batches. With recomputation (`autoRecomputation` Pipeline, `prepareForStashing`) it
   stashes the stage's input from the previous IPU, and the checkpoints `recompute_checkpoint_every_layer` puts after
@@ -46,11 +48,14 @@ def pipeline_rules(settings: Mapping[str, Any], for_inference: bool) -> Rules:
     plan = build_plan(dict(settings), for_inference)
     strategy = plan.argument("setExecutionStrategy")
     pipelined = strategy is None or strategy.path == "poptorch.PipelinedExecution"
-    recomputation = next((call.args[1] for call in plan.calls
-                          if call.method == "_Popart.set" and call.args[0] == "autoRecomputation"), None)
-    recomputes = not for_inference and pipelined and getattr(recomputation, "path", None) in _RECOMPUTING
     if for_inference:
         return Rules(False, pipelined, False, False, plan.argument("deviceIterations"), "inference_device_iterations")
+    recomputation = next((call.args[1] for call in plan.calls
+                          if call.method == "_Popart.set" and call.args[0] == "autoRecomputation"), None)
+    if recomputation is None:  # poptorch's default: the pipeline's recomputation, with more than one IPU
+        recomputes = pipelined and settings["ipus_per_replica"] > 1
+    else:
+        recomputes = pipelined and recomputation.path in _RECOMPUTING
     return Rules(True, pipelined, recomputes, bool(settings["recompute_checkpoint_every_layer"]),
                  plan.argument("Training.gradientAccumulation"), "gradient_accumulation_steps")
 
