@@ -96,21 +96,27 @@ def test_every_ipu_takes_a_layer_if_asked():
 TRAINING = {"gradient_accumulation_steps": 16}
 
 
-def placed(architecture, model_config, ipu_settings, shape=(2, 16)):
+def placed(architecture, model_config, ipu_settings, for_inference=False):
+    """The placement of a tiny model, activations counted for micro-batches of 2 x 16 tokens (Whisper: the frames
+    its encoder takes)."""
     config = dict(tiny_model(architecture).config.to_dict(), **model_config)
-    micro_batch_size, sequence_length = shape
-    return PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture,
-                                                    micro_batch_size=micro_batch_size, sequence_length=sequence_length)
+    length = None if architecture.startswith("Whisper") else 16
+    return PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture, for_inference=for_inference,
+                                                    micro_batch_size=2, sequence_length=length)
 
 
-def best_by_brute_force(placement, objective):
-    """The split a brute force over every split giving each IPU a layer finds best for `objective`."""
+def best_by_brute_force(placement, objective, every_ipu=True):
+    """The split a brute force over every split upstream accepts (`every_ipu`: giving each IPU a layer) finds best
+    for `objective`."""
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
     found = []
     for split in compositions(layers, len(placement.ipus)):
-        if not all(split):
+        if every_ipu and not all(split):
             continue
-        other = placement.with_layers_per_ipu(split)
+        try:
+            other = placement.with_layers_per_ipu(split)
+        except PlacementError:
+            continue  # an encoder-decoder cut upstream refuses
         memory = max(ipu.on_chip_bytes for ipu in other.ipus)
         flops = max(ipu.work.flops for ipu in other.ipus)
         if objective == "time":
@@ -143,6 +149,31 @@ def test_the_balanced_split_is_the_best_a_brute_force_finds(architecture, model_
     flops = max(ipu.work.flops for ipu in balanced.ipus)
     assert (list(balanced.layers_per_ipu), (flops, memory) if objective == "time" else (memory,)) == best
     assert balanced.to_dict() == placement.with_layers_per_ipu(best[0]).to_dict()
+
+
+GENERATION = {"inference_parallelize_kwargs": {"for_generation": True}}
+GENERATION_CASES = [
+    ("T5ForConditionalGeneration", {"num_layers": 3, "num_decoder_layers": 3},
+     {"inference_layers_per_ipu": [1, 2, 2, 1], **GENERATION}),
+    ("T5ForConditionalGeneration", {"num_layers": 2, "num_decoder_layers": 1},
+     {"inference_layers_per_ipu": [2, 1, 0, 0, 0], **GENERATION}),
+    ("BartForConditionalGeneration", {"encoder_layers": 2, "decoder_layers": 3},
+     {"inference_layers_per_ipu": [1, 1, 1, 2], **GENERATION}),
+    ("WhisperForConditionalGeneration", {"encoder_layers": 3, "decoder_layers": 2},
+     {"inference_layers_per_ipu": [3, 1, 1], **GENERATION}),
+]
+
+
+@pytest.mark.parametrize("objective", ["memory", "time"])
+@pytest.mark.parametrize("architecture, model_config, ipu_settings", GENERATION_CASES)
+def test_a_generation_build_is_balanced_over_every_cut_upstream_accepts(architecture, model_config, ipu_settings,
+                                                                         objective):
+    placement = placed(architecture, model_config, ipu_settings, for_inference=True)
+    balanced = placement.balanced(objective)
+    best = best_by_brute_force(placement, objective, every_ipu=False)
+    memory = max(ipu.on_chip_bytes for ipu in balanced.ipus)
+    flops = max(ipu.work.flops for ipu in balanced.ipus)
+    assert (list(balanced.layers_per_ipu), (flops, memory) if objective == "time" else (memory,)) == best
 
 
 @pytest.mark.parametrize("architecture, model_config, ipu_settings", BALANCED_CASES)

@@ -171,3 +171,25 @@ def test_the_time_balance_shows_each_ipu_s_flops(bert):
     assert lines[-1].startswith(f"The slowest IPU: {slowest:,.1f} GFLOP a micro-batch instead of ")
     assert render_comparison(balanced, balanced, objective="time") == (
         "Balanced: the config's layers_per_ipu already makes the slowest IPU fastest among the splits that fit.")
+
+
+def test_an_encoder_decoder_s_decoder_length_is_its_own(tmp_path):
+    from placement_fixtures import tiny_model
+
+    config = dict(tiny_model("T5ForConditionalGeneration").config.to_dict(), num_layers=2,
+                  architectures=["T5ForConditionalGeneration"])
+    ipu_config = PlainIPUConfig(layers_per_ipu=[2, 2], gradient_accumulation_steps=8)
+    placement = ipu_config.placement(config, micro_batch_size=2, sequence_length=32, decoder_sequence_length=8)
+    assert (placement.to_dict()["sequence_length"], placement.to_dict()["decoder_sequence_length"]) == (32, 8)
+    assert str(placement).splitlines()[0].endswith("micro-batch 2, sequence length 32, decoder sequence length 8")
+    assert ipu_config.placement(config, sequence_length=32).decoder_sequence_length == 32
+
+
+def test_of_ipus_computing_alike_the_first_is_the_bottleneck(bert):
+    placement = placed(bert, (0, 3), **RECOMPUTING)
+    even = dataclasses.replace(placement, ipus=tuple(dataclasses.replace(ipu, work=placement.ipus[1].work)
+                                                     for ipu in placement.ipus))
+    reversed_ = dataclasses.replace(placement, ipus=tuple(dataclasses.replace(ipu, work=other.work) for ipu, other in
+                                                          zip(placement.ipus, placement.ipus[::-1])))
+    # IPU 1 runs the 3 layers (3 GFLOP forward), IPU 0 the head (2)
+    assert (placement.bottleneck_ipu, even.bottleneck_ipu, reversed_.bottleneck_ipu) == (1, 0, 0)

@@ -151,7 +151,7 @@ class Planner:
         counts = layer_counts(self.architecture, self.config)
         layers = sum(counts.values())
         split = list(current.layers_per_ipu)
-        costs = _SplitCosts(self, cut)
+        costs = SplitCosts(self, cut)
         objectives = (costs.memory,) if objective == "memory" else (costs.flops, costs.memory)
         # stash depths are those of the even split, where every IPU runs a stage: the balance keeps it so
         every_ipu = self.costs is not None and self.rules.training and self.rules.pipelined
@@ -168,12 +168,8 @@ class Planner:
         return balance.best_of([balance.Part(splits(encoder, cut), objectives, split[:cut]),
                                 balance.Part(splits(layers - encoder, ipus - cut, cut), tuple(decoder), split[cut:])])
 
-    def _cost(self, cut: Optional[int]) -> balance.Cost:
-        """`cost(ipu, first, end)`: the on-chip bytes of IPU `ipu` holding layers `first` to `end - 1`."""
-        return _SplitCosts(self, cut).memory
 
-
-class _SplitCosts:
+class SplitCosts:
     """The costs of an IPU holding a run of layers, for any split (in a generation build, any whose encoder takes
     `cut` IPUs): its on-chip bytes and its FLOPs. Each parameter and each step goes to a fixed IPU or to the IPU of
     one layer; each step is stashed as in the stage it runs in with the even split (every IPU a stage)."""
