@@ -255,7 +255,9 @@ def _t5_block(decoder: bool, gated: bool) -> Table:
     hidden = DECODER_HIDDEN if decoder else HIDDEN
     return table(
         rms_norm("self: input", rows, "h"),
-        *_t5_attention("self", length, length, True, f"bucket_copies*{length}*{length}"),
+        # the first layer's input is a view of the one lookup of the encoder's and the decoder's ids together
+        keep("the other stack's embeddings", "b*t*h" if length == "s" else "b*s*h", when="joint and layer == 0"),
+        *_t5_attention("self", length, length, True, f"{length}*{length}"),
         *cross,
         rms_norm("feed-forward: input", rows, "h"),
         *_t5_feed_forward(length, gated),
@@ -288,12 +290,12 @@ def _t5_dims(config: Any, shape: Any) -> Dict[str, int]:
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length,
             "h": config.d_model, "a": read(config, "num_heads", 8), "d": read(config, "d_kv", 64),
             "i": read(config, "d_ff", 2048), "v": config.vocab_size,
-            "bucket_copies": 3}
+            "joint": True}
 
 
 def _t5_encoder_dims(config: Any, shape: Any) -> Dict[str, int]:
-    """T5EncoderModel keeps its position buckets once, the encoder-decoders' pipelined models three times."""
-    return {**_t5_dims(config, shape), "bucket_copies": 1}
+    """T5EncoderModel embeds its ids alone."""
+    return {**_t5_dims(config, shape), "joint": False}
 
 
 # --- BART, Whisper ---------------------------------------------------------------------------------------------------
@@ -360,6 +362,11 @@ def _bart_dims(config: Any, shape: Any, heads: int = 16, width: int = 4096) -> D
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length, "h": h,
             "a": a, "d": h // a, "i": read(config, "encoder_ffn_dim", width),
             "j": read(config, "decoder_ffn_dim", width), "v": config.vocab_size, "n": config.num_labels}
+
+
+def _bart_classifier_dims(config: Any, shape: Any) -> Dict[str, int]:
+    """BartForSequenceClassification's decoder reads the encoder's tokens, shifted."""
+    return {**_bart_dims(config, shape), "t": shape.sequence_length}
 
 
 WHISPER = {"WhisperForConditionalGeneration": {
@@ -765,7 +772,8 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _gpt2_dims, GPT2),
     **_with(ENCODER_DECODER, _t5_dims, {name: rows for name, rows in T5.items() if name != "T5EncoderModel"}),
     **_with(TEXT, _t5_encoder_dims, {"T5EncoderModel": T5["T5EncoderModel"]}),
-    **_with(ENCODER_DECODER, _bart_dims, BART),
+    **_with(ENCODER_DECODER, _bart_dims, {"BartForConditionalGeneration": BART["BartForConditionalGeneration"]}),
+    **_with(TEXT, _bart_classifier_dims, {"BartForSequenceClassification": BART["BartForSequenceClassification"]}),
     **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),

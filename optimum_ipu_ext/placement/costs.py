@@ -74,8 +74,9 @@ def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batc
         if value is not None:
             _positive(model, field, value)
     if decoder_sequence_length is not None and kind not in (ENCODER_DECODER, SPEECH_RECOGNITION):
-        raise PlacementError(model, f"{architecture} has no decoder: {decoder_sequence_length} is for "
-                             "encoder-decoder models", "decoder_sequence_length")
+        raise PlacementError(model, f"{decoder_sequence_length} is for the decoders of the models that generate "
+                             f"(BART, T5, MT5, Whisper); {architecture} has no decoder of its own length",
+                             "decoder_sequence_length")
     if kind == IMAGE:
         size = read(config, "image_size", IMAGE_SIZE)
         if sequence_length is not None:
