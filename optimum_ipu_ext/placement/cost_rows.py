@@ -183,8 +183,9 @@ DISTILBERT = {
     "DistilBertForMaskedLM": {
         **DISTILBERT_BODY,
         "vocab_transform": table(linear("hidden", "b*s", "h", "h"), elementwise("transformed", "b*s*h"), enters=HIDDEN),
-        "vocab_layer_norm": table(layer_norm("activated", "b*s", "h")),
-        "vocab_projector": table(linear("normalised", "b*s", "h", "v"), cross_entropy("masked tokens", "b*s", "v")),
+        "vocab_layer_norm": table(layer_norm("activated", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
+        "vocab_projector": table(linear("normalised", "b*s", "h", "v"), cross_entropy("masked tokens", "b*s", "v"),
+                                 enters=HIDDEN),
     },
     "DistilBertForSequenceClassification": {**DISTILBERT_BODY, "pre_classifier": PRE_CLASSIFIER,
                                             "classifier": POOLED_CLASSIFIER},
@@ -198,7 +199,7 @@ DISTILBERT = {
 
 GPT2_BODY = {
     "transformer.wte": table(embedding("ids", "b*s"), enters=(Kept("ids", "b*s", INTEGER),)),
-    "transformer.wpe": table(embedding("positions", "s"), leaves=HIDDEN),
+    "transformer.wpe": table(embedding("positions", "s"), enters=HIDDEN, leaves=HIDDEN),
     "transformer.h.{i}": _pre_norm_layer(gelu_keeps=4),
     "transformer.ln_f": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
 }
@@ -339,11 +340,12 @@ def _renamed(step: Table, **names: str) -> Table:
 LM_HEAD = table(linear("hidden", "b*t", "h", "v"), cross_entropy("next tokens", "b*t", "v"), enters=DECODER_HIDDEN)
 BART_BODY = {
     "model.shared": table(embedding("ids", "b*s + b*t"), enters=(Kept("ids", "b*s + b*t", INTEGER),)),
-    "model.encoder.embed_positions": table(embedding("positions", "b*s")),
-    "model.encoder.layernorm_embedding": table(layer_norm("sum", "b*s", "h"), leaves=HIDDEN),
+    "model.encoder.embed_positions": table(embedding("positions", "b*s"), enters=HIDDEN, leaves=HIDDEN),
+    "model.encoder.layernorm_embedding": table(layer_norm("sum", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
     "model.encoder.layers.{i}": UNFUSED_LAYER,
-    "model.decoder.embed_positions": table(embedding("positions", "b*t")),
-    "model.decoder.layernorm_embedding": table(layer_norm("sum", "b*t", "h"), leaves=DECODER_HIDDEN),
+    "model.decoder.embed_positions": table(embedding("positions", "b*t"), enters=DECODER_HIDDEN, leaves=DECODER_HIDDEN),
+    "model.decoder.layernorm_embedding": table(layer_norm("sum", "b*t", "h"), enters=DECODER_HIDDEN,
+                                               leaves=DECODER_HIDDEN),
     "model.decoder.layers.{i}": _decoder_layer(pre_norm=False),
 }
 BART = {
@@ -372,9 +374,9 @@ def _bart_classifier_dims(config: Any, shape: Any) -> Dict[str, int]:
 WHISPER = {"WhisperForConditionalGeneration": {
     # the features' f frames, then s = f / 2 positions after the second convolution (stride 2)
     "model.encoder.conv1": table(conv("features", "b*m*f", "2*b*h*f*m*3"), elementwise("convolved", "b*h*f"),
-                                 enters=(Kept("features", "b*m*f"),)),
+                                 enters=(Kept("features", "b*m*f"),), leaves=(Kept("activated", "b*h*f"),)),
     "model.encoder.conv2": table(conv("activated", "b*h*f", "2*b*h*s*h*3"), elementwise("convolved", "b*h*s"),
-                                 leaves=HIDDEN),
+                                 enters=(Kept("activated", "b*h*f"),), leaves=HIDDEN),
     "model.encoder.layers.{i}": _pre_norm_layer(),
     "model.encoder.layer_norm": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
     "model.decoder.embed_tokens": table(embedding("ids", "b*t"), enters=(Kept("ids", "b*t", INTEGER),),
@@ -450,7 +452,7 @@ def _speech_body(prefix: str, pipelined: bool) -> Dict[str, Table]:
         **extractor,
         f"{prefix}.feature_projection": FEATURE_PROJECTION,
         f"{prefix}.masked_spec_embed": EMPTY,
-        encoder: EMPTY,
+        encoder: table(enters=HIDDEN, leaves=HIDDEN),
         f"{encoder}.pos_conv_embed": POSITIONAL_CONVOLUTION,
         f"{encoder}.layer_norm": ENCODER_NORM,
         f"{encoder}.layers.{{i}}": _either("stable", _pre_norm_layer(), UNFUSED_LAYER),
@@ -478,7 +480,8 @@ WAV2VEC2_PRETRAINING_HEADS = {
         keep("negatives' indices", "b*s*negatives + b*s + 1", INTEGER),
         keep("targets", "b*s*projected"),
         keep("candidates", "3*(negatives + 1)*b*s*projected + 5*(negatives + 1)*b*s + 1"),
-        keep("negatives equal to their target", "(negatives + 1)*b*s", BOOL)),
+        keep("negatives equal to their target", "(negatives + 1)*b*s", BOOL),
+        enters=(Kept("quantised", "b*s*codevector_dim"), Kept("projected", "b*s*projected"))),
 }
 SPEECH = {
     "Wav2Vec2ForPreTraining": {**_speech_body("wav2vec2", True), **WAV2VEC2_PRETRAINING_HEADS},
@@ -487,7 +490,8 @@ SPEECH = {
     "HubertForSequenceClassification": {
         **_speech_body("hubert", False),
         "projector": table(linear("hidden", "b*s", "h", "p"), enters=HIDDEN),
-        "classifier": table(linear("pooled", "b", "p", "n"), cross_entropy("loss", "b", "n")),
+        "classifier": table(linear("pooled", "b", "p", "n"), cross_entropy("loss", "b", "n"),
+                            enters=(Kept("pooled", "b*p"),)),
     },
 }
 
@@ -574,7 +578,7 @@ DEBERTA_LAYER = table(
 DEBERTA_BODY = {
     "deberta.embeddings": table(embedding("ids", "b*s"), *_deberta_norm("sum", "b*s", "h"), keep("mask", "b*s"),
                                 enters=(Kept("ids", "b*s", INTEGER),), leaves=HIDDEN),
-    "deberta.encoder": EMPTY,
+    "deberta.encoder": table(enters=HIDDEN, leaves=HIDDEN),
     "deberta.encoder.layer.{i}": DEBERTA_LAYER,
 }
 DEBERTA = {
@@ -583,7 +587,8 @@ DEBERTA = {
         "cls.predictions.transform": table(linear("masked", "b*m", "h", "h"), elementwise("transformed", "b*m*h"),
                                            layer_norm("activated", "b*m", "h"), enters=(Kept("masked", "b*m*h"),)),
         "cls.predictions.decoder": table(linear("normalised", "b*m", "h", "v"),
-                                         cross_entropy("masked tokens", "b*m", "v")),
+                                         cross_entropy("masked tokens", "b*m", "v"),
+                                         enters=(Kept("normalised", "b*m*h"),)),
     },
     "DebertaForSequenceClassification": {
         **DEBERTA_BODY,
@@ -639,7 +644,8 @@ CONVNEXT = {"ConvNextForImageClassification": {
         linear("activated", "b*R[stage]**2", "4*C[stage]", "C[stage]"),
         keep("projected", "b*R[stage]**2*C[stage]", when="layer_scale"),
         enters=(Kept("hidden", "b*C[stage]*R[stage]**2"),), leaves=(Kept("hidden", "b*C[stage]*R[stage]**2"),)),
-    "convnext.layernorm": table(layer_norm("pooled", "b", "C[-1]")),
+    "convnext.layernorm": table(layer_norm("pooled", "b", "C[-1]"), enters=(Kept("hidden", "b*C[-1]*R[-1]**2"),),
+                                leaves=(Kept("pooled", "b*C[-1]"),)),
     "classifier": table(linear("pooled", "b", "C[-1]", "n"), cross_entropy("loss", "b", "n"),
                         enters=(Kept("pooled", "b*C[-1]"),)),
 }}
