@@ -19,17 +19,17 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from unittest import mock
 
 import torch
+from doubles import installed
+from placement_models import TINY_MODELS, _classes, _text, _tokens
 from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
+from upstream_placement import _ipu_config, _one_thread, _original_model, _Trace, _tracing, upstream_modules
 
-from doubles import installed
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
 from optimum_ipu_ext.placement.costs import MULTIPLE_CHOICES
 from optimum_ipu_ext.placement.layout import _steps
 from optimum_ipu_ext.placement.rules import Block
-from placement_models import TINY_MODELS, _classes, _text, _tokens
-from upstream_placement import _ipu_config, _one_thread, _original_model, _Trace, _tracing, upstream_modules
 
 AUDIO_MASK_EVERY = 3
 
@@ -65,10 +65,12 @@ def step_paths(architecture: str, model_config: Dict[str, Any]) -> List[str]:
 # --- inputs of one training micro-batch of `batch` sequences of `length` -------------------------------------------
 
 
-def cost_inputs(architecture: str, config: Any, batch: int, length: int, decoder_length: int) -> Dict[str, torch.Tensor]:
+def cost_inputs(architecture: str, config: Any, batch: int, length: int,
+                decoder_length: int) -> Dict[str, torch.Tensor]:
     """A training batch: text of `length` tokens (decoders: the same length; multiple choice: `MULTIPLE_CHOICES`
     sequences an example), images of the config's size, audio of
-    `length` samples (Whisper: the frames its config takes), encoder-decoders' decoders `decoder_length` tokens, with the labels `IPUTrainer` feeds."""
+    `length` samples (Whisper: the frames its config takes), encoder-decoders' decoders `decoder_length` tokens,
+    with the labels `IPUTrainer` feeds."""
     generator = torch.Generator().manual_seed(0)
     if architecture.startswith(("Wav2Vec2", "Hubert")):
         inputs = {"input_values": torch.randn(batch, length, generator=generator)}
@@ -117,7 +119,8 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int, decoder
     elif architecture.endswith("ForTokenClassification"):
         inputs["labels"] = _classes(config.num_labels, generator, batch, length)
     elif architecture.endswith("ForQuestionAnswering"):
-        inputs.update(start_positions=_classes(length, generator, batch), end_positions=_classes(length, generator, batch))
+        inputs.update(start_positions=_classes(length, generator, batch),
+                      end_positions=_classes(length, generator, batch))
     elif architecture.endswith("ForConditionalGeneration"):
         labels = _tokens(config, generator, batch, decoder_length)
         start = torch.full((batch, 1), config.decoder_start_token_id, dtype=torch.long)
@@ -162,7 +165,8 @@ class _Meter:
         measured = {}
         for path, kept in self.kept.items():
             size = sum(elements * _bytes_per_element(dtype, self.fp32) for dtype, _, elements in kept.values())
-            tensors = tuple((str(dtype).replace("torch.", ""), shape, elements) for dtype, shape, elements in kept.values())
+            tensors = tuple((str(dtype).replace("torch.", ""), shape, elements)
+                            for dtype, shape, elements in kept.values())
             measured[path] = Measured(size, self.flops[path], tensors)
         return measured
 

@@ -169,11 +169,14 @@ ROBERTA = _encoder_family(
     table(linear("hidden", "b", "h", "h", storage="b*s*h"), elementwise("pooled", "b*h", "tanh"),
           linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"), enters=HIDDEN))
 
+# MPNet's relative position buckets, computed once for all layers
+MPNET_BUCKETS = table(embedding("buckets", "s*s"), enters=HIDDEN, leaves=HIDDEN)
 MPNET = {
-    "MPNetModel": {"embeddings": POSITION_EMBEDDINGS, "encoder.relative_attention_bias": table(embedding(
-        "buckets", "s*s")), "encoder.layer.{i}": BERT_LAYER, "pooler": _pooler()},
-    "MPNetForMaskedLM": {"mpnet.embeddings": POSITION_EMBEDDINGS, "mpnet.encoder.relative_attention_bias": table(
-        embedding("buckets", "s*s")), "mpnet.encoder.layer.{i}": BERT_LAYER, "lm_head": table(*MLM_HEAD, enters=HIDDEN)},
+    "MPNetModel": {"embeddings": POSITION_EMBEDDINGS, "encoder.relative_attention_bias": MPNET_BUCKETS,
+                   "encoder.layer.{i}": BERT_LAYER, "pooler": _pooler()},
+    "MPNetForMaskedLM": {
+        "mpnet.embeddings": POSITION_EMBEDDINGS, "mpnet.encoder.relative_attention_bias": MPNET_BUCKETS,
+        "mpnet.encoder.layer.{i}": BERT_LAYER, "lm_head": table(*MLM_HEAD, enters=HIDDEN)},
 }
 
 DISTILBERT_BODY = {"distilbert.embeddings": BERT_EMBEDDINGS, "distilbert.transformer.layer.{i}": UNFUSED_LAYER}
@@ -182,7 +185,8 @@ PRE_CLASSIFIER = table(linear("hidden", "b", "h", "h", storage="b*s*h"),
 DISTILBERT = {
     "DistilBertForMaskedLM": {
         **DISTILBERT_BODY,
-        "vocab_transform": table(linear("hidden", "b*s", "h", "h"), elementwise("transformed", "b*s*h"), enters=HIDDEN),
+        "vocab_transform": table(linear("hidden", "b*s", "h", "h"), elementwise("transformed", "b*s*h"),
+                                 enters=HIDDEN),
         "vocab_layer_norm": table(layer_norm("activated", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
         "vocab_projector": table(linear("normalised", "b*s", "h", "v"), cross_entropy("masked tokens", "b*s", "v"),
                                  enters=HIDDEN),
@@ -195,7 +199,7 @@ DISTILBERT = {
     "DistilBertForQuestionAnswering": {**DISTILBERT_BODY, "qa_outputs": QA_OUTPUTS},
 }
 
-# --- GPT-2 ---------------------------------------------------------------------------------------------------------
+# --- GPT-2 -----------------------------------------------------------------------------------------------------------
 
 GPT2_BODY = {
     "transformer.wte": table(embedding("ids", "b*s"), enters=(Kept("ids", "b*s", INTEGER),)),
@@ -220,7 +224,7 @@ def _gpt2_dims(config: Any, shape: Any) -> Dict[str, int]:
             "i": read(config, "n_inner") or 4 * h, "v": config.vocab_size, "n": config.num_labels}
 
 
-# --- T5, MT5 -------------------------------------------------------------------------------------------------------
+# --- T5, MT5 ---------------------------------------------------------------------------------------------------------
 
 
 def _t5_attention(prefix: str, queries: str, keys: str, relative: bool, buckets: str) -> tuple:
@@ -343,7 +347,8 @@ BART_BODY = {
     "model.encoder.embed_positions": table(embedding("positions", "b*s"), enters=HIDDEN, leaves=HIDDEN),
     "model.encoder.layernorm_embedding": table(layer_norm("sum", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
     "model.encoder.layers.{i}": UNFUSED_LAYER,
-    "model.decoder.embed_positions": table(embedding("positions", "b*t"), enters=DECODER_HIDDEN, leaves=DECODER_HIDDEN),
+    "model.decoder.embed_positions": table(embedding("positions", "b*t"), enters=DECODER_HIDDEN,
+                                           leaves=DECODER_HIDDEN),
     "model.decoder.layernorm_embedding": table(layer_norm("sum", "b*t", "h"), enters=DECODER_HIDDEN,
                                                leaves=DECODER_HIDDEN),
     "model.decoder.layers.{i}": _decoder_layer(pre_norm=False),
@@ -352,7 +357,8 @@ BART = {
     "BartForConditionalGeneration": {**BART_BODY, "lm_head": LM_HEAD},
     "BartForSequenceClassification": {
         **BART_BODY, "model.decoder.layers.{i}": _decoder_layer(pre_norm=False, classifying=True),
-        "classification_head": table(linear("end-of-sequence hidden", "b", "h", "h"), elementwise("pooled", "b*h", "tanh"),
+        "classification_head": table(linear("end-of-sequence hidden", "b", "h", "h"),
+                                     elementwise("pooled", "b*h", "tanh"),
                                      linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"),
                                      enters=(Kept("end-of-sequence hidden", "b*h"),))},
 }
@@ -390,11 +396,12 @@ WHISPER = {"WhisperForConditionalGeneration": {
 
 
 def _whisper_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return {**_bart_dims(config, shape, heads=4, width=1536), "f": shape.sequence_length, "s": shape.sequence_length // 2,
+    return {**_bart_dims(config, shape, heads=4, width=1536), "f": shape.sequence_length,
+            "s": shape.sequence_length // 2,
             "m": read(config, "num_mel_bins", 80)}
 
 
-# --- ViT ---------------------------------------------------------------------------------------------------------------
+# --- ViT -------------------------------------------------------------------------------------------------------------
 
 VIT = {"ViTForImageClassification": {
     "vit.embeddings": table(conv("pixels", "b*channels*size*size", "2*b*(s-1)*h*channels*patch*patch"),
@@ -412,7 +419,7 @@ def _vit_dims(config: Any, shape: Any) -> Dict[str, int]:
             "channels": read(config, "num_channels", 3)}
 
 
-# --- HuBERT, Wav2Vec2 -------------------------------------------------------------------------------------------------
+# --- HuBERT, Wav2Vec2 ------------------------------------------------------------------------------------------------
 
 CTC_FRAMES_PER_LABEL = 4  # a transcript of one label (character) every 4 frames, 80 ms, for the CTC loss's sizes
 
@@ -535,7 +542,7 @@ def _pretraining_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "negatives": read(config, "num_negatives", 100)}
 
 
-# --- DeBERTa -------------------------------------------------------------------------------------------------------
+# --- DeBERTa ---------------------------------------------------------------------------------------------------------
 
 
 def _deberta_norm(x: str, rows: str, width: str) -> tuple:
@@ -608,7 +615,8 @@ def _deberta_dims(config: Any, shape: Any, masked_lm: bool = False) -> Dict[str,
     if positions < 1:
         positions = read(config, "max_position_embeddings", 512)
     kinds = read(config, "pos_att_type", None) or []
-    return {**dims, "r": 2 * min(dims["s"], positions), "positions": positions, "relative": bool(read(config, "relative_attention", False)),
+    return {**dims, "r": 2 * min(dims["s"], positions), "positions": positions,
+            "relative": bool(read(config, "relative_attention", False)),
             "c2p": "c2p" in kinds, "p2c": "p2c" in kinds, "m": int(dims["s"] * 0.25), "masked_lm": masked_lm}
 
 
@@ -617,7 +625,7 @@ def _deberta_masked_lm_dims(config: Any, shape: Any) -> Dict[str, Any]:
     return _deberta_dims(config, shape, masked_lm=True)
 
 
-# --- ConvNeXt ------------------------------------------------------------------------------------------------------
+# --- ConvNeXt --------------------------------------------------------------------------------------------------------
 
 
 def _channels_first_norm(x: str, channels: str, pixels: str) -> Op:
@@ -713,7 +721,7 @@ def _lxmert_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "boxes": read(config, "visual_pos_dim", 4), "answers": read(config, "num_qa_labels", 9500)}
 
 
-# --- GroupBERT -----------------------------------------------------------------------------------------------------
+# --- GroupBERT -------------------------------------------------------------------------------------------------------
 
 
 def _grouped_feed_forward(name: str) -> tuple:

@@ -116,7 +116,8 @@ def block_costs(architecture: Architecture, config: ModelConfig, shape: InputSha
         for pattern, table in patterns:
             match = pattern.match(step.path)
             if match:
-                place = {"layer": int(match.groupdict().get("i", -1)), "stage": int(match.groupdict().get("stage", -1)),
+                indices = match.groupdict()
+                place = {"layer": int(indices.get("i", -1)), "stage": int(indices.get("stage", -1)),
                          "last": counts[group] - 1 if group else -1}
                 found[step.path] = step_cost(table, {**dims, **place}, fp32)
                 break
