@@ -178,8 +178,8 @@ def test_the_shape_of_a_micro_batch(architecture, values, given, expected):
     ("BertForMaskedLM", (1, 2.5, None), "sequence_length", "2.5 is not a positive whole number"),
     ("T5ForConditionalGeneration", (1, 8, 0), "decoder_sequence_length", "0 is not a positive whole number"),
     ("BertForMaskedLM", (1, 8, 8), "decoder_sequence_length",
-     "8 is for the decoders of the models that generate (BART, T5, MT5, Whisper); BertForMaskedLM has no decoder of its"
-     " own length"),
+     "8 is for the decoders of the models that generate (BART, T5, MT5, Whisper); BertForMaskedLM has no decoder "
+     "of its own length"),
     ("ViTForImageClassification", (1, 224, None), "sequence_length",
      "ViTForImageClassification takes images of the size its config.json gives (image_size 224), not 224"),
     ("WhisperForConditionalGeneration", (1, 1500, None), "sequence_length",
