@@ -137,6 +137,12 @@ def test_every_step_the_placement_runs_has_a_cost(architecture):
     assert sum(cost.activation_bytes for cost in costs.values()) > 0
 
 
+def test_an_architecture_is_named_or_given_as_its_row():
+    row = ARCHITECTURES["GPT2LMHeadModel"]
+    shape = InputShape(2, 16, 16)
+    assert block_costs("GPT2LMHeadModel", row.config({}), shape) == block_costs(row, row.config({}), shape)
+
+
 def test_every_architecture_has_cost_tables_and_nothing_else_does():
     assert sorted(COSTS) == sorted(ARCHITECTURES)
 

@@ -15,9 +15,10 @@ The rules (tested against optimum-graphcore 0.7.1's own pipelined models by test
 """
 
 import re
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional, Union
 
 from ..errors import PlacementError
+from .architectures import ARCHITECTURES
 from .cost_ops import BlockCost, step_cost
 from .cost_rows import (
     AUDIO,
@@ -101,10 +102,13 @@ def _template_pattern(template: str) -> "re.Pattern[str]":
     return re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>\\d+)", re.escape(template)) + "$")
 
 
-def block_costs(architecture: Architecture, config: ModelConfig, shape: InputShape,
+def block_costs(architecture: Union[str, Architecture], config: ModelConfig, shape: InputShape,
                 fp32: bool = False) -> Dict[str, BlockCost]:
-    """`{step path: its cost}` for one training micro-batch of `shape`, each step of the architecture's row that runs
-    (a layer is a step; a module run twice, like a shared embedding, once with the cost of both runs)."""
+    """`{step path: its cost}` for one training micro-batch of `shape`, for each step of the architecture's row that
+    runs (a name of `ARCHITECTURES`, or its row): each layer is a step; a module run twice, like a shared embedding, is
+    one step with the cost of both runs; a block never called (Whisper's encoder positions) has none."""
+    if isinstance(architecture, str):
+        architecture = ARCHITECTURES[architecture]
     costs = COSTS[architecture.name]
     dims = costs.dims(config, shape)
     patterns = [(_template_pattern(template), step) for template, step in costs.tables.items()]
