@@ -23,7 +23,7 @@ from optimum_ipu_ext.placement.cost_ops import (
     table,
 )
 from optimum_ipu_ext.placement.cost_rows import COSTS
-from optimum_ipu_ext.placement.costs import BlockCost, InputShape, block_costs, resolve_shape
+from optimum_ipu_ext.placement.costs import BlockCost, InputShape, block_costs, ipu_costs, resolve_shape
 from optimum_ipu_ext.placement.layout import lay_out
 from optimum_ipu_ext.placement.rules import Block, Run
 
@@ -152,6 +152,35 @@ def test_a_step_without_a_table_is_a_bug_named():
     row = row._replace(steps=(*row.steps, Run("nowhere")))
     with pytest.raises(KeyError, match="BertModel's step nowhere"):
         block_costs(row, row.config({}), InputShape(1, 8, 8))
+
+
+def test_an_ipu_costs_the_sum_of_the_steps_it_runs():
+    """BERT's MLM head is tied back to IPU 0, with the embeddings; the layers 3, 7, 7, 7."""
+    row = ARCHITECTURES["BertForPreTraining"]
+    config = row.config(BERT_LARGE)
+    costs = costs_of("BertForPreTraining", BERT_LARGE, 2, 512)
+    layout = lay_out("m", row, config, vars(PlainIPUConfig(ipus_per_replica=4, layers_per_ipu=[3, 7, 7, 7])), False)
+    per_ipu = ipu_costs(layout, costs)
+    layer = costs["bert.encoder.layer.0"]
+    first = [costs[path] for path in ("bert.embeddings", "bert.encoder.layer.0", "bert.encoder.layer.1",
+                                      "bert.encoder.layer.2", "bert.pooler", "cls")]
+    assert per_ipu[0] == BlockCost(*(sum(values) for values in zip(*first)))
+    assert per_ipu[1] == per_ipu[2] == per_ipu[3] == BlockCost(*(7 * value for value in layer))
+
+
+def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
+    row = ARCHITECTURES["T5ForConditionalGeneration"]
+    config = row.config({"num_layers": 2})
+    settings = vars(PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 2],
+                                   inference_parallelize_kwargs={"for_generation": True}))
+    layout = lay_out("m", row, config, settings, True)
+    costs = block_costs(row, config, InputShape(1, 8, 8))
+    per_ipu = ipu_costs(layout, costs)
+    encoder = [costs[path] for path in ("shared", "encoder.block.0", "encoder.block.1", "encoder.final_layer_norm")]
+    decoder = [costs[path] for path in ("shared", "decoder.block.0", "decoder.block.1", "decoder.final_layer_norm",
+                                        "lm_head")]
+    assert per_ipu == [BlockCost(*(sum(values) for values in zip(*encoder))),
+                       BlockCost(*(sum(values) for values in zip(*decoder)))]
 
 
 # --- the input shape ------------------------------------------------------------------------------------------------

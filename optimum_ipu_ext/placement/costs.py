@@ -15,7 +15,7 @@ The rules (tested against optimum-graphcore 0.7.1's own pipelined models by test
 """
 
 import re
-from typing import Any, Dict, NamedTuple, Optional, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
 
 from ..errors import PlacementError
 from .architectures import ARCHITECTURES
@@ -31,10 +31,10 @@ from .cost_rows import (
     WHISPER_TARGET_POSITIONS,
     read,
 )
-from .layout import _steps, layer_counts
+from .layout import Layout, _steps, layer_counts
 from .rules import Architecture, Block, ModelConfig
 
-__all__ = ["BlockCost", "InputShape", "block_costs", "resolve_shape"]
+__all__ = ["BlockCost", "InputShape", "block_costs", "ipu_costs", "resolve_shape"]
 
 DEFAULT_TOKENS = 128
 DEFAULT_AUDIO_SAMPLES = 16000  # one second at 16 kHz, as optimum-graphcore's HuBERT example runs it
@@ -128,3 +128,14 @@ def block_costs(architecture: Union[str, Architecture], config: ModelConfig, sha
         else:
             raise KeyError(f"no cost table for {architecture.name}'s step {step.path}")
     return found
+
+
+def ipu_costs(layout: Layout, costs: Mapping[str, BlockCost]) -> List[BlockCost]:
+    """The costs of each IPU of `layout`: the sum of the steps it runs, in every executor (in a generation build a
+    step both executors run, like a shared embedding, counts on the IPU of each)."""
+    totals = [[0, 0, 0, 0] for _ in range(layout.ipus)]
+    for claims in layout.claims.values():
+        for path, claim in claims.items():
+            if path in costs:
+                totals[claim.ipu] = [total + part for total, part in zip(totals[claim.ipu], costs[path])]
+    return [BlockCost(*total) for total in totals]
