@@ -6,11 +6,12 @@ b sequences of the micro-batch (examples x choices), e examples, c choices, s to
 t tokens of the decoder, h hidden size, a attention heads, d head size, i feed-forward size, v vocabulary, n labels,
 layer: the index of a layer in its group (`last`: the index of the last one).
 
-Read off the forward passes of transformers 4.29.2 and optimum-graphcore 0.7.1's overrides (BERT and MPNet attend
+Read off the forward passes of transformers 4.29.2 and optimum-graphcore 0.7.1's overrides (BERT, GroupBERT and MPNet attend
 with one fused query-key-value weight, concatenated in each pass and kept), and checked against them by
-tests/test_costs_reference.py.
+tests/test_upstream_costs.py.
 """
 
+import re
 from typing import Any, Callable, Dict, Mapping, NamedTuple
 
 from .cost_ops import (
@@ -328,9 +329,7 @@ def _decoder_layer(pre_norm: bool, classifying: bool = False) -> Table:
 
 
 def _renamed(step: Table, **names: str) -> Table:
-    """`step` with its sizes renamed in its formulas (`s="t"`: its sequence is the decoder's)."""
-    import re
-
+    """`step` with its sizes renamed in its formulas (`s="o"`: its sequence is LXMERT's objects)."""
     def rename(formula: str) -> str:
         return re.sub(r"\b(" + "|".join(names) + r")\b", lambda match: names[match.group(1)], formula)
 
