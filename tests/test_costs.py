@@ -104,6 +104,19 @@ def test_t5s_first_layers_keep_the_joint_embedding_of_both_stacks():
         2 * 2 * 32 * 512 + 4 * 128 * 128)  # and the relative position buckets
 
 
+def test_work_after_the_last_layer_is_the_last_layers():
+    """Upstream's DeBERTa MLM picks its masked quarter of the tokens by a one-hot product after the last layer; BART's
+    classifier picks each sequence's last end-of-sequence token after its last decoder layer."""
+    b, s, h = 2, 128, 768
+    deberta = costs_of("DebertaForMaskedLM", {"relative_attention": True, "pos_att_type": ["c2p", "p2c"]}, b, s)
+    last, other = deberta["deberta.encoder.layer.11"], deberta["deberta.encoder.layer.10"]
+    assert last.activation_bytes - other.activation_bytes == 2 * b * (s // 4) * s
+    assert last.forward_flops - other.forward_flops == 2 * b * (s // 4) * s * h
+    bart = costs_of("BartForSequenceClassification", {}, b, s)
+    assert (bart["model.decoder.layers.11"].activation_bytes - bart["model.decoder.layers.10"].activation_bytes ==
+            4 * b)
+
+
 def test_convnexts_first_stage_does_not_downsample():
     costs = costs_of("ConvNextForImageClassification", {})
     assert costs["convnext.encoder.stages.0.downsampling_layer"] == BlockCost(0, 0, 0, 0)

@@ -115,14 +115,15 @@ def block_costs(architecture: Union[str, Architecture], config: ModelConfig, sha
     counts = layer_counts(architecture, config)
     found: Dict[str, BlockCost] = {}
     for step, group, _ in _steps(architecture, config):
-        if step.path in found or (isinstance(step, Block) and not step.called):
+        if isinstance(step, Block) and not step.called:
             continue
         for pattern, table in patterns:
             match = pattern.match(step.path)
             if match:
-                indices = match.groupdict()
-                place = {"layer": int(indices.get("i", -1)), "stage": int(indices.get("stage", -1)),
-                         "last": counts[group] - 1 if group else -1}
+                # a layer's index in its group is `layer`, the last one's `last`; ConvNeXt's stage is `stage`
+                place = {("layer" if name == "i" else name): int(index) for name, index in match.groupdict().items()}
+                if group is not None:
+                    place["last"] = counts[group] - 1
                 found[step.path] = step_cost(table, {**dims, **place}, fp32)
                 break
         else:
