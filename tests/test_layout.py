@@ -18,7 +18,7 @@ CORE = {
     "optimum_ipu_ext.placement.rules", "optimum_ipu_ext.placement.architectures", "optimum_ipu_ext.placement.layout",
     "optimum_ipu_ext.placement.parameters", "optimum_ipu_ext.placement.memory", "optimum_ipu_ext.placement.balance",
     "optimum_ipu_ext.placement.placement", "optimum_ipu_ext.placement.report", "optimum_ipu_ext.placement.pipeline",
-    "optimum_ipu_ext.placement.costs", "optimum_ipu_ext.placement.cost_ops", "optimum_ipu_ext.placement.cost_rows",
+    "optimum_ipu_ext.placement.cost_ops", "optimum_ipu_ext.placement.cost_rows", "optimum_ipu_ext.placement.costs",
 }
 SHELL_PACKAGES = ("optimum_ipu_ext.recorder", "optimum_ipu_ext.cli")
 SHELL = {

@@ -15,22 +15,22 @@ counted; a storage counts its elements at 2 bytes if floating (4 with `fp32`), 4
 """
 import contextlib
 import json
-from typing import Any, Dict, List, NamedTuple, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from unittest import mock
 
 import torch
+from doubles import installed
+from placement_models import TINY_MODELS, _classes, _text, _tokens
 from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
-
-from doubles import installed
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
-from optimum_ipu_ext.placement.layout import _steps
-from optimum_ipu_ext.placement.rules import Block
-from placement_models import TINY_MODELS, _classes, _text, _tokens
 from upstream_placement import _ipu_config, _one_thread, _original_model, _Trace, _tracing, upstream_modules
 
-CHOICES = 2
+from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
+from optimum_ipu_ext.placement.costs import MULTIPLE_CHOICES
+from optimum_ipu_ext.placement.layout import _steps
+from optimum_ipu_ext.placement.rules import Block
+
 AUDIO_MASK_EVERY = 3
 
 
@@ -65,9 +65,12 @@ def step_paths(architecture: str, model_config: Dict[str, Any]) -> List[str]:
 # --- inputs of one training micro-batch of `batch` sequences of `length` -------------------------------------------
 
 
-def cost_inputs(architecture: str, config: Any, batch: int, length: int) -> Dict[str, torch.Tensor]:
-    """A training batch: text of `length` tokens (decoders: the same length), images of the config's size, audio of
-    `length` samples (Whisper: the frames its config takes, and `length` tokens for the decoder), with the labels `IPUTrainer` feeds."""
+def cost_inputs(architecture: str, config: Any, batch: int, length: int,
+                decoder_length: int) -> Dict[str, torch.Tensor]:
+    """A training batch: text of `length` tokens (decoders: the same length; multiple choice: `MULTIPLE_CHOICES`
+    sequences an example), images of the config's size, audio of
+    `length` samples (Whisper: the frames its config takes), encoder-decoders' decoders `decoder_length` tokens,
+    with the labels `IPUTrainer` feeds."""
     generator = torch.Generator().manual_seed(0)
     if architecture.startswith(("Wav2Vec2", "Hubert")):
         inputs = {"input_values": torch.randn(batch, length, generator=generator)}
@@ -89,7 +92,7 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int) -> Dict
     if architecture.startswith("Whisper"):
         frames = 2 * config.max_source_positions  # the encoder takes no other length
         return {"input_features": torch.randn(batch, config.num_mel_bins, frames, generator=generator),
-                "labels": _tokens(config, generator, batch, length)}
+                "labels": _tokens(config, generator, batch, decoder_length)}
     if architecture.startswith(("ViT", "ConvNext")):
         return {"pixel_values": torch.randn(batch, config.num_channels, config.image_size, config.image_size,
                                             generator=generator),
@@ -101,7 +104,8 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int) -> Dict
                 "visual_pos": torch.rand(batch, boxes, config.visual_pos_dim, generator=generator),
                 "labels": _classes(config.num_qa_labels, generator, batch)}
     if architecture.endswith("ForMultipleChoice"):
-        return {**_text(config, generator, batch, CHOICES, length), "labels": _classes(CHOICES, generator, batch)}
+        return {**_text(config, generator, batch, MULTIPLE_CHOICES, length),
+                "labels": _classes(MULTIPLE_CHOICES, generator, batch)}
     inputs = _text(config, generator, batch, length)
     if architecture.endswith(("ForMaskedLM", "LMHeadModel")):
         inputs["labels"] = _tokens(config, generator, batch, length)
@@ -115,9 +119,10 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int) -> Dict
     elif architecture.endswith("ForTokenClassification"):
         inputs["labels"] = _classes(config.num_labels, generator, batch, length)
     elif architecture.endswith("ForQuestionAnswering"):
-        inputs.update(start_positions=_classes(length, generator, batch), end_positions=_classes(length, generator, batch))
+        inputs.update(start_positions=_classes(length, generator, batch),
+                      end_positions=_classes(length, generator, batch))
     elif architecture.endswith("ForConditionalGeneration"):
-        labels = _tokens(config, generator, batch, length)
+        labels = _tokens(config, generator, batch, decoder_length)
         start = torch.full((batch, 1), config.decoder_start_token_id, dtype=torch.long)
         inputs.update(labels=labels, decoder_input_ids=torch.cat([start, labels[:, :-1]], dim=1))
     return inputs
@@ -160,7 +165,8 @@ class _Meter:
         measured = {}
         for path, kept in self.kept.items():
             size = sum(elements * _bytes_per_element(dtype, self.fp32) for dtype, _, elements in kept.values())
-            tensors = tuple((str(dtype).replace("torch.", ""), shape, elements) for dtype, shape, elements in kept.values())
+            tensors = tuple((str(dtype).replace("torch.", ""), shape, elements)
+                            for dtype, shape, elements in kept.values())
             measured[path] = Measured(size, self.flops[path], tensors)
         return measured
 
@@ -173,8 +179,9 @@ def _no_dropout(dropout):
 
 
 def upstream_costs(architecture: str, model_config: Dict[str, Any], batch: int, length: int,
-                   fp32: bool = False) -> Dict[str, Measured]:
-    """`{step path: what it keeps and computes}` for one training micro-batch of upstream's pipelined model."""
+                   fp32: bool = False, decoder_length: Optional[int] = None) -> Dict[str, Measured]:
+    """`{step path: what it keeps and computes}` for one training micro-batch of upstream's pipelined model
+    (`decoder_length`: the decoder's tokens, default `length`)."""
     modeling_utils, _ = upstream_modules()
     model_config = dict(TINY_MODELS[architecture].config, **model_config)
     paths = step_paths(architecture, model_config)
@@ -183,7 +190,7 @@ def upstream_costs(architecture: str, model_config: Dict[str, Any], batch: int, 
         model = modeling_utils.to_pipelined(original, _ipu_config({}))
         model.train()
         model.parallelize(**model.ipu_config.parallelize_kwargs)
-        inputs = cost_inputs(architecture, model.config, batch, length)
+        inputs = cost_inputs(architecture, model.config, batch, length, decoder_length or length)
         constants = {tensor.untyped_storage().data_ptr() for tensor in [*model.parameters(), *model.buffers()]}
         counter = FlopCounterMode(display=False)
         meter = _Meter(paths, constants, counter, fp32)

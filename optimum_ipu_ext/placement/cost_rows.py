@@ -6,11 +6,12 @@ b sequences of the micro-batch (examples x choices), e examples, c choices, s to
 t tokens of the decoder, h hidden size, a attention heads, d head size, i feed-forward size, v vocabulary, n labels,
 layer: the index of a layer in its group (`last`: the index of the last one).
 
-Read off the forward passes of transformers 4.29.2 and optimum-graphcore 0.7.1's overrides (BERT and MPNet attend
-with one fused query-key-value weight, concatenated in each pass and kept), and checked against them by
-tests/test_costs_reference.py.
+Read off the forward passes of transformers 4.29.2 and optimum-graphcore 0.7.1's overrides (BERT, GroupBERT and
+MPNet attend with one fused query-key-value weight, concatenated in each pass and kept), and checked against them by
+tests/test_upstream_costs.py.
 """
 
+import re
 from typing import Any, Callable, Dict, Mapping, NamedTuple
 
 from .cost_ops import (
@@ -169,11 +170,14 @@ ROBERTA = _encoder_family(
     table(linear("hidden", "b", "h", "h", storage="b*s*h"), elementwise("pooled", "b*h", "tanh"),
           linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"), enters=HIDDEN))
 
+# MPNet's relative position buckets, computed once for all layers
+MPNET_BUCKETS = table(embedding("buckets", "s*s"), enters=HIDDEN, leaves=HIDDEN)
 MPNET = {
-    "MPNetModel": {"embeddings": POSITION_EMBEDDINGS, "encoder.relative_attention_bias": table(embedding(
-        "buckets", "s*s")), "encoder.layer.{i}": BERT_LAYER, "pooler": _pooler()},
-    "MPNetForMaskedLM": {"mpnet.embeddings": POSITION_EMBEDDINGS, "mpnet.encoder.relative_attention_bias": table(
-        embedding("buckets", "s*s")), "mpnet.encoder.layer.{i}": BERT_LAYER, "lm_head": table(*MLM_HEAD, enters=HIDDEN)},
+    "MPNetModel": {"embeddings": POSITION_EMBEDDINGS, "encoder.relative_attention_bias": MPNET_BUCKETS,
+                   "encoder.layer.{i}": BERT_LAYER, "pooler": _pooler()},
+    "MPNetForMaskedLM": {
+        "mpnet.embeddings": POSITION_EMBEDDINGS, "mpnet.encoder.relative_attention_bias": MPNET_BUCKETS,
+        "mpnet.encoder.layer.{i}": BERT_LAYER, "lm_head": table(*MLM_HEAD, enters=HIDDEN)},
 }
 
 DISTILBERT_BODY = {"distilbert.embeddings": BERT_EMBEDDINGS, "distilbert.transformer.layer.{i}": UNFUSED_LAYER}
@@ -182,9 +186,11 @@ PRE_CLASSIFIER = table(linear("hidden", "b", "h", "h", storage="b*s*h"),
 DISTILBERT = {
     "DistilBertForMaskedLM": {
         **DISTILBERT_BODY,
-        "vocab_transform": table(linear("hidden", "b*s", "h", "h"), elementwise("transformed", "b*s*h"), enters=HIDDEN),
-        "vocab_layer_norm": table(layer_norm("activated", "b*s", "h")),
-        "vocab_projector": table(linear("normalised", "b*s", "h", "v"), cross_entropy("masked tokens", "b*s", "v")),
+        "vocab_transform": table(linear("hidden", "b*s", "h", "h"), elementwise("transformed", "b*s*h"),
+                                 enters=HIDDEN),
+        "vocab_layer_norm": table(layer_norm("activated", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
+        "vocab_projector": table(linear("normalised", "b*s", "h", "v"), cross_entropy("masked tokens", "b*s", "v"),
+                                 enters=HIDDEN),
     },
     "DistilBertForSequenceClassification": {**DISTILBERT_BODY, "pre_classifier": PRE_CLASSIFIER,
                                             "classifier": POOLED_CLASSIFIER},
@@ -194,11 +200,11 @@ DISTILBERT = {
     "DistilBertForQuestionAnswering": {**DISTILBERT_BODY, "qa_outputs": QA_OUTPUTS},
 }
 
-# --- GPT-2 ---------------------------------------------------------------------------------------------------------
+# --- GPT-2 -----------------------------------------------------------------------------------------------------------
 
 GPT2_BODY = {
     "transformer.wte": table(embedding("ids", "b*s"), enters=(Kept("ids", "b*s", INTEGER),)),
-    "transformer.wpe": table(embedding("positions", "s"), leaves=HIDDEN),
+    "transformer.wpe": table(embedding("positions", "s"), enters=HIDDEN, leaves=HIDDEN),
     "transformer.h.{i}": _pre_norm_layer(gelu_keeps=4),
     "transformer.ln_f": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
 }
@@ -219,7 +225,7 @@ def _gpt2_dims(config: Any, shape: Any) -> Dict[str, int]:
             "i": read(config, "n_inner") or 4 * h, "v": config.vocab_size, "n": config.num_labels}
 
 
-# --- T5, MT5 -------------------------------------------------------------------------------------------------------
+# --- T5, MT5 ---------------------------------------------------------------------------------------------------------
 
 
 def _t5_attention(prefix: str, queries: str, keys: str, relative: bool, buckets: str) -> tuple:
@@ -255,7 +261,9 @@ def _t5_block(decoder: bool, gated: bool) -> Table:
     hidden = DECODER_HIDDEN if decoder else HIDDEN
     return table(
         rms_norm("self: input", rows, "h"),
-        *_t5_attention("self", length, length, True, f"bucket_copies*{length}*{length}"),
+        # the first layer's input is a view of the one lookup of the encoder's and the decoder's ids together
+        keep("the other stack's embeddings", "b*t*h" if length == "s" else "b*s*h", when="joint and layer == 0"),
+        *_t5_attention("self", length, length, True, f"{length}*{length}"),
         *cross,
         rms_norm("feed-forward: input", rows, "h"),
         *_t5_feed_forward(length, gated),
@@ -288,12 +296,12 @@ def _t5_dims(config: Any, shape: Any) -> Dict[str, int]:
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length,
             "h": config.d_model, "a": read(config, "num_heads", 8), "d": read(config, "d_kv", 64),
             "i": read(config, "d_ff", 2048), "v": config.vocab_size,
-            "bucket_copies": 3}
+            "joint": True}
 
 
 def _t5_encoder_dims(config: Any, shape: Any) -> Dict[str, int]:
-    """T5EncoderModel keeps its position buckets once, the encoder-decoders' pipelined models three times."""
-    return {**_t5_dims(config, shape), "bucket_copies": 1}
+    """T5EncoderModel embeds its ids alone."""
+    return {**_t5_dims(config, shape), "joint": False}
 
 
 # --- BART, Whisper ---------------------------------------------------------------------------------------------------
@@ -321,9 +329,7 @@ def _decoder_layer(pre_norm: bool, classifying: bool = False) -> Table:
 
 
 def _renamed(step: Table, **names: str) -> Table:
-    """`step` with its sizes renamed in its formulas (`s="t"`: its sequence is the decoder's)."""
-    import re
-
+    """`step` with its sizes renamed in its formulas (`s="o"`: its sequence is LXMERT's objects)."""
     def rename(formula: str) -> str:
         return re.sub(r"\b(" + "|".join(names) + r")\b", lambda match: names[match.group(1)], formula)
 
@@ -337,18 +343,21 @@ def _renamed(step: Table, **names: str) -> Table:
 LM_HEAD = table(linear("hidden", "b*t", "h", "v"), cross_entropy("next tokens", "b*t", "v"), enters=DECODER_HIDDEN)
 BART_BODY = {
     "model.shared": table(embedding("ids", "b*s + b*t"), enters=(Kept("ids", "b*s + b*t", INTEGER),)),
-    "model.encoder.embed_positions": table(embedding("positions", "b*s")),
-    "model.encoder.layernorm_embedding": table(layer_norm("sum", "b*s", "h"), leaves=HIDDEN),
+    "model.encoder.embed_positions": table(embedding("positions", "b*s"), enters=HIDDEN, leaves=HIDDEN),
+    "model.encoder.layernorm_embedding": table(layer_norm("sum", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
     "model.encoder.layers.{i}": UNFUSED_LAYER,
-    "model.decoder.embed_positions": table(embedding("positions", "b*t")),
-    "model.decoder.layernorm_embedding": table(layer_norm("sum", "b*t", "h"), leaves=DECODER_HIDDEN),
+    "model.decoder.embed_positions": table(embedding("positions", "b*t"), enters=DECODER_HIDDEN,
+                                           leaves=DECODER_HIDDEN),
+    "model.decoder.layernorm_embedding": table(layer_norm("sum", "b*t", "h"), enters=DECODER_HIDDEN,
+                                               leaves=DECODER_HIDDEN),
     "model.decoder.layers.{i}": _decoder_layer(pre_norm=False),
 }
 BART = {
     "BartForConditionalGeneration": {**BART_BODY, "lm_head": LM_HEAD},
     "BartForSequenceClassification": {
         **BART_BODY, "model.decoder.layers.{i}": _decoder_layer(pre_norm=False, classifying=True),
-        "classification_head": table(linear("end-of-sequence hidden", "b", "h", "h"), elementwise("pooled", "b*h", "tanh"),
+        "classification_head": table(linear("end-of-sequence hidden", "b", "h", "h"),
+                                     elementwise("pooled", "b*h", "tanh"),
                                      linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"),
                                      enters=(Kept("end-of-sequence hidden", "b*h"),))},
 }
@@ -362,12 +371,17 @@ def _bart_dims(config: Any, shape: Any, heads: int = 16, width: int = 4096) -> D
             "j": read(config, "decoder_ffn_dim", width), "v": config.vocab_size, "n": config.num_labels}
 
 
+def _bart_classifier_dims(config: Any, shape: Any) -> Dict[str, int]:
+    """BartForSequenceClassification's decoder reads the encoder's tokens, shifted."""
+    return {**_bart_dims(config, shape), "t": shape.sequence_length}
+
+
 WHISPER = {"WhisperForConditionalGeneration": {
     # the features' f frames, then s = f / 2 positions after the second convolution (stride 2)
     "model.encoder.conv1": table(conv("features", "b*m*f", "2*b*h*f*m*3"), elementwise("convolved", "b*h*f"),
-                                 enters=(Kept("features", "b*m*f"),)),
+                                 enters=(Kept("features", "b*m*f"),), leaves=(Kept("activated", "b*h*f"),)),
     "model.encoder.conv2": table(conv("activated", "b*h*f", "2*b*h*s*h*3"), elementwise("convolved", "b*h*s"),
-                                 leaves=HIDDEN),
+                                 enters=(Kept("activated", "b*h*f"),), leaves=HIDDEN),
     "model.encoder.layers.{i}": _pre_norm_layer(),
     "model.encoder.layer_norm": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
     "model.decoder.embed_tokens": table(embedding("ids", "b*t"), enters=(Kept("ids", "b*t", INTEGER),),
@@ -381,11 +395,12 @@ WHISPER = {"WhisperForConditionalGeneration": {
 
 
 def _whisper_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return {**_bart_dims(config, shape, heads=4, width=1536), "f": shape.sequence_length, "s": shape.sequence_length // 2,
+    return {**_bart_dims(config, shape, heads=4, width=1536), "f": shape.sequence_length,
+            "s": shape.sequence_length // 2,
             "m": read(config, "num_mel_bins", 80)}
 
 
-# --- ViT ---------------------------------------------------------------------------------------------------------------
+# --- ViT -------------------------------------------------------------------------------------------------------------
 
 VIT = {"ViTForImageClassification": {
     "vit.embeddings": table(conv("pixels", "b*channels*size*size", "2*b*(s-1)*h*channels*patch*patch"),
@@ -403,7 +418,7 @@ def _vit_dims(config: Any, shape: Any) -> Dict[str, int]:
             "channels": read(config, "num_channels", 3)}
 
 
-# --- HuBERT, Wav2Vec2 -------------------------------------------------------------------------------------------------
+# --- HuBERT, Wav2Vec2 ------------------------------------------------------------------------------------------------
 
 CTC_FRAMES_PER_LABEL = 4  # a transcript of one label (character) every 4 frames, 80 ms, for the CTC loss's sizes
 
@@ -443,7 +458,7 @@ def _speech_body(prefix: str, pipelined: bool) -> Dict[str, Table]:
         **extractor,
         f"{prefix}.feature_projection": FEATURE_PROJECTION,
         f"{prefix}.masked_spec_embed": EMPTY,
-        encoder: EMPTY,
+        encoder: table(enters=HIDDEN, leaves=HIDDEN),
         f"{encoder}.pos_conv_embed": POSITIONAL_CONVOLUTION,
         f"{encoder}.layer_norm": ENCODER_NORM,
         f"{encoder}.layers.{{i}}": _either("stable", _pre_norm_layer(), UNFUSED_LAYER),
@@ -471,7 +486,8 @@ WAV2VEC2_PRETRAINING_HEADS = {
         keep("negatives' indices", "b*s*negatives + b*s + 1", INTEGER),
         keep("targets", "b*s*projected"),
         keep("candidates", "3*(negatives + 1)*b*s*projected + 5*(negatives + 1)*b*s + 1"),
-        keep("negatives equal to their target", "(negatives + 1)*b*s", BOOL)),
+        keep("negatives equal to their target", "(negatives + 1)*b*s", BOOL),
+        enters=(Kept("quantised", "b*s*codevector_dim"), Kept("projected", "b*s*projected"))),
 }
 SPEECH = {
     "Wav2Vec2ForPreTraining": {**_speech_body("wav2vec2", True), **WAV2VEC2_PRETRAINING_HEADS},
@@ -480,7 +496,8 @@ SPEECH = {
     "HubertForSequenceClassification": {
         **_speech_body("hubert", False),
         "projector": table(linear("hidden", "b*s", "h", "p"), enters=HIDDEN),
-        "classifier": table(linear("pooled", "b", "p", "n"), cross_entropy("loss", "b", "n")),
+        "classifier": table(linear("pooled", "b", "p", "n"), cross_entropy("loss", "b", "n"),
+                            enters=(Kept("pooled", "b*p"),)),
     },
 }
 
@@ -524,7 +541,7 @@ def _pretraining_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "negatives": read(config, "num_negatives", 100)}
 
 
-# --- DeBERTa -------------------------------------------------------------------------------------------------------
+# --- DeBERTa ---------------------------------------------------------------------------------------------------------
 
 
 def _deberta_norm(x: str, rows: str, width: str) -> tuple:
@@ -567,7 +584,7 @@ DEBERTA_LAYER = table(
 DEBERTA_BODY = {
     "deberta.embeddings": table(embedding("ids", "b*s"), *_deberta_norm("sum", "b*s", "h"), keep("mask", "b*s"),
                                 enters=(Kept("ids", "b*s", INTEGER),), leaves=HIDDEN),
-    "deberta.encoder": EMPTY,
+    "deberta.encoder": table(enters=HIDDEN, leaves=HIDDEN),
     "deberta.encoder.layer.{i}": DEBERTA_LAYER,
 }
 DEBERTA = {
@@ -576,7 +593,8 @@ DEBERTA = {
         "cls.predictions.transform": table(linear("masked", "b*m", "h", "h"), elementwise("transformed", "b*m*h"),
                                            layer_norm("activated", "b*m", "h"), enters=(Kept("masked", "b*m*h"),)),
         "cls.predictions.decoder": table(linear("normalised", "b*m", "h", "v"),
-                                         cross_entropy("masked tokens", "b*m", "v")),
+                                         cross_entropy("masked tokens", "b*m", "v"),
+                                         enters=(Kept("normalised", "b*m*h"),)),
     },
     "DebertaForSequenceClassification": {
         **DEBERTA_BODY,
@@ -596,7 +614,8 @@ def _deberta_dims(config: Any, shape: Any, masked_lm: bool = False) -> Dict[str,
     if positions < 1:
         positions = read(config, "max_position_embeddings", 512)
     kinds = read(config, "pos_att_type", None) or []
-    return {**dims, "r": 2 * min(dims["s"], positions), "positions": positions, "relative": bool(read(config, "relative_attention", False)),
+    return {**dims, "r": 2 * min(dims["s"], positions), "positions": positions,
+            "relative": bool(read(config, "relative_attention", False)),
             "c2p": "c2p" in kinds, "p2c": "p2c" in kinds, "m": int(dims["s"] * 0.25), "masked_lm": masked_lm}
 
 
@@ -605,7 +624,7 @@ def _deberta_masked_lm_dims(config: Any, shape: Any) -> Dict[str, Any]:
     return _deberta_dims(config, shape, masked_lm=True)
 
 
-# --- ConvNeXt ------------------------------------------------------------------------------------------------------
+# --- ConvNeXt --------------------------------------------------------------------------------------------------------
 
 
 def _channels_first_norm(x: str, channels: str, pixels: str) -> Op:
@@ -632,7 +651,8 @@ CONVNEXT = {"ConvNextForImageClassification": {
         linear("activated", "b*R[stage]**2", "4*C[stage]", "C[stage]"),
         keep("projected", "b*R[stage]**2*C[stage]", when="layer_scale"),
         enters=(Kept("hidden", "b*C[stage]*R[stage]**2"),), leaves=(Kept("hidden", "b*C[stage]*R[stage]**2"),)),
-    "convnext.layernorm": table(layer_norm("pooled", "b", "C[-1]")),
+    "convnext.layernorm": table(layer_norm("pooled", "b", "C[-1]"), enters=(Kept("hidden", "b*C[-1]*R[-1]**2"),),
+                                leaves=(Kept("pooled", "b*C[-1]"),)),
     "classifier": table(linear("pooled", "b", "C[-1]", "n"), cross_entropy("loss", "b", "n"),
                         enters=(Kept("pooled", "b*C[-1]"),)),
 }}
@@ -700,7 +720,7 @@ def _lxmert_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "boxes": read(config, "visual_pos_dim", 4), "answers": read(config, "num_qa_labels", 9500)}
 
 
-# --- GroupBERT -----------------------------------------------------------------------------------------------------
+# --- GroupBERT -------------------------------------------------------------------------------------------------------
 
 
 def _grouped_feed_forward(name: str) -> tuple:
@@ -765,7 +785,8 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _gpt2_dims, GPT2),
     **_with(ENCODER_DECODER, _t5_dims, {name: rows for name, rows in T5.items() if name != "T5EncoderModel"}),
     **_with(TEXT, _t5_encoder_dims, {"T5EncoderModel": T5["T5EncoderModel"]}),
-    **_with(ENCODER_DECODER, _bart_dims, BART),
+    **_with(ENCODER_DECODER, _bart_dims, {"BartForConditionalGeneration": BART["BartForConditionalGeneration"]}),
+    **_with(TEXT, _bart_classifier_dims, {"BartForSequenceClassification": BART["BartForSequenceClassification"]}),
     **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),

@@ -5,7 +5,7 @@ model of `place` (activations, stash, recomputation, FLOPs).
 its placement, keyed by the step's module path as the placement's layout names it (`Layout.claims`), from the tables
 of cost_rows.py. No torch, no model: a few thousand formula evaluations for the largest models.
 
-The rules (tested against optimum-graphcore 0.7.1's own pipelined models by tests/test_costs_reference.py):
+The rules (tested against optimum-graphcore 0.7.1's own pipelined models by tests/test_upstream_costs.py):
 
 - `activation_bytes`: the tensors autograd keeps, each storage once per step, parameters, views of them and buffers
   not counted; a floating element 2 bytes (4 with `fp32`), an integer one 4 (int32 on the IPU), a bool 1; dropout
@@ -15,9 +15,10 @@ The rules (tested against optimum-graphcore 0.7.1's own pipelined models by test
 """
 
 import re
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
 
 from ..errors import PlacementError
+from .architectures import ARCHITECTURES
 from .cost_ops import BlockCost, step_cost
 from .cost_rows import (
     AUDIO,
@@ -30,10 +31,10 @@ from .cost_rows import (
     WHISPER_TARGET_POSITIONS,
     read,
 )
-from .layout import _steps, layer_counts
+from .layout import Layout, _steps, layer_counts
 from .rules import Architecture, Block, ModelConfig
 
-__all__ = ["BlockCost", "InputShape", "block_costs", "resolve_shape"]
+__all__ = ["BlockCost", "InputShape", "block_costs", "ipu_costs", "resolve_shape"]
 
 DEFAULT_TOKENS = 128
 DEFAULT_AUDIO_SAMPLES = 16000  # one second at 16 kHz, as optimum-graphcore's HuBERT example runs it
@@ -74,8 +75,9 @@ def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batc
         if value is not None:
             _positive(model, field, value)
     if decoder_sequence_length is not None and kind not in (ENCODER_DECODER, SPEECH_RECOGNITION):
-        raise PlacementError(model, f"{architecture} has no decoder: {decoder_sequence_length} is for "
-                             "encoder-decoder models", "decoder_sequence_length")
+        raise PlacementError(model, f"{decoder_sequence_length} is for the decoders of the models that generate "
+                             f"(BART, T5, MT5, Whisper); {architecture} has no decoder of its own length",
+                             "decoder_sequence_length")
     if kind == IMAGE:
         size = read(config, "image_size", IMAGE_SIZE)
         if sequence_length is not None:
@@ -100,25 +102,41 @@ def _template_pattern(template: str) -> "re.Pattern[str]":
     return re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>\\d+)", re.escape(template)) + "$")
 
 
-def block_costs(architecture: Architecture, config: ModelConfig, shape: InputShape,
+def block_costs(architecture: Union[str, Architecture], config: ModelConfig, shape: InputShape,
                 fp32: bool = False) -> Dict[str, BlockCost]:
-    """`{step path: its cost}` for one training micro-batch of `shape`, each step of the architecture's row that runs
-    (a layer is a step; a module run twice, like a shared embedding, once with the cost of both runs)."""
+    """`{step path: its cost}` for one training micro-batch of `shape`, for each step of the architecture's row that
+    runs (a name of `ARCHITECTURES`, or its row): each layer is a step; a module run twice, like a shared embedding, is
+    one step with the cost of both runs; a block never called (Whisper's encoder positions) has none."""
+    if isinstance(architecture, str):
+        architecture = ARCHITECTURES[architecture]
     costs = COSTS[architecture.name]
     dims = costs.dims(config, shape)
     patterns = [(_template_pattern(template), step) for template, step in costs.tables.items()]
     counts = layer_counts(architecture, config)
     found: Dict[str, BlockCost] = {}
     for step, group, _ in _steps(architecture, config):
-        if step.path in found or (isinstance(step, Block) and not step.called):
+        if isinstance(step, Block) and not step.called:
             continue
         for pattern, table in patterns:
             match = pattern.match(step.path)
             if match:
-                place = {"layer": int(match.groupdict().get("i", -1)), "stage": int(match.groupdict().get("stage", -1)),
-                         "last": counts[group] - 1 if group else -1}
+                # a layer's index in its group is `layer`, the last one's `last`; ConvNeXt's stage is `stage`
+                place = {("layer" if name == "i" else name): int(index) for name, index in match.groupdict().items()}
+                if group is not None:
+                    place["last"] = counts[group] - 1
                 found[step.path] = step_cost(table, {**dims, **place}, fp32)
                 break
         else:
             raise KeyError(f"no cost table for {architecture.name}'s step {step.path}")
     return found
+
+
+def ipu_costs(layout: Layout, costs: Mapping[str, BlockCost]) -> List[BlockCost]:
+    """The costs of each IPU of `layout`: the sum of the steps it runs, in every executor (in a generation build a
+    step both executors run, like a shared embedding, counts on the IPU of each)."""
+    totals = [[0, 0, 0, 0] for _ in range(layout.ipus)]
+    for claims in layout.claims.values():
+        for path, claim in claims.items():
+            if path in costs:
+                totals[claim.ipu] = [total + part for total, part in zip(totals[claim.ipu], costs[path])]
+    return [BlockCost(*total) for total in totals]
