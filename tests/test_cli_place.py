@@ -11,6 +11,7 @@ import pytest
 from cli_helpers import run, run_alone
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext.placement.report import render_comparison
 from placement_fixtures import BERT_BASE, PRESET, bert_base, bert_shapes, write_checkpoint
 BERT_LARGE = dict(BERT_BASE, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
 
@@ -205,3 +206,62 @@ def test_the_ipu_that_is_over_is_red_on_terminals_only(monkeypatch, bert_large, 
     assert (red in terminal.getvalue()) == coloured
     assert ("\033[31m  0\033[0m  Embedding" in terminal.getvalue()) == coloured
     assert ("\033[" in terminal.getvalue()) == coloured
+
+
+# --- the activations, the pipeline, --balance time ---------------------------------------------------------------
+
+
+def test_the_micro_batch_counts_the_activations(capsys, bert):
+    code, out, err = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "2", "--sequence-length",
+                         "16", "--json")
+    placement = PlainIPUConfig.from_json_file(PRESET).placement(bert, micro_batch_size=2, sequence_length=16)
+    assert (code, json.loads(out), err) == (0, placement.to_dict(), "")
+    assert (json.loads(out)["micro_batch_size"], json.loads(out)["sequence_length"]) == (2, 16)
+    code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--sequence-length", "16")
+    assert code == 0 and out == str(PlainIPUConfig.from_json_file(PRESET).placement(bert, sequence_length=16)) + "\n"
+    assert out.splitlines()[0].endswith("layers_per_ipu [6, 6], micro-batch 1, sequence length 16")
+
+
+def test_check_exits_1_when_poptorch_refuses_the_pipeline(capsys, bert):
+    code, out, err = run(capsys, "place", PRESET, "--model", bert, "--check", "--set", "gradient_accumulation_steps=4")
+    assert (code, err) == (1, "")
+    assert ("Does not run: `gradient_accumulation_steps` is 4, and a pipeline of 3 stages needs at least 2 x 3 - 1 = "
+            "5: set it to 5 or more.") in out.splitlines()
+
+
+def test_balance_time_shows_the_flops_beside_the_config_s(capsys, bert):
+    code, out, err = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "2", "--balance", "time")
+    assert (code, err) == (0, "")
+    current, comparison = out.split("\n\nBalanced: ")
+    config = PlainIPUConfig.from_json_file(PRESET)
+    placement = config.placement(bert, micro_batch_size=2)
+    assert current == str(placement)
+    expected = render_comparison(placement, placement.balanced("time"), objective="time")
+    assert "Balanced: " + comparison == expected + "\n"
+    code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "2", "--balance")
+    assert code == 0 and out.split("\n\nBalanced: ")[1].splitlines()[1] == (
+        "IPU  Layers  Balanced  On chip, MiB  Balanced, MiB")
+
+
+def test_balance_time_needs_the_activations(capsys, bert):
+    code, out, err = run(capsys, "place", PRESET, "--model", bert, "--balance", "time")
+    assert (code, out) == (1, "")
+    assert err == (f"ipu-config: error: {PRESET}: Cannot place {bert}: balancing for time needs the FLOPs of a "
+                   "micro-batch: give its size or its sequence length (micro_batch_size=, --micro-batch-size).\n")
+    code, _, err = run(capsys, "place", PRESET, "--model", bert, "--balance", "speed")
+    assert code == 2 and "argument --balance: invalid choice: 'speed' (choose from 'memory', 'time')" in err
+
+
+def test_a_micro_batch_of_no_example_is_one_line_naming_the_flag_s_setting(capsys, bert):
+    code, out, err = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "0")
+    assert (code, out) == (1, "")
+    assert err == (f"ipu-config: error: {PRESET}: Cannot place {bert} with `micro_batch_size`: 0 is not a positive "
+                   "whole number.\n")
+
+
+def test_the_help_says_what_a_sequence_counts(capsys):
+    code, out, _ = run(capsys, "place", "--help")
+    text = " ".join(out.split())
+    assert code == 0
+    assert "Wav2Vec2/HuBERT: S input samples at 16 kHz (default 16000); Whisper: the feature extractor's frames; " \
+           "refused for images, whose size is config.json's image_size" in text

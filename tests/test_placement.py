@@ -600,18 +600,32 @@ def test_an_ipu_holds_1472_tiles_of_624_kib():
 
 
 def test_a_placement_s_data_has_exactly_the_keys_of_its_json(tmp_path):
-    placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(tiny_bert(tmp_path))
+    placement = PlainIPUConfig(layers_per_ipu=[1, 2], gradient_accumulation_steps=5).placement(tiny_bert(tmp_path))
     data = placement.to_dict()
-    assert list(data) == ["model", "architecture", "build", "layers_per_ipu", "ipu_memory_bytes", "fits", "ipus"]
+    assert list(data) == ["model", "architecture", "build", "layers_per_ipu", "micro_batch_size", "sequence_length",
+                          "decoder_sequence_length", "ipu_memory_bytes", "fits", "problems", "stages",
+                          "pipeline_cycles", "pipeline_efficiency", "bottleneck_ipu", "ipus"]
     assert [list(ipu) for ipu in data["ipus"]] == [
-        ["ipu", "blocks", "layers", "parameters", "on_chip_bytes", "streaming_bytes"]] * 2
+        ["ipu", "blocks", "layers", "parameters", "on_chip_bytes", "streaming_bytes", "weights_bytes",
+         "gradient_accumulator_bytes", "optimizer_state_bytes", "activation_bytes", "stash_bytes", "recompute_bytes",
+         "forward_flops", "backward_flops", "recompute_flops"]] * 2
+    uncounted = dict.fromkeys(["activation_bytes", "stash_bytes", "recompute_bytes", "forward_flops", "backward_flops",
+                               "recompute_flops"])
     assert data == {
         "model": str(tmp_path / "bert"), "architecture": "BertForMaskedLM", "build": "training",
-        "layers_per_ipu": [1, 2], "ipu_memory_bytes": 940572672, "fits": True,
+        "layers_per_ipu": [1, 2], "micro_batch_size": None, "sequence_length": None, "decoder_sequence_length": None,
+        "ipu_memory_bytes": 940572672, "fits": True, "problems": [],
+        "stages": [{"ipu": 0, "blocks": ["Embedding", "Encoder0"], "stash_depth": 5},
+                   {"ipu": 1, "blocks": ["Encoder1", "Encoder2"], "stash_depth": 3},
+                   {"ipu": 0, "blocks": ["Classifier"], "stash_depth": 1}],
+        "pipeline_cycles": 5 + 4, "pipeline_efficiency": 5 / 9, "bottleneck_ipu": None,
         "ipus": [{"ipu": 0, "blocks": ["Embedding", "Encoder0", "Classifier"], "layers": [0],
-                  "parameters": 1600 + 2224 + 368, "on_chip_bytes": 8 * 4192, "streaming_bytes": 0},
+                  "parameters": 1600 + 2224 + 368, "on_chip_bytes": 10 * 4192, "streaming_bytes": 0,
+                  "weights_bytes": 2 * 4192, "gradient_accumulator_bytes": 2 * 4192, "optimizer_state_bytes": 6 * 4192,
+                  **uncounted},
                  {"ipu": 1, "blocks": ["Encoder1", "Encoder2"], "layers": [1, 2], "parameters": 2 * 2224,
-                  "on_chip_bytes": 8 * 2 * 2224, "streaming_bytes": 0}]}
+                  "on_chip_bytes": 10 * 2 * 2224, "streaming_bytes": 0, "weights_bytes": 2 * 2 * 2224,
+                  "gradient_accumulator_bytes": 2 * 2 * 2224, "optimizer_state_bytes": 6 * 2 * 2224, **uncounted}]}
     assert json.loads(placement.to_json_string()) == data and placement.to_json_string().endswith("}\n")
 
 

@@ -14,6 +14,7 @@ from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement import balance
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.layout import encoder_decoder_cut, layer_counts
+from optimum_ipu_ext.placement.placement import SplitCosts
 from placement_fixtures import saved_tiny_model, tiny_model
 from placement_models import TINY_MODELS
 
@@ -181,7 +182,7 @@ def test_the_balance_costs_each_split_as_its_placement_does(architecture, model_
     encoder = layer_counts(planner.architecture, planner.config).get((planner.architecture.generation or [None])[0])
     checked = 0
     for cut in planner._cuts(ipus):
-        cost = planner._cost(cut)
+        cost = SplitCosts(planner, cut).memory
         for split in compositions(layers, ipus):
             try:
                 other = placement.with_layers_per_ipu(split)

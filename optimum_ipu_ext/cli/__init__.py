@@ -117,8 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
     place.add_argument("--fp32", action="store_true", help="weights in fp32, as IPUTrainer with fp32=True")
     place.add_argument("--json", action="store_true", help="print the placement as JSON")
     place.add_argument("--check", action="store_true", help="exit 1 if an IPU's on-chip bytes exceed its memory")
-    place.add_argument("--balance", action="store_true",
-                       help="propose the layers_per_ipu that makes the largest on-chip figure smallest")
+    place.add_argument("--micro-batch-size", type=int, metavar="B",
+                       help="count the activations, the pipeline's stashes and the FLOPs of micro-batches of B "
+                       "examples (default 1 when a sequence length is given)")
+    place.add_argument("--sequence-length", type=int, metavar="S",
+                       help="with the activations: S tokens (default 128); Wav2Vec2/HuBERT: S input samples at 16 kHz "
+                       "(default 16000); Whisper: the feature extractor's frames; refused for images, whose size is "
+                       "config.json's image_size")
+    place.add_argument("--decoder-sequence-length", type=int, metavar="T",
+                       help="with the activations: an encoder-decoder's decoder takes T tokens (default: S)")
+    place.add_argument("--balance", nargs="?", const="memory", choices=("memory", "time"),
+                       help="propose the layers_per_ipu that makes the largest on-chip figure smallest (memory, the "
+                       "default), or the slowest IPU fastest among the splits that fit (time: needs the activations)")
     place.add_argument("--write", metavar="OUT_DIR", help="with --balance: write the config with the proposed split "
                        "to OUT_DIR/ipu_config.json")
     place.add_argument("--force", action="store_true", help="with --write: overwrite an existing ipu_config.json")

@@ -80,7 +80,7 @@ def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
         setattr(config, setting, [-1] * ipus)
         current = None
     try:
-        balanced = (current or _placement(args, config, err)).balanced() if args.balance else current
+        balanced = (current or _placement(args, config, err)).balanced(args.balance) if args.balance else current
     except PlacementError as error:
         raise CommandError(f"{args.source}: {one_line(error)}") from error
     if target is not None:  # before any output: a reader may go away
@@ -94,7 +94,7 @@ def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
         out.write(render(current, out.style))
         if args.balance:
             out.write()
-            out.write(render_comparison(current, balanced, out.style))
+            out.write(render_comparison(current, balanced, out.style, args.balance))
     if target is not None:
         err.write(f"Wrote {target} with {setting} {list(balanced.layers_per_ipu)}")
     return 1 if args.check and not balanced.fits else 0
@@ -107,7 +107,9 @@ def _placement(args: argparse.Namespace, config, err: Stream):
         quiet_client()
     with progress(err, f"Reading {args.model}") if hub else contextlib.nullcontext():
         return config.placement(args.model, architecture=args.architecture, for_inference=args.inference,
-                                fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None)
+                                fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None,
+                                micro_batch_size=args.micro_batch_size, sequence_length=args.sequence_length,
+                                decoder_sequence_length=args.decoder_sequence_length)
 
 
 def expand(sources: Sequence[str]) -> List[str]:

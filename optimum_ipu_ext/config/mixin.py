@@ -144,6 +144,9 @@ class SettingsMixin:
         fp32: bool = False,
         revision: Optional[str] = None,
         token: Optional[str] = None,
+        micro_batch_size: Optional[int] = None,
+        sequence_length: Optional[int] = None,
+        decoder_sequence_length: Optional[int] = None,
     ) -> "Placement":
         """Where optimum-graphcore 0.7.1's `parallelize()` puts `model` on this config's IPUs: the blocks, layers
         and parameters of each IPU, and the memory its parameters need as `IPUTrainer` builds the model. Needs no
@@ -158,6 +161,11 @@ class SettingsMixin:
                 weights only).
             fp32: size the weights in fp32, as `IPUTrainer` with `fp32=True`.
             revision, token: for a Hub model.
+            micro_batch_size, sequence_length, decoder_sequence_length: the micro-batch to count the activations,
+                the pipeline's stashes and the FLOPs for; any of them given counts them (`micro_batch_size` then
+                defaults to 1). `sequence_length`: tokens (default 128); Wav2Vec2/HuBERT: input samples at 16 kHz;
+                Whisper: the feature extractor's frames; images: refused, the size is the config's `image_size`.
+                `decoder_sequence_length`: an encoder-decoder's decoder tokens (default: the encoder's).
 
         Raises:
             PlacementError: where optimum-graphcore refuses this config for this model (`ArchitectureError` for an
@@ -167,7 +175,8 @@ class SettingsMixin:
         """
         from ..placement.sources import place_model
 
-        return place_model(vars(self), model, architecture, for_inference, fp32, revision, token)
+        return place_model(vars(self), model, architecture, for_inference, fp32, revision, token,
+                           (micro_batch_size, sequence_length, decoder_sequence_length))
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None

@@ -1,17 +1,117 @@
-"""The `layers_per_ipu` that makes the largest on-chip figure of a pipeline smallest.
+"""The `layers_per_ipu` that makes the largest per-IPU cost of a pipeline smallest.
 
-Every parameter's IPU is either fixed (an embedding on IPU 0, a head on the last IPU) or that of one layer (the
-layer itself, a module that runs after it, a norm placed with the last layer), so an IPU's memory is a function of
-its fixed parameters plus those of a run of consecutive layers. Dynamic programming over the layers then finds the
-smallest largest figure exactly, and among the splits that reach it, the closest to the config's (the least sum of
-the differences per IPU; then the one with the fewest layers on the first IPUs).
+Every step's IPU is either fixed (an embedding on IPU 0, a head on the last IPU) or that of one layer (the layer
+itself, a module that runs after it, a norm placed with the last layer), so an IPU's cost is a function of its fixed
+part plus that of a run of consecutive layers. Dynamic programming over the layers then finds the smallest largest
+cost exactly, and among the splits that reach it, the closest to the config's (the least sum of the differences per
+IPU; then the one with the fewest layers on the first IPUs). Splits can be restricted to those keeping other costs
+within bounds (`Splits.within`): the time objective looks for the fewest FLOPs among the splits that fit.
 """
 
-import functools
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-# `cost(ipu, first, end)`: the bytes IPU `ipu` holds when it takes layers `first` to `end - 1`
+# `cost(ipu, first, end)`: the cost of IPU `ipu` when it takes layers `first` to `end - 1`
 Cost = Callable[[int, int, int], int]
+
+UNREACHABLE = float("inf")
+
+
+class Splits:
+    """The splits of `layers` consecutive layers over `ipus` IPUs: each IPU takes 0 layers or more (`every_ipu`: 1 or
+    more), the first `some_layer_within` IPUs at least one between them, and each IPU's `limits` (cost, bound) stay
+    within their bounds."""
+
+    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, every_ipu: bool = False,
+                 limits: Tuple[Tuple[Cost, float], ...] = ()):
+        self.layers = layers
+        self.ipus = ipus
+        self.some_layer_within = some_layer_within
+        self.every_ipu = every_ipu
+        self.limits = limits
+        self._counts: Dict[Tuple[int, int], List[int]] = {}
+        self._least: Dict[Tuple[int, int], float] = {}
+        self._closest: Dict[Tuple[int, int], float] = {}
+
+    def within(self, cost: Cost, bound: float) -> "Splits":
+        """The same splits, restricted to those where every IPU's `cost` is at most `bound`."""
+        return Splits(self.layers, self.ipus, self.some_layer_within, self.every_ipu, (*self.limits, (cost, bound)))
+
+    def counts(self, ipu: int, first: int) -> List[int]:
+        """The numbers of layers IPU `ipu` may take when the layers before `first` are placed (all the rest on the
+        last IPU)."""
+        key = (ipu, first)
+        if key not in self._counts:
+            least = 1 if self.every_ipu else 0
+            if ipu == self.ipus - 1:
+                counts = [self.layers - first] if self.layers - first >= least else []
+            else:
+                counts = list(range(least, self.layers - first - least * (self.ipus - 1 - ipu) + 1))
+            if first == 0 and ipu == self.some_layer_within - 1:
+                counts = [count for count in counts if count]
+            self._counts[key] = [count for count in counts
+                                 if all(cost(ipu, first, first + count) <= bound for cost, bound in self.limits)]
+        return self._counts[key]
+
+    def least_largest(self, cost: Cost, ipu: int = 0, first: int = 0) -> float:
+        """The smallest largest `cost` of the IPUs from `ipu` on, the layers before `first` placed (UNREACHABLE:
+        no split)."""
+        key = (ipu, first)
+        if key not in self._least:
+            self._least[key] = min((max(cost(ipu, first, first + count), self._rest_largest(cost, ipu, first + count))
+                                    for count in self.counts(ipu, first)), default=UNREACHABLE)
+        return self._least[key]
+
+    def _rest_largest(self, cost: Cost, ipu: int, first: int) -> float:
+        return 0 if ipu == self.ipus - 1 else self.least_largest(cost, ipu + 1, first)
+
+    def closest(self, current: Sequence[int]) -> Optional[List[int]]:
+        """The split closest to `current`, ties to the one with the fewest layers on the first IPUs (None: no
+        split)."""
+        if self._distance(current, 0, 0) == UNREACHABLE:
+            return None
+        split, first = [], 0
+        for ipu in range(self.ipus):
+            target = self._distance(current, ipu, first)
+            count = next(count for count in self.counts(ipu, first)
+                         if abs(count - current[ipu]) + self._rest(current, ipu, first + count) == target)
+            split.append(count)
+            first += count
+        return split
+
+    def _rest(self, current: Sequence[int], ipu: int, first: int) -> float:
+        return 0 if ipu == self.ipus - 1 else self._distance(current, ipu + 1, first)
+
+    def _distance(self, current: Sequence[int], ipu: int, first: int) -> float:
+        key = (ipu, first)
+        if key not in self._closest:
+            self._closest[key] = min((abs(count - current[ipu]) + self._rest(current, ipu, first + count)
+                                      for count in self.counts(ipu, first)), default=UNREACHABLE)
+        return self._closest[key]
+
+
+class Part(NamedTuple):
+    """Layers balanced over IPUs of their own (all, or in a generation build the encoder's or the decoder's): their
+    splits, the costs to make smallest in turn, and the config's split of them."""
+
+    splits: Splits
+    costs: Tuple[Cost, ...]
+    current: Sequence[int]
+
+
+def best_of(parts: Sequence[Part]) -> Tuple[Optional[List[int]], Tuple[float, ...]]:
+    """The split (each part's, one after the other) with the smallest largest first cost over all the IPUs, then
+    among those the smallest largest second cost, ...; ties to the closest to the config's. Returns it (None: no
+    split) and those largest costs."""
+    splits = [part.splits for part in parts]
+    bounds = []
+    for index in range(len(parts[0].costs)):
+        bound = max(each.least_largest(part.costs[index]) for each, part in zip(splits, parts))
+        bounds.append(bound)
+        splits = [each.within(part.costs[index], bound) for each, part in zip(splits, parts)]
+    found = [each.closest(part.current) for each, part in zip(splits, parts)]
+    if any(split is None for split in found):
+        return None, tuple(bounds)
+    return [count for split in found for count in split], tuple(bounds)
 
 
 def best_split(layers: int, ipus: int, cost: Cost, current: Sequence[int],
@@ -19,52 +119,14 @@ def best_split(layers: int, ipus: int, cost: Cost, current: Sequence[int],
     """The split of `layers` consecutive layers over `ipus` IPUs (each taking 0 or more) with the smallest largest
     `cost`, ties to the closest to `current`; and that largest cost. The first `some_layer_within` IPUs take at
     least one layer between them."""
-    least = functools.lru_cache(maxsize=None)(lambda ipu, first: _least_largest(ipu, first, layers, ipus, cost,
-                                                                                 least, some_layer_within))
-    bound = least(0, 0)
-    closest = functools.lru_cache(maxsize=None)(lambda ipu, first: _closest(ipu, first, layers, ipus, cost, bound,
-                                                                           current, closest, some_layer_within))
-    split, first = [], 0
-    for ipu in range(ipus):
-        target = closest(ipu, first)
-        for count in _counts(ipu, first, layers, ipus, some_layer_within):
-            rest = 0 if ipu == ipus - 1 else closest(ipu + 1, first + count)
-            if cost(ipu, first, first + count) <= bound and abs(count - current[ipu]) + rest == target:
-                split.append(count)
-                first += count
-                break
-    return split, bound
-
-
-_UNREACHABLE = float("inf")
-
-
-def _counts(ipu: int, first: int, layers: int, ipus: int, some_layer_within: int) -> Sequence[int]:
-    """The numbers of layers IPU `ipu` may take when the layers before `first` are placed: all the rest on the last."""
-    if ipu == ipus - 1:
-        counts: Sequence[int] = [layers - first]
-    else:
-        counts = range(layers - first + 1)
-    if first == 0 and ipu == some_layer_within - 1:
-        return [count for count in counts if count]
-    return counts
-
-
-def _least_largest(ipu, first, layers, ipus, cost, least, some_layer_within) -> float:
-    return min((max(cost(ipu, first, first + count), 0 if ipu == ipus - 1 else least(ipu + 1, first + count))
-                for count in _counts(ipu, first, layers, ipus, some_layer_within)), default=_UNREACHABLE)
-
-
-def _closest(ipu, first, layers, ipus, cost, bound, current, closest, some_layer_within) -> float:
-    return min((abs(count - current[ipu]) + (0 if ipu == ipus - 1 else closest(ipu + 1, first + count))
-                for count in _counts(ipu, first, layers, ipus, some_layer_within)
-                if cost(ipu, first, first + count) <= bound), default=_UNREACHABLE)
+    split, bounds = best_of([Part(Splits(layers, ipus, some_layer_within), (cost,), current)])
+    return split, bounds[0]
 
 
 def distance(split: Sequence[int], current: Sequence[int]) -> int:
     return sum(abs(a - b) for a, b in zip(split, current))
 
 
-def chosen(candidates: Sequence[Tuple[List[int], int]], current: Sequence[int]) -> Tuple[List[int], int]:
-    """Of several (split, largest cost) results, the one `best_split` would choose among them."""
+def chosen(candidates: Sequence[Tuple[List[int], Tuple]], current: Sequence[int]) -> Tuple[List[int], Tuple]:
+    """Of several (split, largest costs) results, the one `best_of` would choose among them."""
     return min(candidates, key=lambda found: (found[1], distance(found[0], current), found[0]))

@@ -85,8 +85,23 @@ class Claim(NamedTuple):
     origin: Tuple[str, int]
 
 
+class ForwardStep(NamedTuple):
+    """One step of an executor's forward pass, in order: its module path, the block it begins (`begins`: a called
+    `BeginBlock`; `name`: its name), the IPU it runs on, its index in the layer list (None: not a layer) and the
+    origin of that IPU (see `Claim`)."""
+
+    executor: str
+    path: str
+    begins: bool
+    name: Optional[str]
+    ipu: int
+    layer: Optional[int]
+    origin: Tuple[str, int]
+
+
 class Layout(NamedTuple):
-    """The placement of a model, before its parameters are known."""
+    """The placement of a model, before its parameters are known; `forward`: every step, in the order each executor
+    runs them."""
 
     ipus: int
     layers_per_ipu: List[int]
@@ -94,6 +109,7 @@ class Layout(NamedTuple):
     blocks: List[List[Optional[str]]]
     claims: Dict[str, Dict[str, Claim]]
     executors: Tuple[Executor, ...]
+    forward: Tuple[ForwardStep, ...] = ()
 
 
 def _steps(architecture: Architecture, config: ModelConfig):
@@ -163,6 +179,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     blocks: List[List[Optional[str]]] = [[] for _ in range(ipus)]
     claims: Dict[str, Dict[str, Claim]] = {executor.name: {} for executor in executors}
     order = itertools.count()
+    forward: List[ForwardStep] = []
     with_blocks = architecture.blocks_on_one_ipu or ipus > 1
     for executor in executors:
         ipu, origin = executor.first_ipu, ("ipu", executor.first_ipu)  # before the first block: the first IPU
@@ -185,10 +202,14 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
                     _add_block(blocks[block_ipu], step.name)
                     if step.called:
                         ipu, origin = block_ipu, block_origin
+            begins = isinstance(step, Block) and step.called and with_blocks
+            layer = None if group is None else offsets[group] + index
+            forward.append(ForwardStep(executor.name, step.path, begins, step.name if begins else None, ipu, layer,
+                                       origin))
             claims[executor.name].setdefault(step.path, Claim(next(order), ipu, origin))
     layer_ipus_list = [ipu for group in counts for ipu in group_ipus[group]]
     expanded = [layer_ipus_list.count(ipu) for ipu in range(ipus)]
-    return Layout(ipus, expanded, layer_ipus_list, blocks, claims, executors)
+    return Layout(ipus, expanded, layer_ipus_list, blocks, claims, executors, tuple(forward))
 
 
 def _layers_on_ipus(model: str, architecture: Architecture, counts: Mapping[str, int], given: Sequence[int],
@@ -308,6 +329,14 @@ def origins(model: str, architecture: Architecture, config: ModelConfig, setting
             aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Tuple[str, int]]]:
     """`{parameter: the origins of its IPUs}` (see `Claim`) for any split of the layers, or in a generation build
     any whose encoder takes `cut` IPUs."""
+    layout = reference_layout(model, architecture, config, settings, for_inference, cut)
+    return {name: [claim.origin for claim in claims] for name, claims in first_uses(layout, names, aliases).items()}
+
+
+def reference_layout(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
+                     for_inference: bool, cut: Optional[int]) -> Layout:
+    """The layout of the even split (`-1` on every IPU), or in a generation build of a split whose encoder takes
+    `cut` IPUs: its steps have the origins of any such split's."""
     prefix = "inference_" if for_inference else ""
     ipus = settings[f"{prefix}ipus_per_replica"]
     split: List[int] = [-1] * ipus
@@ -315,5 +344,4 @@ def origins(model: str, architecture: Architecture, config: ModelConfig, setting
         counts = layer_counts(architecture, config)
         encoder, decoder = (counts[group] for group in architecture.generation)
         split = [encoder] + [0] * (cut - 1) + [decoder] + [0] * (ipus - cut - 1)
-    layout = lay_out(model, architecture, config, settings, for_inference, split)
-    return {name: [claim.origin for claim in claims] for name, claims in first_uses(layout, names, aliases).items()}
+    return lay_out(model, architecture, config, settings, for_inference, split)

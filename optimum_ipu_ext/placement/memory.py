@@ -37,26 +37,32 @@ class MemoryModel(NamedTuple):
 
     def bytes(self, trained: int, frozen: int) -> Tuple[int, int]:
         """(on-chip bytes, Streaming Memory bytes) of `trained` and `frozen` parameters."""
+        parts = self.parts(trained, frozen).values()
+        return sum(on_chip for on_chip, _ in parts), sum(streaming for _, streaming in parts)
+
+    def parts(self, trained: int, frozen: int) -> Dict[str, Tuple[int, int]]:
+        """`{"weights" | "accumulators" | "optimizer": (on-chip bytes, Streaming Memory bytes)}` of `trained` and
+        `frozen` parameters."""
         sizes = {"weights": (trained + frozen) * self.weight_bytes,
                  "accumulators": trained * self.accumulator_bytes,
                  "optimizer": trained * self.optimizer_bytes}
-        on_chip = streaming = 0
+        parts = {}
         for kind, size in sizes.items():
             storage = self.storage[kind]
             share = -(-size // storage.shards)
-            if storage.on_chip:
-                on_chip += share
-            else:
-                streaming += share
-        return on_chip, streaming
+            parts[kind] = (share, 0) if storage.on_chip else (0, share)
+        return parts
 
-    def describe(self) -> str:
-        """The assumptions, in one line."""
+    def describe(self, activations: bool = False) -> str:
+        """The assumptions, in one line; `activations`: whether the figures count them and the pipeline's stashes."""
         kinds = [f"weights fp{8 * self.weight_bytes}{self._where('weights')}"]
         if self.build == "training":
             if self.accumulator_bytes:
                 kinds.append(f"gradient accumulators fp{8 * self.accumulator_bytes}{self._where('accumulators')}")
             kinds.append(f"AdamW/LAMB state {self.optimizer_bytes} bytes a parameter{self._where('optimizer')}")
+        if activations:
+            return (f"{self.build}: {', '.join(kinds)}; code, exchange buffers and the temporaries "
+                    "matmul_proportion allows come on top")
         return (f"{self.build}: {', '.join(kinds)}; activations, pipeline stashes, code and exchange buffers come on "
                 "top")
 

@@ -4,7 +4,7 @@ config and its parameters' shapes; and `Planner`, which works out the placements
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import PlacementError
+from ..errors import InvalidSettingError, PlacementError
 from . import balance
 from .layout import (
     Layout,
@@ -15,30 +15,41 @@ from .layout import (
     layer_counts,
     layer_paths,
     origins,
+    reference_layout,
 )
 from .memory import IPU_MEMORY_BYTES, MemoryModel, memory_model
 from .parameters import Parameters, parallelized
+from .pipeline import Costs, Rules, ipu_work, pipeline_rules, schedule, stages_of, work
 from .report import IPUPlacement, Placement
 from .rules import Architecture, ModelConfig
 
+OBJECTIVES = ("memory", "time")
+
+
+# `measure(architecture, config)`: the micro-batch the activations are counted for, and the costs of each step
+Measure = Callable[[Architecture, ModelConfig], Tuple[Any, Costs]]
+
 
 def place(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
-          shapes: Callable[[Architecture, ModelConfig], Parameters], for_inference: bool, fp32: bool) -> Placement:
+          shapes: Callable[[Architecture, ModelConfig], Parameters], for_inference: bool, fp32: bool,
+          measure: Optional[Measure] = None) -> Placement:
     """The placement of `architecture`, configured by `values` (its `config.json`), on the IPUs of a config whose
     `settings` are its `vars()`. `shapes(architecture, config)` gives its parameters; it is called only once the
     config's layers are found to fit the model, so a wrong `layers_per_ipu` is reported before any weight header
-    is read.
+    is read. `measure`, where given, gives the micro-batch and the costs of each step: the activations are counted.
 
     Raises:
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
     config = architecture.config(values, model)
     lay_out(model, architecture, config, settings, for_inference)
+    shape, costs = measure(architecture, config) if measure is not None else (None, None)
     parameters = parallelized(model, architecture, shapes(architecture, config), settings)
     _check_layers(model, architecture, config, parameters)
     frozen = frozenset(name for name in parameters.shapes if _frozen(architecture, config, name))
     planner = Planner(model, architecture, config, settings, for_inference, parameters,
-                      memory_model(dict(settings), for_inference, fp32), frozen)
+                      memory_model(dict(settings), for_inference, fp32), frozen,
+                      pipeline_rules(settings, for_inference), shape, costs)
     return planner.placement(None)
 
 
@@ -69,6 +80,9 @@ class Planner:
     parameters: Parameters
     memory: MemoryModel
     frozen: frozenset
+    rules: Rules
+    shape: Any
+    costs: Optional[Costs]
 
     def layout(self, layers_per_ipu: Optional[Sequence[int]]) -> Layout:
         return lay_out(self.model, self.architecture, self.config, self.settings, self.for_inference, layers_per_ipu)
@@ -80,13 +94,22 @@ class Planner:
         for name, claims in self._first_uses(layout).items():
             for claim in claims:
                 counts[claim.ipu][name in self.frozen] += self.parameters.elements(name)
+        stages = stages_of(layout, self.rules)
+        works = ipu_work(layout.ipus, stages, self.costs, self.rules) if self.costs is not None else None
         ipus = []
         for ipu, (trained, frozen) in enumerate(counts):
-            on_chip, streaming = self.memory.bytes(trained, frozen)
+            parts = self.memory.parts(trained, frozen)
+            on_chip = sum(size for size, _ in parts.values())
+            streaming = sum(size for _, size in parts.values())
+            done = None if works is None else works[ipu]
+            if done is not None:
+                on_chip += done.stash_bytes + done.recompute_bytes
             layers = tuple(index for index, on in enumerate(layout.layer_ipus) if on == ipu)
-            ipus.append(IPUPlacement(ipu, tuple(layout.blocks[ipu]), layers, trained + frozen, on_chip, streaming))
+            ipus.append(IPUPlacement(ipu, tuple(layout.blocks[ipu]), layers, trained + frozen, on_chip, streaming,
+                                     parts["weights"][0], parts["accumulators"][0], parts["optimizer"][0], done))
         return Placement(self.model, self.architecture.name, self.memory.build, tuple(layout.layers_per_ipu),
-                         IPU_MEMORY_BYTES, tuple(ipus), self.memory.describe(), self)
+                         IPU_MEMORY_BYTES, tuple(ipus), self.memory.describe(self.costs is not None), self.shape,
+                         stages, schedule(stages, self.rules), self)
 
     def parameter_ipus(self, layers_per_ipu: Sequence[int]) -> Dict[str, Tuple[int, ...]]:
         return {name: tuple(claim.ipu for claim in claims)
@@ -97,15 +120,23 @@ class Planner:
 
     # --- balancing -----------------------------------------------------------------------------------------------
 
-    def balanced(self, current: Placement) -> Placement:
+    def balanced(self, current: Placement, objective: str) -> Placement:
+        if objective not in OBJECTIVES:
+            raise InvalidSettingError("objective", objective, 'allowed values are "memory", "time"')
+        if objective == "time" and self.costs is None:
+            raise PlacementError(self.model, "balancing for time needs the FLOPs of a micro-batch: give its size or "
+                                 "its sequence length (micro_batch_size=, --micro-batch-size)")
         if fixed_layer_groups(self.architecture):
             raise PlacementError(self.model, f"{self.architecture.name}'s parallelize() places its layers on IPUs of "
                                  "its own choosing, whatever `layers_per_ipu` says: there is no split to balance")
         if len(current.ipus) == 1:
             return current
-        found = balance.chosen([self._best_for(current, cut) for cut in self._cuts(len(current.ipus))],
-                               current.layers_per_ipu)
-        return self.placement(found[0])
+        for goal in (objective, "memory"):  # the time objective needs a split that fits; else the least memory
+            found = [split for split in (self._best_for(current, cut, goal) for cut in self._cuts(len(current.ipus)))
+                     if split[0] is not None]
+            if found:
+                return self.placement(balance.chosen(found, current.layers_per_ipu)[0])
+        raise PlacementError(self.model, "no split gives every IPU a layer of the pipeline")
 
     def _cuts(self, ipus: int) -> List[Optional[int]]:
         """The numbers of IPUs the encoder may take in a generation build (powers of two); [None] for others."""
@@ -114,46 +145,108 @@ class Planner:
             return [None]
         return [cut for cut in (1 << power for power in range(ipus.bit_length())) if cut < ipus]
 
-    def _best_for(self, current: Placement, cut: Optional[int]) -> Tuple[List[int], int]:
-        """The best split with the encoder on `cut` IPUs (None: no encoder-decoder cut)."""
+    def _best_for(self, current: Placement, cut: Optional[int], objective: str):
+        """The best split with the encoder on `cut` IPUs (None: no encoder-decoder cut), and its largest costs."""
         ipus = len(current.ipus)
         counts = layer_counts(self.architecture, self.config)
         layers = sum(counts.values())
         split = list(current.layers_per_ipu)
-        cost = self._cost(cut)
+        costs = SplitCosts(self, cut)
+        objectives = (costs.memory,) if objective == "memory" else (costs.flops, costs.memory)
+        # stash depths are those of the even split, where every IPU runs a stage: the balance keeps it so
+        every_ipu = self.costs is not None and self.rules.training and self.rules.pipelined
+
+        def splits(count: int, over: int, some_layer_within: int = 0) -> balance.Splits:
+            found = balance.Splits(count, over, some_layer_within, every_ipu)
+            return found.within(costs.memory, IPU_MEMORY_BYTES) if objective == "time" else found
+
         if cut is None:
-            return balance.best_split(layers, ipus, cost, split)
+            return balance.best_of([balance.Part(splits(layers, ipus), objectives, split)])
         encoder = counts[self.architecture.generation[0]]
-        encoder_split, encoder_largest = balance.best_split(encoder, cut, cost, split[:cut])
-
-        def decoder_cost(ipu: int, first: int, end: int) -> int:
-            return cost(ipu + cut, first + encoder, end + encoder)
-
         # the decoder's first `cut` IPUs take a layer between them: else the cut would fall after them
-        decoder_split, decoder_largest = balance.best_split(layers - encoder, ipus - cut, decoder_cost, split[cut:],
-                                                            some_layer_within=cut)
-        return encoder_split + decoder_split, max(encoder_largest, decoder_largest)
+        decoder = [costs.shifted(cost, cut, encoder) for cost in objectives]
+        return balance.best_of([balance.Part(splits(encoder, cut), objectives, split[:cut]),
+                                balance.Part(splits(layers - encoder, ipus - cut, cut), tuple(decoder), split[cut:])])
 
-    def _cost(self, cut: Optional[int]) -> balance.Cost:
-        """`cost(ipu, first, end)`: the on-chip bytes of IPU `ipu` holding layers `first` to `end - 1`, where each
-        parameter goes to a fixed IPU or to the IPU of one layer."""
-        ipus = self.settings[("inference_" if self.for_inference else "") + "ipus_per_replica"]
-        layers = sum(layer_counts(self.architecture, self.config).values())
-        fixed = [[0, 0] for _ in range(ipus)]  # [trained, frozen] parameters
-        following = [[0, 0] for _ in range(layers + 1)]  # of each layer, as prefix sums
-        names = list(self.parameters.shapes)
-        for name, sources in origins(self.model, self.architecture, self.config, self.settings, self.for_inference,
-                                     cut, names, self.parameters.aliases).items():
+
+class SplitCosts:
+    """The costs of an IPU holding a run of layers, for any split (in a generation build, any whose encoder takes
+    `cut` IPUs): its on-chip bytes and its FLOPs. Each parameter and each step goes to a fixed IPU or to the IPU of
+    one layer; each step is stashed as in the stage it runs in with the even split (every IPU a stage)."""
+
+    def __init__(self, planner: Planner, cut: Optional[int]):
+        self.planner = planner
+        ipus = planner.settings[("inference_" if planner.for_inference else "") + "ipus_per_replica"]
+        layers = sum(layer_counts(planner.architecture, planner.config).values())
+        self.fixed = [[0, 0] for _ in range(ipus)]  # [trained, frozen] parameters
+        self.following = [[0, 0] for _ in range(layers + 1)]  # of each layer, as prefix sums
+        names = list(planner.parameters.shapes)
+        for name, sources in origins(planner.model, planner.architecture, planner.config, planner.settings,
+                                     planner.for_inference, cut, names, planner.parameters.aliases).items():
             for kind, index in sources:
-                target = fixed[index] if kind == "ipu" else following[index + 1]
-                target[name in self.frozen] += self.parameters.elements(name)
+                target = self.fixed[index] if kind == "ipu" else self.following[index + 1]
+                target[name in planner.frozen] += planner.parameters.elements(name)
         for layer in range(layers):
-            following[layer + 1] = [following[layer][0] + following[layer + 1][0],
-                                    following[layer][1] + following[layer + 1][1]]
+            self.following[layer + 1] = [self.following[layer][0] + self.following[layer + 1][0],
+                                         self.following[layer][1] + self.following[layer + 1][1]]
+        self._steps(cut)
+        self._found: Dict[Tuple[int, int, int], Tuple[int, int]] = {}
 
-        def cost(ipu: int, first: int, end: int) -> int:
-            trained = fixed[ipu][0] + following[end][0] - following[first][0]
-            frozen = fixed[ipu][1] + following[end][1] - following[first][1]
-            return self.memory.bytes(trained, frozen)[0]
+    def _steps(self, cut: Optional[int]) -> None:
+        """Each step's origin and the stage it runs in with the even split: `fixed_steps[ipu]` and
+        `layer_steps[layer]`, as (position in the forward pass, stage) pairs, and `layer_stage[ipu]`."""
+        planner = self.planner
+        layout = reference_layout(planner.model, planner.architecture, planner.config, planner.settings,
+                                  planner.for_inference, cut)
+        self.forward = layout.forward
+        self.stages = stages_of(layout, planner.rules)
+        stage_of = {}
+        for index, stage in enumerate(self.stages):
+            for step in stage.steps:
+                stage_of[id(step)] = index
+        self.fixed_steps: List[List[Tuple[int, int]]] = [[] for _ in range(layout.ipus)]
+        self.layer_steps: Dict[int, List[int]] = {}
+        self.layer_stage: Dict[int, int] = {}
+        for position, step in enumerate(layout.forward):
+            kind, index = step.origin
+            if kind == "ipu":
+                self.fixed_steps[index].append((position, stage_of[id(step)]))
+            else:
+                self.layer_steps.setdefault(index, []).append(position)
+                self.layer_stage.setdefault(step.ipu, stage_of[id(step)])
 
-        return cost
+    def _figures(self, ipu: int, first: int, end: int) -> Tuple[int, int]:
+        """(on-chip bytes, FLOPs) of IPU `ipu` holding layers `first` to `end - 1`."""
+        key = (ipu, first, end)
+        if key not in self._found:
+            planner = self.planner
+            trained = self.fixed[ipu][0] + self.following[end][0] - self.following[first][0]
+            frozen = self.fixed[ipu][1] + self.following[end][1] - self.following[first][1]
+            on_chip = planner.memory.bytes(trained, frozen)[0]
+            flops = 0
+            if planner.costs is not None:
+                steps = list(self.fixed_steps[ipu])
+                stage = self.layer_stage.get(ipu)
+                for layer in range(first, end):
+                    steps += [(position, stage) for position in self.layer_steps[layer]]
+                grouped: Dict[Optional[int], List[int]] = {}
+                for position, index in sorted(steps):
+                    grouped.setdefault(index, []).append(position)
+                done = work([(0 if index is None else self.stages[index].stash_depth,
+                              [self.forward[position] for position in positions])
+                             for index, positions in grouped.items()], planner.costs, planner.rules)
+                on_chip += done.stash_bytes + done.recompute_bytes
+                flops = done.flops
+            self._found[key] = (on_chip, flops)
+        return self._found[key]
+
+    def memory(self, ipu: int, first: int, end: int) -> int:
+        return self._figures(ipu, first, end)[0]
+
+    def flops(self, ipu: int, first: int, end: int) -> int:
+        return self._figures(ipu, first, end)[1]
+
+    @staticmethod
+    def shifted(cost: balance.Cost, cut: int, encoder: int) -> balance.Cost:
+        """`cost` of the decoder's IPUs and layers, numbered from the cut."""
+        return lambda ipu, first, end: cost(ipu + cut, first + encoder, end + encoder)

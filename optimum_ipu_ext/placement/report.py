@@ -8,11 +8,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .cost_rows import COSTS, ENCODER_DECODER, SPEECH_RECOGNITION
+from .costs import InputShape
+from .pipeline import Schedule, Stage, Work
+
 
 @dataclass(frozen=True)
 class IPUPlacement:
     """One IPU of the pipeline: its blocks (named as `poptorch.BeginBlock` is given them; None: a block upstream
-    leaves unnamed), the indices of its layers in the layer list, its parameters and their bytes."""
+    leaves unnamed), the indices of its layers in the layer list, its parameters and their bytes: on chip, the sum of
+    its weights, gradient accumulators, optimizer state (their on-chip parts), stash and recomputation; in Streaming
+    Memory. `work`: what it keeps and computes for the micro-batches in flight (None: activations not counted)."""
 
     ipu: int
     blocks: Tuple[Optional[str], ...]
@@ -20,18 +26,26 @@ class IPUPlacement:
     parameters: int
     on_chip_bytes: int
     streaming_bytes: int
+    weights_bytes: int
+    gradient_accumulator_bytes: int
+    optimizer_state_bytes: int
+    work: Optional[Work] = None
 
     def to_dict(self) -> Dict[str, Any]:
+        work = self.work._asdict() if self.work is not None else dict.fromkeys(Work._fields)
         return {"ipu": self.ipu, "blocks": list(self.blocks), "layers": list(self.layers),
                 "parameters": self.parameters, "on_chip_bytes": self.on_chip_bytes,
-                "streaming_bytes": self.streaming_bytes}
+                "streaming_bytes": self.streaming_bytes, "weights_bytes": self.weights_bytes,
+                "gradient_accumulator_bytes": self.gradient_accumulator_bytes,
+                "optimizer_state_bytes": self.optimizer_state_bytes, **work}
 
 
 @dataclass(frozen=True)
 class Placement:
-    """Where optimum-graphcore 0.7.1's `parallelize()` puts a model on the IPUs of a config, and the memory each
-    IPU needs for its parameters (a lower bound: see `assumptions`). `str()` is a table to read; `to_dict()` and
-    `to_json_string()` the same as data."""
+    """Where optimum-graphcore 0.7.1's `parallelize()` puts a model on the IPUs of a config, the memory each IPU
+    needs (a lower bound: see `assumptions`), and the pipeline it runs: its stages, the cycles of a step and what
+    poptorch refuses (`problems`). `str()` is a table to read; `to_dict()` and `to_json_string()` the same as data.
+    `shape` is the micro-batch the activations are counted for (None: they are not)."""
 
     model: str
     architecture: str
@@ -40,21 +54,53 @@ class Placement:
     ipu_memory_bytes: int
     ipus: Tuple[IPUPlacement, ...]
     assumptions: str
+    shape: Optional[InputShape]
+    stages: Tuple[Stage, ...]
+    schedule: Schedule
     _planner: Any = field(repr=False, compare=False)
 
     @property
+    def problems(self) -> Tuple[str, ...]:
+        """What poptorch refuses in this pipeline, one line each."""
+        return self.schedule.problems
+
+    @property
     def fits(self) -> bool:
-        """Whether every IPU's on-chip bytes are within its memory."""
-        return all(ipu.on_chip_bytes <= self.ipu_memory_bytes for ipu in self.ipus)
+        """Whether every IPU's on-chip bytes are within its memory, and poptorch runs the pipeline."""
+        return not self.problems and all(ipu.on_chip_bytes <= self.ipu_memory_bytes for ipu in self.ipus)
+
+    @property
+    def bottleneck_ipu(self) -> Optional[int]:
+        """The IPU that computes the most (forward, backward, recomputation), which paces every cycle (None:
+        activations not counted)."""
+        if self.shape is None:
+            return None
+        return max(self.ipus, key=lambda ipu: (ipu.work.flops, -ipu.ipu)).ipu
+
+    @property
+    def decoder_sequence_length(self) -> Optional[int]:
+        """The tokens an encoder-decoder's decoder takes (None: activations not counted, or no decoder)."""
+        if self.shape is None or COSTS[self.architecture].kind not in (ENCODER_DECODER, SPEECH_RECOGNITION):
+            return None
+        return self.shape.decoder_sequence_length
 
     def to_dict(self) -> Dict[str, Any]:
+        shape = self.shape._asdict() if self.shape is not None else {}
         return {
             "model": self.model,
             "architecture": self.architecture,
             "build": self.build,
             "layers_per_ipu": list(self.layers_per_ipu),
+            "micro_batch_size": shape.get("micro_batch_size"),
+            "sequence_length": shape.get("sequence_length"),
+            "decoder_sequence_length": self.decoder_sequence_length,
             "ipu_memory_bytes": self.ipu_memory_bytes,
             "fits": self.fits,
+            "problems": list(self.problems),
+            "stages": [stage.to_dict() for stage in self.stages],
+            "pipeline_cycles": self.schedule.cycles,
+            "pipeline_efficiency": self.schedule.efficiency,
+            "bottleneck_ipu": self.bottleneck_ipu,
             "ipus": [ipu.to_dict() for ipu in self.ipus],
         }
 
@@ -73,14 +119,17 @@ class Placement:
         """The placement of the same model and config with another `layers_per_ipu` (of the build's mode)."""
         return self._planner.placement(layers_per_ipu)
 
-    def balanced(self) -> "Placement":
-        """The placement with the `layers_per_ipu` (same number of IPUs) that makes the largest on-chip figure
-        smallest, ties to the split closest to this one's, among the splits upstream accepts.
+    def balanced(self, objective: str = "memory") -> "Placement":
+        """The placement with the `layers_per_ipu` (same number of IPUs) that balances the pipeline, among the
+        splits upstream accepts, ties to the split closest to this one's. `objective`: "memory", the smallest
+        largest on-chip figure; "time" (activations counted), the fewest FLOPs on the slowest IPU among the splits
+        that fit, then the smallest largest on-chip figure.
 
         Raises:
             PlacementError: for an architecture whose `parallelize()` places its layers itself (LXMERT).
+            ValueError: for another objective, or "time" without activations counted.
         """
-        return self._planner.balanced(self)
+        return self._planner.balanced(self, objective)
 
 
 # --- text ------------------------------------------------------------------------------------------------------
@@ -137,55 +186,134 @@ def bar(size: int, capacity: int) -> str:
     return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
 
 
+# the parts of an IPU's on-chip memory, in the order its bar stacks them, and the letter each is drawn with
+BAR_PARTS = (("weights", "W"), ("gradient accumulators", "A"), ("optimizer state", "O"), ("stash", "S"),
+             ("recomputation", "R"))
+
+
+def stacked_bar(sizes: Sequence[int], capacity: int) -> str:
+    """A bar of `capacity`, each of `sizes` drawn with the letter of its part (BAR_PARTS), the rest free."""
+    cells, total, drawn = [], 0, 0
+    for size, (_, letter) in zip(sizes, BAR_PARTS):
+        total += size
+        end = min(BAR_WIDTH, round(BAR_WIDTH * total / capacity))
+        cells.append(letter * (end - drawn))
+        drawn = end
+    return "[" + "".join(cells) + "." * (BAR_WIDTH - drawn) + "]"
+
+
+def gflop(flops: int) -> str:
+    return f"{flops / 1e9:,.1f}"
+
+
+def _parts(ipu: IPUPlacement) -> List[int]:
+    work = ipu.work or Work(0, 0, 0, 0, 0, 0)
+    return [ipu.weights_bytes, ipu.gradient_accumulator_bytes, ipu.optimizer_state_bytes, work.stash_bytes,
+            work.recompute_bytes]
+
+
+def _title(placement: Placement, style: Style) -> str:
+    title = (f"{style(placement.model, 'bold')}: {placement.architecture}, {placement.build}, "
+             f"layers_per_ipu {list(placement.layers_per_ipu)}")
+    shape = placement.shape
+    if shape is None:
+        return title
+    title += f", micro-batch {shape.micro_batch_size}, sequence length {shape.sequence_length}"
+    if placement.decoder_sequence_length is not None:
+        title += f", decoder sequence length {placement.decoder_sequence_length}"
+    return title
+
+
+def _pipeline_line(placement: Placement) -> str:
+    """The stages, the cycles of a step, the efficiency and the slowest IPU, in one line."""
+    schedule = placement.schedule
+    ipus = ", ".join(str(stage.ipu) for stage in placement.stages)
+    slowest = f"IPU {placement.bottleneck_ipu} computes the most and sets the pace"
+    if schedule.cycles is None:
+        return f"Not pipelined: the {schedule.stages} stages (IPUs {ipus}) run one micro-batch at a time; {slowest}."
+    return (f"Pipeline: {schedule.stages} stages (IPUs {ipus}), {schedule.cycles:,} cycles a step, "
+            f"{100 * schedule.efficiency:.1f}% of them with every stage busy; {slowest}.")
+
+
 def render(placement: Placement, style: Style = _plain) -> str:
     """The placement as text; `style` colours the IPUs that are over their memory, on terminals."""
     capacity = placement.ipu_memory_bytes
-    rows = [("IPU", "Blocks", "Parameters", f"On chip, MiB of {mib(capacity)}", "Streaming, MiB")]
+    counted = placement.shape is not None
+    rows = [["IPU", "Blocks", "Parameters", f"On chip, MiB of {mib(capacity)}", "Streaming, MiB"]]
+    if counted:
+        rows[0] += ["Forward, GFLOP", "Backward, GFLOP", "Pace"]
+        slowest = max(ipu.work.flops for ipu in placement.ipus) or 1
     over = []
     for ipu in placement.ipus:
-        share = f"{mib(ipu.on_chip_bytes):>9} {bar(ipu.on_chip_bytes, capacity)} {100 * ipu.on_chip_bytes / capacity:3.0f}%"
-        rows.append((str(ipu.ipu), compress(ipu.blocks), f"{ipu.parameters:,}", share, mib(ipu.streaming_bytes)))
+        drawn = stacked_bar(_parts(ipu), capacity) if counted else bar(ipu.on_chip_bytes, capacity)
+        share = f"{mib(ipu.on_chip_bytes):>9} {drawn} {100 * ipu.on_chip_bytes / capacity:3.0f}%"
+        row = [str(ipu.ipu), compress(ipu.blocks), f"{ipu.parameters:,}", share, mib(ipu.streaming_bytes)]
+        if counted:
+            work = ipu.work
+            row += [gflop(work.forward_flops), gflop(work.backward_flops + work.recompute_flops),
+                    f"{100 * work.flops / slowest:.0f}%"]
+        rows.append(row)
         if ipu.on_chip_bytes > capacity:
             over.append(ipu)
-    widths = [max(len(row[column]) for row in rows) for column in range(5)]
-    lines = [
-        f"{style(placement.model, 'bold')}: {placement.architecture}, {placement.build}, "
-        f"layers_per_ipu {list(placement.layers_per_ipu)}",
-        "",
-    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [_title(placement, style), ""]
     for number, row in enumerate(rows):
         ipu = row[0].rjust(widths[0])
         if number and placement.ipus[number - 1] in over:
             ipu = style(ipu, "red")
-        cells = [row[1].ljust(widths[1]), row[2].rjust(widths[2]), row[3].ljust(widths[3]), row[4].rjust(widths[4])]
+        cells = [cell.ljust(width) if column in (1, 3) else cell.rjust(width)
+                 for column, (cell, width) in enumerate(zip(row, widths)) if column]
         text = "  ".join([ipu, *cells]).rstrip()
         lines.append(style(text, "bold") if number == 0 else text)
     lines.append("")
+    if counted:
+        lines.append(_pipeline_line(placement))
+    for problem in placement.problems:
+        lines.append(f"{style('Does not run', 'red')}: {problem}.")
     if over:
         named = ", ".join(style(f"IPU {ipu.ipu}", "red") + f" ({mib(ipu.on_chip_bytes)} MiB)" for ipu in over)
         lines.append(f"Does not fit: {named} over the {mib(capacity)} MiB of an IPU.")
     else:
         lines.append(f"Fits: every IPU's on-chip figure is within its {mib(capacity)} MiB.")
+    if counted:
+        legend = ", ".join(f"{letter} {name}" for name, letter in BAR_PARTS)
+        lines.append(f"Bars: {legend}; backward FLOPs count the recomputation; pace: the share of the slowest IPU's "
+                     "FLOPs.")
     lines.append(f"Assumes {placement.assumptions}.")
     return "\n".join(lines)
 
 
-def render_comparison(current: Placement, proposal: Placement, style: Style = _plain) -> str:
-    """The balanced split beside the config's: each IPU's layers and on-chip memory, now and balanced."""
-    largest_now = max(ipu.on_chip_bytes for ipu in current.ipus)
-    largest = max(ipu.on_chip_bytes for ipu in proposal.ipus)
+def render_comparison(current: Placement, proposal: Placement, style: Style = _plain,
+                      objective: str = "memory") -> str:
+    """The balanced split beside the config's: each IPU's layers and on-chip memory, now and balanced; balanced for
+    `objective` "time", each IPU's FLOPs too."""
+    timed = objective == "time"
+    goal = "the slowest IPU fastest among the splits that fit" if timed else "the largest on-chip figure smallest"
     if list(proposal.layers_per_ipu) == list(current.layers_per_ipu):
-        return style("Balanced: the config's layers_per_ipu already makes the largest on-chip figure smallest.", "bold")
-    rows = [("IPU", "Layers", "Balanced", "On chip, MiB", "Balanced, MiB")]
+        return style(f"Balanced: the config's layers_per_ipu already makes {goal}.", "bold")
+    rows = [["IPU", "Layers", "Balanced", "On chip, MiB", "Balanced, MiB"]]
+    if timed:
+        rows[0] += ["GFLOP", "Balanced, GFLOP"]
     for now, then in zip(current.ipus, proposal.ipus):
-        rows.append((str(now.ipu), str(len(now.layers)), str(len(then.layers)), mib(now.on_chip_bytes),
-                     mib(then.on_chip_bytes)))
-    widths = [max(len(row[column]) for row in rows) for column in range(5)]
+        row = [str(now.ipu), str(len(now.layers)), str(len(then.layers)), mib(now.on_chip_bytes),
+               mib(then.on_chip_bytes)]
+        if timed:
+            row += [gflop(now.work.flops), gflop(then.work.flops)]
+        rows.append(row)
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [style(f"Balanced: layers_per_ipu {list(proposal.layers_per_ipu)} (the config's: "
                    f"{list(current.layers_per_ipu)})", "bold")]
     for number, row in enumerate(rows):
         text = "  ".join(cell.rjust(width) for cell, width in zip(row, widths))
         lines.append(style(text, "bold") if number == 0 else text)
     verdict = "fits" if proposal.fits else "still does not fit"
-    lines.append(f"The largest on-chip figure: {mib(largest)} MiB instead of {mib(largest_now)} MiB; it {verdict}.")
+    largest_now = max(ipu.on_chip_bytes for ipu in current.ipus)
+    largest = max(ipu.on_chip_bytes for ipu in proposal.ipus)
+    summary = f"The largest on-chip figure: {mib(largest)} MiB instead of {mib(largest_now)} MiB"
+    if timed:
+        slowest_now = max(ipu.work.flops for ipu in current.ipus)
+        slowest = max(ipu.work.flops for ipu in proposal.ipus)
+        summary = (f"The slowest IPU: {gflop(slowest)} GFLOP a micro-batch instead of {gflop(slowest_now)}; "
+                   + summary[0].lower() + summary[1:])
+    lines.append(f"{summary}; it {verdict}.")
     return "\n".join(lines)

@@ -8,15 +8,16 @@ leaves torch alone).
 """
 
 import os
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from ..settings.sources import is_local
 from ..settings.rules import check_rules
 from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
 from .architectures import ARCHITECTURES
 from .checkpoint import TensorHeader, parse_config, read_folder
+from .costs import block_costs, resolve_shape
 from .parameters import Parameters, from_checkpoint, from_config
-from .placement import Placement, place
+from .placement import Measure, Placement, place
 from .rules import Architecture, ModelConfig
 
 CONFIG_FILE = "config.json"
@@ -124,11 +125,33 @@ def parameter_shapes(source: ModelSource):
     return shapes
 
 
+# (micro_batch_size, sequence_length, decoder_sequence_length), each None where not given
+ShapeRequest = Tuple[Optional[int], Optional[int], Optional[int]]
+
+
+def measure(model: str, request: ShapeRequest, fp32: bool) -> Optional[Measure]:
+    """The function `place()` calls for the micro-batch and the costs of each step; None where no part of the
+    micro-batch is given (the activations are not counted)."""
+    if request == (None, None, None):
+        return None
+    micro_batch_size, sequence_length, decoder_sequence_length = request
+
+    def measured(architecture: Architecture, config: ModelConfig):
+        shape = resolve_shape(model, architecture.name, config, 1 if micro_batch_size is None else micro_batch_size,
+                              sequence_length, decoder_sequence_length)
+        return shape, block_costs(architecture, config, shape, fp32)
+
+    return measured
+
+
 def place_model(settings: Dict[str, Any], model: Any, architecture: Optional[str], for_inference: bool, fp32: bool,
-                revision: Optional[str], token: Optional[str]) -> Placement:
-    """`IPUConfig.placement()`: the placement of `model` on the IPUs of a config whose settings are `settings`."""
+                revision: Optional[str], token: Optional[str],
+                request: ShapeRequest = (None, None, None)) -> Placement:
+    """`IPUConfig.placement()`: the placement of `model` on the IPUs of a config whose settings are `settings`,
+    its activations counted for the micro-batch `request` gives."""
     check_rules(settings)
     source = read_model(model, revision, token)
     row = architecture_of(source, architecture)
-    return place(source.name, row, source.config, settings, parameter_shapes(source), for_inference, fp32)
+    return place(source.name, row, source.config, settings, parameter_shapes(source), for_inference, fp32,
+                 measure(source.name, request, fp32))
 

@@ -1,0 +1,285 @@
+"""The cost model (placement/costs.py, cost_ops.py, cost_rows.py): the closed forms it must give for a BERT-large and a
+GPT-2 layer, the input shape each kind of model takes and what it refuses, the vocabulary of the tables, and a cost
+for every step of every architecture.
+
+The comparison with optimum-graphcore's own pipelined models is in test_upstream_costs.py (IPU-host stack)."""
+
+import pytest
+
+from optimum_ipu_ext import PlacementError, PlainIPUConfig
+from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.cost_ops import (
+    BOOL,
+    INTEGER,
+    Kept,
+    Op,
+    attention,
+    cross_entropy,
+    evaluate,
+    keep,
+    layer_norm,
+    linear,
+    step_cost,
+    table,
+)
+from optimum_ipu_ext.placement.cost_rows import COSTS
+from optimum_ipu_ext.placement.costs import BlockCost, InputShape, block_costs, ipu_costs, resolve_shape
+from optimum_ipu_ext.placement.layout import lay_out
+from optimum_ipu_ext.placement.rules import Block, Run
+
+BERT_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
+GPT2_MEDIUM = {"n_embd": 1024, "n_layer": 24, "n_head": 16}
+
+
+def costs_of(architecture, values, micro_batch_size=1, sequence_length=None, decoder_sequence_length=None,
+             fp32=False):
+    row = ARCHITECTURES[architecture]
+    config = row.config(values)
+    shape = resolve_shape("m", architecture, config, micro_batch_size, sequence_length, decoder_sequence_length)
+    return block_costs(row, config, shape, fp32)
+
+
+# --- the closed forms ---------------------------------------------------------------------------------------------
+
+
+def test_a_bert_large_layer_keeps_what_korthikanti_counts_without_the_dropout_masks():
+    """s = 512, b = 4: s·b·h·(34 + 5·a·s/h) bytes with dropout (Korthikanti et al. 2022, about 150 MB), less the two
+    hidden-state masks (s·b·h), the attention mask (a·s²·b) and the dropout's output (2·a·s²·b, the softmax output
+    itself without dropout); plus the norms' statistics (4 per token) and upstream's concatenated query-key-value
+    weight (3h², kept for the backward pass)."""
+    s, b, h, a = 512, 4, 1024, 16
+    with_dropout = s * b * h * (34 + 5 * a * s // h)
+    assert with_dropout == 155_189_248
+    without_masks = with_dropout - 2 * s * b * h - 3 * a * s * s * b
+    layer = costs_of("BertForPreTraining", BERT_LARGE, b, s)["bert.encoder.layer.7"]
+    assert layer.activation_bytes == without_masks + 2 * 4 * b * s + 2 * 3 * h * h == 106_971_136
+    assert layer.activation_bytes / without_masks == pytest.approx(1.06, abs=0.005)
+
+
+@pytest.mark.parametrize("architecture, values, path", [
+    ("BertForPreTraining", BERT_LARGE, "bert.encoder.layer.0"),
+    ("GPT2LMHeadModel", GPT2_MEDIUM, "transformer.h.23"),
+    ("RobertaForMaskedLM", BERT_LARGE, "roberta.encoder.layer.3"),
+])
+def test_a_layer_computes_24bsh2_plus_4bs2h(architecture, values, path):
+    s, b, h = 512, 4, 1024
+    assert 24 * b * s * h * h + 4 * b * s * s * h == 55_834_574_848
+    assert costs_of(architecture, values, b, s)[path].forward_flops == 55_834_574_848
+
+
+def test_a_layer_hands_on_its_hidden_state_and_fp32_doubles_it():
+    half = costs_of("BertForPreTraining", BERT_LARGE, 2, 128)["bert.encoder.layer.0"]
+    full = costs_of("BertForPreTraining", BERT_LARGE, 2, 128, fp32=True)["bert.encoder.layer.0"]
+    assert (half.input_bytes, half.output_bytes) == (2 * 128 * 1024 * 2, 2 * 128 * 1024 * 2)
+    assert (full.input_bytes, full.output_bytes, full.activation_bytes) == (
+        2 * half.input_bytes, 2 * half.output_bytes, 2 * half.activation_bytes)
+    assert full.forward_flops == half.forward_flops
+
+
+def test_fp32_doubles_floating_elements_only():
+    """The embeddings keep the ids (integers, 4 bytes whatever the precision) and a norm's input and statistics."""
+    tokens, h = 2 * 128, 1024
+    half = costs_of("BertForPreTraining", BERT_LARGE, 2, 128)["bert.embeddings"]
+    full = costs_of("BertForPreTraining", BERT_LARGE, 2, 128, fp32=True)["bert.embeddings"]
+    assert half.activation_bytes == 4 * tokens + 2 * (tokens * h + 2 * tokens)
+    assert full.activation_bytes == 4 * tokens + 4 * (tokens * h + 2 * tokens)
+
+
+def test_a_multiple_choice_micro_batch_counts_each_choice():
+    choices = costs_of("BertForMultipleChoice", BERT_LARGE, 2, 128)
+    sequences = costs_of("BertForSequenceClassification", BERT_LARGE, 8, 128)
+    assert choices["bert.encoder.layer.0"] == sequences["bert.encoder.layer.0"]
+
+
+def test_t5s_first_layers_keep_the_joint_embedding_of_both_stacks():
+    """Upstream embeds the encoder's and the decoder's ids in one lookup; each stack's first layer keeps a view of
+    it, T5EncoderModel's only its own."""
+    values = {"d_model": 512, "num_heads": 8, "d_kv": 64, "d_ff": 2048}
+    seq2seq = costs_of("T5ForConditionalGeneration", values, 2, 128, 32)
+    encoder_only = costs_of("T5EncoderModel", values, 2, 128)
+    assert seq2seq["encoder.block.0"].activation_bytes - encoder_only["encoder.block.0"].activation_bytes == (
+        2 * 2 * 32 * 512)
+    assert seq2seq["encoder.block.1"] == encoder_only["encoder.block.1"]
+    assert seq2seq["encoder.block.0"].activation_bytes - seq2seq["encoder.block.1"].activation_bytes == (
+        2 * 2 * 32 * 512 + 4 * 128 * 128)  # and the relative position buckets
+
+
+def test_work_after_the_last_layer_is_the_last_layers():
+    """Upstream's DeBERTa MLM picks its masked quarter of the tokens by a one-hot product after the last layer; BART's
+    classifier picks each sequence's last end-of-sequence token after its last decoder layer."""
+    b, s, h = 2, 128, 768
+    deberta = costs_of("DebertaForMaskedLM", {"relative_attention": True, "pos_att_type": ["c2p", "p2c"]}, b, s)
+    last, other = deberta["deberta.encoder.layer.11"], deberta["deberta.encoder.layer.10"]
+    assert last.activation_bytes - other.activation_bytes == 2 * b * (s // 4) * s
+    assert last.forward_flops - other.forward_flops == 2 * b * (s // 4) * s * h
+    bart = costs_of("BartForSequenceClassification", {}, b, s)
+    assert (bart["model.decoder.layers.11"].activation_bytes - bart["model.decoder.layers.10"].activation_bytes ==
+            4 * b)
+
+
+def test_convnexts_first_stage_does_not_downsample():
+    costs = costs_of("ConvNextForImageClassification", {})
+    assert costs["convnext.encoder.stages.0.downsampling_layer"] == BlockCost(0, 0, 0, 0)
+    assert costs["convnext.encoder.stages.1.downsampling_layer"].forward_flops == 2 * 192 * 28 * 28 * 96 * 4
+
+
+def test_ctc_models_freeze_their_feature_extractor_so_it_keeps_nothing():
+    ctc = costs_of("HubertForCTC", {}, 1, 16000)
+    classifier = costs_of("HubertForSequenceClassification", {}, 1, 16000)
+    first = ctc["hubert.feature_extractor.conv_layers.0"]
+    assert first.activation_bytes == 0
+    assert first.forward_flops == 2 * 512 * 3199 * 1 * 10  # 16000 samples: (16000 - 10) // 5 + 1 frames
+    flops = sum(ctc[f"hubert.feature_extractor.conv_layers.{layer}"].forward_flops for layer in range(7))
+    assert classifier["hubert.feature_extractor"].forward_flops == flops
+    assert classifier["hubert.feature_extractor"].activation_bytes > 0
+
+
+# --- every step of every architecture -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("architecture", sorted(ARCHITECTURES))
+def test_every_step_the_placement_runs_has_a_cost(architecture):
+    row = ARCHITECTURES[architecture]
+    config = row.config({})
+    settings = vars(PlainIPUConfig(ipus_per_replica=4, layers_per_ipu=[-1] * 4))  # LXMERT takes 4 IPUs
+    layout = lay_out("m", row, config, settings, False)
+    called = {step.path for step in row.steps if isinstance(step, Block) and not step.called}
+    costs = costs_of(architecture, {})
+    assert set(costs) == set(layout.claims["model"]) - called
+    assert sum(cost.forward_flops for cost in costs.values()) > 0
+    assert sum(cost.activation_bytes for cost in costs.values()) > 0
+
+
+def test_an_architecture_is_named_or_given_as_its_row():
+    row = ARCHITECTURES["GPT2LMHeadModel"]
+    shape = InputShape(2, 16, 16)
+    assert block_costs("GPT2LMHeadModel", row.config({}), shape) == block_costs(row, row.config({}), shape)
+
+
+def test_every_architecture_has_cost_tables_and_nothing_else_does():
+    assert sorted(COSTS) == sorted(ARCHITECTURES)
+
+
+def test_a_step_without_a_table_is_a_bug_named():
+    row = ARCHITECTURES["BertModel"]
+    row = row._replace(steps=(*row.steps, Run("nowhere")))
+    with pytest.raises(KeyError, match="BertModel's step nowhere"):
+        block_costs(row, row.config({}), InputShape(1, 8, 8))
+
+
+def test_an_ipu_costs_the_sum_of_the_steps_it_runs():
+    """BERT's MLM head is tied back to IPU 0, with the embeddings; the layers 3, 7, 7, 7."""
+    row = ARCHITECTURES["BertForPreTraining"]
+    config = row.config(BERT_LARGE)
+    costs = costs_of("BertForPreTraining", BERT_LARGE, 2, 512)
+    layout = lay_out("m", row, config, vars(PlainIPUConfig(ipus_per_replica=4, layers_per_ipu=[3, 7, 7, 7])), False)
+    per_ipu = ipu_costs(layout, costs)
+    layer = costs["bert.encoder.layer.0"]
+    first = [costs[path] for path in ("bert.embeddings", "bert.encoder.layer.0", "bert.encoder.layer.1",
+                                      "bert.encoder.layer.2", "bert.pooler", "cls")]
+    assert per_ipu[0] == BlockCost(*(sum(values) for values in zip(*first)))
+    assert per_ipu[1] == per_ipu[2] == per_ipu[3] == BlockCost(*(7 * value for value in layer))
+
+
+def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
+    row = ARCHITECTURES["T5ForConditionalGeneration"]
+    config = row.config({"num_layers": 2})
+    settings = vars(PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 2],
+                                   inference_parallelize_kwargs={"for_generation": True}))
+    layout = lay_out("m", row, config, settings, True)
+    costs = block_costs(row, config, InputShape(1, 8, 8))
+    per_ipu = ipu_costs(layout, costs)
+    encoder = [costs[path] for path in ("shared", "encoder.block.0", "encoder.block.1", "encoder.final_layer_norm")]
+    decoder = [costs[path] for path in ("shared", "decoder.block.0", "decoder.block.1", "decoder.final_layer_norm",
+                                        "lm_head")]
+    assert per_ipu == [BlockCost(*(sum(values) for values in zip(*encoder))),
+                       BlockCost(*(sum(values) for values in zip(*decoder)))]
+
+
+# --- the input shape ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("architecture, values, given, expected", [
+    ("BertForMaskedLM", {}, (4, None, None), (4, 128, 128, 1)),
+    ("BertForMaskedLM", {}, (4, 384, None), (4, 384, 384, 1)),
+    ("BertForMultipleChoice", {}, (2, 64, None), (2, 64, 64, 4)),
+    ("T5ForConditionalGeneration", {}, (1, 512, None), (1, 512, 512, 1)),
+    ("T5ForConditionalGeneration", {}, (1, 512, 32), (1, 512, 32, 1)),
+    ("BartForSequenceClassification", {}, (1, 100, None), (1, 100, 100, 1)),
+    ("ViTForImageClassification", {}, (17, None, None), (17, 224, 224, 1)),
+    ("ViTForImageClassification", {"image_size": 384}, (1, None, None), (1, 384, 384, 1)),
+    ("ConvNextForImageClassification", {}, (1, None, None), (1, 224, 224, 1)),
+    ("Wav2Vec2ForCTC", {}, (1, None, None), (1, 16000, 16000, 1)),
+    ("Wav2Vec2ForCTC", {}, (1, 249600, None), (1, 249600, 249600, 1)),
+    ("WhisperForConditionalGeneration", {}, (1, None, None), (1, 3000, 448, 1)),
+    ("WhisperForConditionalGeneration", {"max_source_positions": 100}, (1, 200, 20), (1, 200, 20, 1)),
+])
+def test_the_shape_of_a_micro_batch(architecture, values, given, expected):
+    config = ARCHITECTURES[architecture].config(values)
+    assert resolve_shape("m", architecture, config, *given) == InputShape(*expected)
+
+
+@pytest.mark.parametrize("architecture, given, field, message", [
+    ("BertForMaskedLM", (0, None, None), "micro_batch_size", "0 is not a positive whole number"),
+    ("BertForMaskedLM", (True, None, None), "micro_batch_size", "True is not a positive whole number"),
+    ("BertForMaskedLM", (1, -3, None), "sequence_length", "-3 is not a positive whole number"),
+    ("BertForMaskedLM", (1, 2.5, None), "sequence_length", "2.5 is not a positive whole number"),
+    ("T5ForConditionalGeneration", (1, 8, 0), "decoder_sequence_length", "0 is not a positive whole number"),
+    ("BertForMaskedLM", (1, 8, 8), "decoder_sequence_length",
+     "8 is for the decoders of the models that generate (BART, T5, MT5, Whisper); BertForMaskedLM has no decoder "
+     "of its own length"),
+    ("ViTForImageClassification", (1, 224, None), "sequence_length",
+     "ViTForImageClassification takes images of the size its config.json gives (image_size 224), not 224"),
+    ("WhisperForConditionalGeneration", (1, 1500, None), "sequence_length",
+     "WhisperForConditionalGeneration's encoder takes 3000 frames of features (twice max_source_positions), not 1500"),
+])
+def test_a_shape_refused_names_the_field_the_value_and_what_is_allowed(architecture, given, field, message):
+    config = ARCHITECTURES[architecture].config({})
+    with pytest.raises(PlacementError) as refused:
+        resolve_shape("org/model", architecture, config, *given)
+    assert refused.value.setting == field
+    assert str(refused.value) == f"Cannot place org/model with `{field}`: {message}."
+
+
+# --- the vocabulary of the tables -----------------------------------------------------------------------------------
+
+DIMS = {"b": 2, "s": 3, "h": 5, "n": 7}
+
+
+def test_a_tensor_kept_by_several_operations_counts_once():
+    step = table(linear("x", "b*s", "h", "n"), linear("x", "b*s", "h", "h"), keep("y", "b"))
+    assert step_cost(step, DIMS, False) == BlockCost(2 * (2 * 3 * 5) + 2 * 2, 0, 0, 2 * 6 * 5 * 7 + 2 * 6 * 5 * 5)
+
+
+def test_each_kind_of_element_has_its_size():
+    step = table(keep("f", "b"), keep("i", "s", INTEGER), keep("mask", "n", BOOL),
+                 enters=(Kept("f", "h"),), leaves=(Kept("i", "n", INTEGER),))
+    assert step_cost(step, DIMS, False) == BlockCost(2 * 2 + 4 * 3 + 7, 2 * 5, 4 * 7, 0)
+    assert step_cost(step, DIMS, True) == BlockCost(4 * 2 + 4 * 3 + 7, 4 * 5, 4 * 7, 0)
+
+
+def test_an_operation_runs_only_where_its_condition_holds():
+    step = table(linear("x", "b", "h", "n", when="layer == 0"), keep("y", "s", when="layer == 1"))
+    assert step_cost(step, {**DIMS, "layer": 0}, False) == BlockCost(2 * 2 * 5, 0, 0, 2 * 2 * 5 * 7)
+    assert step_cost(step, {**DIMS, "layer": 1}, False) == BlockCost(2 * 3, 0, 0, 0)
+    conditional = table(keep("y", "s"), keep("z", "b", when="layer == 1"), when="h == 5")
+    assert step_cost(conditional, {**DIMS, "layer": 1}, False).activation_bytes == 2 * (3 + 2)
+    assert step_cost(conditional, {**DIMS, "h": 4, "layer": 1}, False).activation_bytes == 0
+
+
+def test_the_operations_keep_and_compute_as_torch_does():
+    assert linear("x", "b", "h", "n", storage="b*s*h") == Op("linear", (Kept("x", "b*s*h"),), "2*(b)*(h)*(n)")
+    assert layer_norm("x", "b*s", "h").keeps == (Kept("x", "(b*s)*(h)"), Kept("x: mean", "b*s"),
+                                                 Kept("x: rstd", "b*s"))
+    assert cross_entropy("loss", "b", "n").keeps == (Kept("loss: log-probabilities", "(b)*(n)"),
+                                                     Kept("loss: targets", "b", INTEGER), Kept("loss: loss", "1"))
+    scores, softmax, context = attention("self", "b", "a", "q", "k", "d")
+    dims = {"b": 2, "a": 3, "q": 5, "k": 7, "d": 11}
+    assert step_cost(table(scores, softmax, context), dims, True) == BlockCost(
+        4 * (2 * 3 * 5 * 11 + 2 * 3 * 7 * 11 + 2 * 3 * 5 * 7 + 2 * 3 * 7 * 11), 0, 0, 2 * (2 * 2 * 3 * 5 * 7 * 11))
+
+
+def test_a_formula_sees_the_sizes_and_sum_only():
+    assert evaluate("sum(sizes) * b", {"sizes": [1, 2], "b": 3}) == 9
+    with pytest.raises(NameError):
+        evaluate("open('x')", {})

@@ -1,0 +1,189 @@
+"""The pipeline a placement runs: the build's rules read off its options, PopART's independent stages and their
+stash depths, what each IPU stashes and recomputes, the cycles of a step and what poptorch refuses."""
+
+import pytest
+
+from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.costs import BlockCost
+from optimum_ipu_ext.placement.layout import ForwardStep, lay_out
+from optimum_ipu_ext.placement.pipeline import (
+    Rules,
+    Schedule,
+    Stage,
+    Work,
+    ipu_work,
+    pipeline_rules,
+    schedule,
+    stages_of,
+    stash_depth,
+    work,
+)
+
+TRAINING = Rules(True, True, False, False, 8, "gradient_accumulation_steps")
+RECOMPUTING = TRAINING._replace(recomputes=True)
+CHECKPOINTING = RECOMPUTING._replace(checkpoints_every_layer=True)
+SHARDED = TRAINING._replace(pipelined=False)
+INFERENCE = Rules(False, True, False, False, 4, "inference_device_iterations")
+
+
+# --- the build's rules, read off its options -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values, for_inference, rules", [
+    ({"gradient_accumulation_steps": 8}, False, TRAINING),
+    # poptorch's default: the pipeline's recomputation, with more than one IPU
+    ({"gradient_accumulation_steps": 8, "ipus_per_replica": 2}, False, RECOMPUTING),
+    ({"gradient_accumulation_steps": 8, "ipus_per_replica": 2, "recomputation_mode": "none"}, False, TRAINING),
+    ({"gradient_accumulation_steps": 8, "recomputation_mode": "pipeline"}, False, RECOMPUTING),
+    ({"gradient_accumulation_steps": 8, "recomputation_mode": "pipeline", "recompute_checkpoint_every_layer": True},
+     False, CHECKPOINTING),
+    ({"gradient_accumulation_steps": 8, "recompute_checkpoint_every_layer": True}, False,
+     TRAINING._replace(checkpoints_every_layer=True)),
+    # only the pipeline's recomputation (or all of it) recomputes every stage
+    ({"gradient_accumulation_steps": 8, "recomputation_mode": "standard"}, False, TRAINING),
+    ({"gradient_accumulation_steps": 8, "recomputation_mode": "recompute_all"}, False, RECOMPUTING),
+    ({"gradient_accumulation_steps": 8, "execution_strategy": None}, False, TRAINING),
+    ({"gradient_accumulation_steps": 8, "execution_strategy": "sharded", "recomputation_mode": "pipeline",
+      "ipus_per_replica": 2}, False, SHARDED),
+    # upstream's inference build is sharded; a pipelined one runs `inference_device_iterations` micro-batches a step
+    ({"inference_device_iterations": 4, "ipus_per_replica": 2}, True, INFERENCE._replace(pipelined=False)),
+    ({"inference_device_iterations": 4, "inference_execution_strategy": "pipelined", "recomputation_mode": "pipeline",
+      "recompute_checkpoint_every_layer": True, "ipus_per_replica": 2}, True, INFERENCE),
+])
+def test_the_rules_are_read_off_the_build_s_options(values, for_inference, rules):
+    assert pipeline_rules(vars(PlainIPUConfig(**values)), for_inference) == rules
+
+
+# --- stages ----------------------------------------------------------------------------------------------------------
+
+TINY_BERT = {"num_hidden_layers": 3}
+
+
+def stages(architecture, split, rules=TRAINING, for_inference=False, config=TINY_BERT, **values):
+    row = ARCHITECTURES[architecture]
+    setting = "inference_layers_per_ipu" if for_inference else "layers_per_ipu"
+    layout = lay_out("m", row, row.config(config), vars(PlainIPUConfig(**{setting: split}, **values)), for_inference)
+    return [(stage.ipu, stage.blocks, stage.stash_depth) for stage in stages_of(layout, rules)]
+
+
+@pytest.mark.parametrize("architecture, split, expected", [
+    # the masked-LM head, tied to the word embeddings, goes back to IPU 0: a stage of its own
+    ("BertForMaskedLM", [1, 2], [(0, ("Embedding", "Encoder0"), 5), (1, ("Encoder1", "Encoder2"), 3),
+                                 (0, ("Classifier",), 1)]),
+    ("BertForMaskedLM", [3, 0], [(0, ("Embedding", "Encoder0", "Encoder1", "Encoder2", "Classifier"), 1)]),
+    ("BertForMaskedLM", [0, 3], [(0, ("Embedding",), 5), (1, ("Encoder0", "Encoder1", "Encoder2"), 3),
+                                 (0, ("Classifier",), 1)]),
+    ("BertForQuestionAnswering", [1, 2], [(0, ("Embedding", "Encoder0"), 3),
+                                          (1, ("Encoder1", "Encoder2", "QA Outputs"), 1)]),
+    # an IPU with no block runs no stage
+    ("BertForQuestionAnswering", [1, 0, 2], [(0, ("Embedding", "Encoder0"), 3),
+                                             (2, ("Encoder1", "Encoder2", "QA Outputs"), 1)]),
+])
+def test_consecutive_blocks_on_one_ipu_run_as_one_stage_stashing_for_2_s_minus_k_minus_1(architecture, split,
+                                                                                          expected):
+    assert stages(architecture, split) == expected
+
+
+def test_gpt2_s_final_norm_runs_in_the_last_layer_s_stage():
+    found = stages_of(lay_out("m", ARCHITECTURES["GPT2LMHeadModel"], ARCHITECTURES["GPT2LMHeadModel"].config(
+        {"n_layer": 2}), vars(PlainIPUConfig(layers_per_ipu=[1, 1])), False), TRAINING)
+    assert [step.path for step in found[1].steps] == ["transformer.h.1", "transformer.ln_f"]
+    assert [(stage.ipu, stage.blocks) for stage in found] == [(0, ("Token embedding", "Position embedding", "Layer0")),
+                                                               (1, ("Layer1",)), (0, ("LM head",))]
+
+
+def test_a_generation_build_s_encoder_and_decoder_run_stages_of_their_own():
+    found = stages("T5ForConditionalGeneration", [1, 1, 1, 1], INFERENCE, True, {"num_layers": 2},
+                   inference_parallelize_kwargs={"for_generation": True})
+    # the decoder's LM head, tied to the shared embedding, goes back to the decoder's first IPU
+    assert found == [(0, ("Embedding", "Encoder0"), 0), (1, ("Encoder1", "Encoder Stack Final LayerNorm"), 0),
+                     (2, ("Embedding", "Decoder0"), 0), (3, ("Decoder1", "Decoder Stack Final LayerNorm"), 0),
+                     (2, ("LM Head Output",), 0)]
+
+
+@pytest.mark.parametrize("stage, count, rules, depth", [
+    (0, 1, TRAINING, 1), (0, 5, TRAINING, 9), (2, 5, TRAINING, 5), (4, 5, TRAINING, 1), (0, 9, TRAINING, 17),
+    (0, 5, SHARDED, 0), (0, 5, INFERENCE, 0),
+])
+def test_the_stash_depth_of_each_stage(stage, count, rules, depth):
+    assert stash_depth(stage, count, rules) == depth
+
+
+# --- what an IPU stashes, recomputes and computes --------------------------------------------------------------------
+
+
+def step(path, layer=None):
+    return ForwardStep("model", path, True, path, 0, layer, ("ipu", 0))
+
+
+EMBEDDING, LAYER0, LAYER1, HEAD = step("embedding"), step("layer0", 0), step("layer1", 1), step("head")
+# activation, input (from the step before), output, forward FLOPs
+COSTS = {"embedding": BlockCost(100, 4, 10, 0), "layer0": BlockCost(300, 10, 10, 1000),
+         "layer1": BlockCost(200, 10, 10, 1000), "head": BlockCost(250, 10, 1, 3000)}
+
+
+@pytest.mark.parametrize("rules, expected", [
+    # stash: 3 x the stage's input; recomputed at once: the whole stage
+    (RECOMPUTING, Work(850, 3 * 4, 850, 5000, 10000, 5000)),
+    # stash: 3 x (the input and each layer's checkpointed output); recomputed at once: the embedding and the first
+    # layer, the second layer, the head
+    (CHECKPOINTING, Work(850, 3 * (4 + 10 + 10), 100 + 300, 5000, 10000, 5000)),
+    # every activation stashed, and those of the micro-batch run backward kept
+    (TRAINING, Work(850, 3 * 850, 850, 5000, 10000, 0)),
+    (SHARDED, Work(850, 0, 850, 5000, 10000, 0)),
+    # inference keeps nothing for a backward pass
+    (INFERENCE, Work(0, 0, 0, 5000, 0, 0)),
+])
+def test_what_one_stage_stashes_and_recomputes(rules, expected):
+    depth = stash_depth(0, 2, rules)
+    assert work([(depth, [EMBEDDING, LAYER0, LAYER1, HEAD])], COSTS, rules) == expected
+
+
+def test_an_ipu_running_two_stages_stashes_for_both_and_recomputes_the_larger():
+    found = work([(3, [EMBEDDING, LAYER0]), (1, [HEAD])], COSTS, RECOMPUTING)
+    assert found == Work(650, 3 * 4 + 1 * 10, 400, 4000, 8000, 4000)
+    found = work([(3, [EMBEDDING, LAYER0]), (1, [HEAD])], COSTS, TRAINING)
+    assert found == Work(650, 3 * 400 + 1 * 250, 650, 4000, 8000, 0)
+
+
+def test_a_module_wrapped_but_never_called_costs_nothing():
+    uncalled = ForwardStep("model", "unused", False, None, 0, None, ("ipu", 0))
+    assert work([(1, [uncalled, LAYER1])], COSTS, RECOMPUTING) == Work(200, 0, 200, 1000, 2000, 1000)
+
+
+def test_each_ipu_does_the_work_of_its_stages():
+    first = Stage(0, ("embedding",), 3, (EMBEDDING, LAYER0))
+    second = Stage(1, ("layer1",), 1, (LAYER1._replace(ipu=1),))
+    assert ipu_work(3, [first, second], COSTS, TRAINING) == (
+        Work(400, 1200, 400, 1000, 2000, 0), Work(200, 200, 200, 1000, 2000, 0), Work(0, 0, 0, 0, 0, 0))
+    assert Work(1, 2, 3, 4, 5, 6).flops == 4 + 5 + 6
+
+
+# --- the cycles of a step --------------------------------------------------------------------------------------------
+
+
+def pipeline_of(ipus, rules):
+    return [Stage(ipu, (), 0, (ForwardStep("model", "x", True, "x", ipu, None, ("ipu", ipu)),)) for ipu in ipus]
+
+
+@pytest.mark.parametrize("ipus, rules, expected", [
+    ([0, 1, 2, 3, 0], TRAINING._replace(micro_batches=2048), Schedule(5, 2048 + 8, 2048 / 2056, ())),
+    ([0, 1, 2, 3, 4, 5, 6, 7, 0], TRAINING._replace(micro_batches=17), Schedule(9, 33, 17 / 33, ())),
+    ([0, 1, 2, 3, 4, 5, 6, 7, 0], TRAINING._replace(micro_batches=16), Schedule(9, 32, 16 / 32, (
+        "`gradient_accumulation_steps` is 16, and a pipeline of 9 stages needs at least 2 x 9 - 1 = 17: set it to 17 "
+        "or more",))),
+    ([0], TRAINING._replace(micro_batches=1), Schedule(1, 1, 1.0, ())),
+    ([0, 1, 2, 3], INFERENCE, Schedule(4, 4 + 3, 4 / 7, ())),
+    ([0, 1, 2, 3], INFERENCE._replace(micro_batches=3), Schedule(4, 6, 3 / 6, (
+        "`inference_device_iterations` is 3, and a pipeline of 4 stages needs at least 4: set it to 4 or more",))),
+    ([0, 1, 2, 3], SHARDED, Schedule(4, None, None, ())),
+])
+def test_a_step_takes_the_micro_batches_and_the_pipeline_s_fill_and_flush(ipus, rules, expected):
+    assert schedule(pipeline_of(ipus, rules), rules) == expected
+
+
+def test_a_generation_build_s_step_is_that_of_its_longest_executor():
+    stages_ = [stage._replace(steps=(stage.steps[0]._replace(executor=executor),))
+               for stage, executor in zip(pipeline_of([0, 1, 2], INFERENCE), ["encoder", "decoder", "decoder"])]
+    assert schedule(stages_, INFERENCE) == Schedule(2, 4 + 1, 4 / 5, ())
