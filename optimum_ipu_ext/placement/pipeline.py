@@ -19,7 +19,7 @@ the micro-batches in flight, what it computes, and how many cycles a step takes.
 
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from ..build import build_plan
+from ..options.build import build_plan
 from .costs import BlockCost
 from .layout import ForwardStep, Layout
 
