@@ -285,3 +285,43 @@ def test_placing_a_folder_of_a_config_json_alone_imports_neither_torch_nor_trans
     assert sorted(path.name for path in FULL_SIZE.iterdir()) == sorted(FULL_SIZE_PARAMETERS)
     for name in sorted(FULL_SIZE_PARAMETERS):
         assert run_alone("place", PRESET, "--model", FULL_SIZE / name) == "0 []", name
+
+
+# --- GroupBERT, where optimum-graphcore cannot be imported ---------------------------------------------------------
+
+# GroupBertForPreTraining as optimum-graphcore 0.7.1 builds it, read off the IPU-host stack's named_parameters():
+# {variant: (parameters, elements)}, and the tiny model's first layer
+GROUPBERT_PRETRAINING = {"tiny": (124, 58754), "sizes": (89, 74612), "relative": (127, 61778),
+                         "cross-attention": (154, 71618)}
+GROUPBERT_TINY_LAYER = {
+    "convolution.prenorm.weight": (32,), "convolution.prenorm.bias": (32,), "convolution.glu.weight": (64, 32),
+    "convolution.glu.bias": (64,), "convolution.groupconv.weight": (32, 16, 3), "convolution.groupconv.bias": (32,),
+    "convolution.conv_norm.weight": (32,), "convolution.conv_norm.bias": (32,),
+    "convolution.output_projection.weight": (32, 32), "convolution.output_projection.bias": (32,),
+    "intermediate_first.LayerNorm.weight": (32,), "intermediate_first.LayerNorm.bias": (32,),
+    "intermediate_first.dense.weight": (64, 32), "intermediate_first.dense.bias": (64,),
+    "output_first.grouped_matmul.weight": (32, 32, 1), "output_first.grouped_matmul.bias": (32,),
+    "output_first.dense_output_projection.weight": (32, 32), "output_first.dense_output_projection.bias": (32,),
+    "attention.LayerNorm.weight": (32,), "attention.LayerNorm.bias": (32,), "attention.self.query.weight": (32, 32),
+    "attention.self.query.bias": (32,), "attention.self.key.weight": (32, 32), "attention.self.key.bias": (32,),
+    "attention.self.value.weight": (32, 32), "attention.self.value.bias": (32,),
+    "attention.output.dense.weight": (32, 32), "attention.output.dense.bias": (32,),
+    "intermediate_second.LayerNorm.weight": (32,), "intermediate_second.LayerNorm.bias": (32,),
+    "intermediate_second.dense.weight": (64, 32), "intermediate_second.dense.bias": (64,),
+    "output_second.grouped_matmul.weight": (32, 32, 1), "output_second.grouped_matmul.bias": (32,),
+    "output_second.dense_output_projection.weight": (32, 32), "output_second.dense_output_projection.bias": (32,),
+}
+GROUPBERT_SIZES_LAYER = {"convolution.groupconv.weight": (48, 8, 5), "output_first.grouped_matmul.weight": (48, 16, 1),
+                         "output_second.grouped_matmul.weight": (48, 16, 1)}
+
+
+@pytest.mark.parametrize("variant", sorted(GROUPBERT_PRETRAINING))
+def test_groupbert_s_formulas_give_what_optimum_graphcore_builds(variant):
+    shapes = formula("GroupBertForPreTraining", config_values("GroupBertForPreTraining", variant))
+    assert (len(shapes), sum(map(math.prod, shapes.values()))) == GROUPBERT_PRETRAINING[variant]
+    layer = {name[len("bert.encoder.layer.0."):]: shape for name, shape in shapes.items()
+             if name.startswith("bert.encoder.layer.0.")}
+    if variant == "tiny":
+        assert layer == GROUPBERT_TINY_LAYER
+    if variant == "sizes":
+        assert {name: layer[name] for name in GROUPBERT_SIZES_LAYER} == GROUPBERT_SIZES_LAYER

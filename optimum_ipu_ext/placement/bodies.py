@@ -2,9 +2,10 @@
 `config.json`, named as transformers 4.29.2's `named_parameters()` names them (a tied weight once, by its first
 name), and the defaults of each config class in 4.29.2 for the fields they read.
 
-A body is `body(config) -> {parameter: shape}`; families share templates: a layer is a function of its path and the
-config. Read off transformers 4.29.2's `modeling_*.py` (and optimum-graphcore 0.7.1's GroupBERT); the tests compare
-every architecture with the `named_parameters()` of the model transformers builds, on both stacks.
+A body is `body(config) -> {parameter: shape}` (a row binds the path its family's template takes, with
+`functools.partial`); a layer is a function of its path and the config. Read off transformers 4.29.2's
+`modeling_*.py` (and optimum-graphcore 0.7.1's GroupBERT); the tests compare every architecture with the
+`named_parameters()` of the model transformers builds, on both stacks.
 
 Nothing here imports torch or transformers.
 """
@@ -14,7 +15,7 @@ from typing import Any, Callable, Dict, Sequence, Tuple
 from .rules import ModelConfig
 
 Shapes = Dict[str, Tuple[int, ...]]
-Body = Callable[[ModelConfig], Shapes]
+Body = Callable[[ModelConfig], Shapes]  # a row's body: a template with its path bound
 
 # --- the parameters of torch modules ---------------------------------------------------------------------------------
 
@@ -108,13 +109,10 @@ def bert_layer(path: str, config: ModelConfig) -> Shapes:
     return shapes
 
 
-def bert_body(base: str) -> Body:
+def bert_body(base: str, config: ModelConfig) -> Shapes:
     """The embeddings and the layers of a BERT-like model whose encoder is at `base` ("" for the bare model)."""
-    def body(config: ModelConfig) -> Shapes:
-        return {**bert_embeddings(under(base, "embeddings"), config),
-                **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, bert_layer, config)}
-
-    return body
+    return {**bert_embeddings(under(base, "embeddings"), config),
+            **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, bert_layer, config)}
 
 
 def _groupbert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> Shapes:
@@ -167,17 +165,14 @@ def _mpnet_layer(path: str, config: ModelConfig) -> Shapes:
             **_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config)}
 
 
-def mpnet_body(base: str) -> Body:
-    def body(config: ModelConfig) -> Shapes:
-        hidden = config.hidden_size
-        return {**embedding(under(base, "embeddings.word_embeddings"), config.vocab_size, hidden),
-                **embedding(under(base, "embeddings.position_embeddings"), config.max_position_embeddings, hidden),
-                **norm(under(base, "embeddings.LayerNorm"), hidden),
-                **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, _mpnet_layer, config),
-                **embedding(under(base, "encoder.relative_attention_bias"), config.relative_attention_num_buckets,
-                            config.num_attention_heads)}
-
-    return body
+def mpnet_body(base: str, config: ModelConfig) -> Shapes:
+    hidden = config.hidden_size
+    return {**embedding(under(base, "embeddings.word_embeddings"), config.vocab_size, hidden),
+            **embedding(under(base, "embeddings.position_embeddings"), config.max_position_embeddings, hidden),
+            **norm(under(base, "embeddings.LayerNorm"), hidden),
+            **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, _mpnet_layer, config),
+            **embedding(under(base, "encoder.relative_attention_bias"), config.relative_attention_num_buckets,
+                        config.num_attention_heads)}
 
 
 DISTILBERT_DEFAULTS = {"vocab_size": 30522, "max_position_embeddings": 512, "sinusoidal_pos_embds": False,
@@ -361,15 +356,12 @@ def _t5_stack(stack: str, layers: int, config: ModelConfig) -> Shapes:
     return {**shapes, **norm(f"{stack}.final_layer_norm", config.d_model, bias=False)}
 
 
-def t5_body(decoder: bool) -> Body:
+def t5_body(decoder: bool, config: ModelConfig) -> Shapes:
     """The shared embedding (each stack's `embed_tokens` is tied to it), the encoder and, but in
     `T5EncoderModel`, the decoder."""
-    def body(config: ModelConfig) -> Shapes:
-        shapes = {**embedding("shared", config.vocab_size, config.d_model),
-                  **_t5_stack("encoder", config.num_layers, config)}
-        return {**shapes, **_t5_stack("decoder", config.num_decoder_layers, config)} if decoder else shapes
-
-    return body
+    shapes = {**embedding("shared", config.vocab_size, config.d_model),
+              **_t5_stack("encoder", config.num_layers, config)}
+    return {**shapes, **_t5_stack("decoder", config.num_decoder_layers, config)} if decoder else shapes
 
 
 def whisper_body(config: ModelConfig) -> Shapes:
@@ -483,29 +475,27 @@ def _feature_encoder(path: str, config: ModelConfig) -> Shapes:
     return shapes
 
 
-def speech_body(prefix: str, projection_norm: Callable[[ModelConfig], bool]) -> Body:
-    """A HuBERT or Wav2Vec2 model: the feature encoder and projection (its norm where `projection_norm` says),
-    the masked frames' embedding where masking is on, the weight-normed positional convolution, the layers, and
-    Wav2Vec2's adapter where `add_adapter` is set."""
-    def body(config: ModelConfig) -> Shapes:
-        hidden, features = config.hidden_size, config.conv_dim[-1]
-        shapes = _feature_encoder(f"{prefix}.feature_extractor", config)
-        if projection_norm(config):
-            shapes.update(norm(f"{prefix}.feature_projection.layer_norm", features))
-        shapes.update(linear(f"{prefix}.feature_projection.projection", hidden, features))
-        if config.mask_time_prob > 0 or config.mask_feature_prob > 0:
-            shapes[f"{prefix}.masked_spec_embed"] = (hidden,)
-        positions, kernel = f"{prefix}.encoder.pos_conv_embed.conv", config.num_conv_pos_embeddings
-        shapes.update({f"{positions}.weight_g": (1, 1, kernel),
-                       f"{positions}.weight_v": (hidden, hidden // config.num_conv_pos_embedding_groups, kernel),
-                       f"{positions}.bias": (hidden,)})
-        shapes.update(norm(f"{prefix}.encoder.layer_norm", hidden))
-        shapes.update(_layers(f"{prefix}.encoder.layers.{{i}}", config.num_hidden_layers, _speech_layer, config))
-        if prefix == "wav2vec2" and config.add_adapter:
-            shapes.update(_adapter(f"{prefix}.adapter", config))
-        return shapes
-
-    return body
+def speech_body(prefix: str, config: ModelConfig) -> Shapes:
+    """A HuBERT or Wav2Vec2 model: the feature encoder and projection (HuBERT's norm where `feat_proj_layer_norm`
+    says), the masked frames' embedding where masking is on, the weight-normed positional convolution, the layers,
+    and Wav2Vec2's adapter where `add_adapter` is set."""
+    hidden, features = config.hidden_size, config.conv_dim[-1]
+    wav2vec2 = prefix == "wav2vec2"
+    shapes = _feature_encoder(f"{prefix}.feature_extractor", config)
+    if wav2vec2 or config.feat_proj_layer_norm:
+        shapes.update(norm(f"{prefix}.feature_projection.layer_norm", features))
+    shapes.update(linear(f"{prefix}.feature_projection.projection", hidden, features))
+    if config.mask_time_prob > 0 or config.mask_feature_prob > 0:
+        shapes[f"{prefix}.masked_spec_embed"] = (hidden,)
+    positions, kernel = f"{prefix}.encoder.pos_conv_embed.conv", config.num_conv_pos_embeddings
+    shapes.update({f"{positions}.weight_g": (1, 1, kernel),
+                   f"{positions}.weight_v": (hidden, hidden // config.num_conv_pos_embedding_groups, kernel),
+                   f"{positions}.bias": (hidden,)})
+    shapes.update(norm(f"{prefix}.encoder.layer_norm", hidden))
+    shapes.update(_layers(f"{prefix}.encoder.layers.{{i}}", config.num_hidden_layers, _speech_layer, config))
+    if wav2vec2 and config.add_adapter:
+        shapes.update(_adapter(f"{prefix}.adapter", config))
+    return shapes
 
 
 def _adapter(path: str, config: ModelConfig) -> Shapes:
