@@ -83,7 +83,7 @@ VARIANTS = {
     },
     "vit": {
         "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
-                      image_size=[24, 16], patch_size=8, num_channels=1, qkv_bias=False,
+                      image_size=[28, 16], patch_size=8, num_channels=1, qkv_bias=False,
                       id2label={0: "a", 1: "b", 2: "c"}),
     },
     "convnext": {
@@ -92,19 +92,20 @@ VARIANTS = {
     },
     "hubert": {
         "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=3,
-                      conv_dim=[8, 12], conv_kernel=[5, 3], conv_stride=[2, 2], feat_extract_norm="layer",
+                      conv_dim=[8, 12, 10], conv_kernel=[5, 3, 3], conv_stride=[2, 2, 2], feat_extract_norm="layer",
                       conv_bias=True, do_stable_layer_norm=True, feat_proj_layer_norm=False, mask_time_prob=0.0,
                       num_conv_pos_embeddings=6, num_conv_pos_embedding_groups=4, use_weighted_layer_sum=True,
                       classifier_proj_size=6, vocab_size=20),
     },
     "wav2vec2": {
         "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=3,
-                      conv_dim=[8, 12], conv_kernel=[5, 3], conv_stride=[2, 2], feat_extract_norm="layer",
+                      conv_dim=[8, 12, 10], conv_kernel=[5, 3, 3], conv_stride=[2, 2, 2], feat_extract_norm="layer",
                       conv_bias=True, do_stable_layer_norm=True, mask_time_prob=0.0, mask_feature_prob=0.1,
                       num_conv_pos_embeddings=6, num_conv_pos_embedding_groups=4, vocab_size=20,
                       num_codevectors_per_group=3, num_codevector_groups=3, codevector_dim=6, proj_codevector_dim=5),
         "adapter": dict(add_adapter=True, output_hidden_size=12, num_adapter_layers=2, adapter_kernel_size=2,
                         mask_time_prob=0.0),
+        "adapter-same-width": dict(add_adapter=True, num_adapter_layers=1),
     },
     "lxmert": {
         "sizes": dict(vocab_size=50, hidden_size=24, num_attention_heads=3, intermediate_size=40, l_layers=1,
@@ -198,7 +199,7 @@ def test_the_formulas_are_the_model_s_named_parameters(architecture, variant):
 def test_every_architecture_is_checked_here_but_optimum_graphcore_s_own_on_transformers_5():
     own = [architecture for architecture in sorted(ARCHITECTURES) if architecture.startswith("GroupBert")]
     assert sorted(set(ARCHITECTURES) - set(HERE)) == (own if MODERN else [])
-    assert len(list(cases())) == (103 if MODERN else 139)
+    assert len(list(cases())) == (105 if MODERN else 141)
 
 
 def test_every_family_has_a_variant_that_changes_its_parameters():
@@ -285,3 +286,62 @@ def test_placing_a_folder_of_a_config_json_alone_imports_neither_torch_nor_trans
     assert sorted(path.name for path in FULL_SIZE.iterdir()) == sorted(FULL_SIZE_PARAMETERS)
     for name in sorted(FULL_SIZE_PARAMETERS):
         assert run_alone("place", PRESET, "--model", FULL_SIZE / name) == "0 []", name
+
+
+# --- GroupBERT, where optimum-graphcore cannot be imported ---------------------------------------------------------
+
+# GroupBertForPreTraining as optimum-graphcore 0.7.1 builds it, read off the IPU-host stack's named_parameters():
+# {variant: (parameters, elements)}, and the tiny model's first layer
+GROUPBERT_PRETRAINING = {"tiny": (124, 58754), "sizes": (89, 74612), "relative": (127, 61778),
+                         "cross-attention": (154, 71618)}
+GROUPBERT_TINY_LAYER = {
+    "convolution.prenorm.weight": (32,), "convolution.prenorm.bias": (32,), "convolution.glu.weight": (64, 32),
+    "convolution.glu.bias": (64,), "convolution.groupconv.weight": (32, 16, 3), "convolution.groupconv.bias": (32,),
+    "convolution.conv_norm.weight": (32,), "convolution.conv_norm.bias": (32,),
+    "convolution.output_projection.weight": (32, 32), "convolution.output_projection.bias": (32,),
+    "intermediate_first.LayerNorm.weight": (32,), "intermediate_first.LayerNorm.bias": (32,),
+    "intermediate_first.dense.weight": (64, 32), "intermediate_first.dense.bias": (64,),
+    "output_first.grouped_matmul.weight": (32, 32, 1), "output_first.grouped_matmul.bias": (32,),
+    "output_first.dense_output_projection.weight": (32, 32), "output_first.dense_output_projection.bias": (32,),
+    "attention.LayerNorm.weight": (32,), "attention.LayerNorm.bias": (32,), "attention.self.query.weight": (32, 32),
+    "attention.self.query.bias": (32,), "attention.self.key.weight": (32, 32), "attention.self.key.bias": (32,),
+    "attention.self.value.weight": (32, 32), "attention.self.value.bias": (32,),
+    "attention.output.dense.weight": (32, 32), "attention.output.dense.bias": (32,),
+    "intermediate_second.LayerNorm.weight": (32,), "intermediate_second.LayerNorm.bias": (32,),
+    "intermediate_second.dense.weight": (64, 32), "intermediate_second.dense.bias": (64,),
+    "output_second.grouped_matmul.weight": (32, 32, 1), "output_second.grouped_matmul.bias": (32,),
+    "output_second.dense_output_projection.weight": (32, 32), "output_second.dense_output_projection.bias": (32,),
+}
+GROUPBERT_TINY_OUTSIDE_LAYERS = {
+    "bert.embeddings.word_embeddings.weight": (64, 32), "bert.embeddings.position_embeddings.weight": (32, 32),
+    "bert.embeddings.token_type_embeddings.weight": (2, 32), "bert.embeddings.LayerNorm.weight": (32,),
+    "bert.embeddings.LayerNorm.bias": (32,), "bert.encoder.LayerNorm.weight": (32,),
+    "bert.encoder.LayerNorm.bias": (32,), "bert.pooler.dense.weight": (32, 32), "bert.pooler.dense.bias": (32,),
+    "cls.predictions.bias": (64,), "cls.predictions.transform.dense.weight": (32, 32),
+    "cls.predictions.transform.dense.bias": (32,), "cls.predictions.transform.LayerNorm.weight": (32,),
+    "cls.predictions.transform.LayerNorm.bias": (32,), "cls.seq_relationship.weight": (2, 32),
+    "cls.seq_relationship.bias": (2,),
+}
+GROUPBERT_SIZES_LAYER = {"convolution.groupconv.weight": (48, 8, 5), "output_first.grouped_matmul.weight": (48, 16, 1),
+                         "output_second.grouped_matmul.weight": (48, 16, 1)}
+
+
+@pytest.mark.parametrize("variant", sorted(GROUPBERT_PRETRAINING))
+def test_groupbert_s_formulas_give_what_optimum_graphcore_builds(variant):
+    shapes = formula("GroupBertForPreTraining", config_values("GroupBertForPreTraining", variant))
+    assert (len(shapes), sum(map(math.prod, shapes.values()))) == GROUPBERT_PRETRAINING[variant]
+    layer = {name[len("bert.encoder.layer.0."):]: shape for name, shape in shapes.items()
+             if name.startswith("bert.encoder.layer.0.")}
+    if variant == "tiny":
+        assert layer == GROUPBERT_TINY_LAYER
+        outside = {name: shape for name, shape in shapes.items() if ".layer." not in name}
+        assert outside == GROUPBERT_TINY_OUTSIDE_LAYERS
+    if variant == "sizes":
+        assert {name: layer[name] for name in GROUPBERT_SIZES_LAYER} == GROUPBERT_SIZES_LAYER
+
+
+def test_deberta_s_attention_types_are_a_list_or_a_string_such_as_p2c_or_c2p():
+    def shapes(kinds):
+        return formula("DebertaForMaskedLM", dict(config_values("DebertaForMaskedLM", "tiny"), pos_att_type=kinds))
+
+    assert shapes(" C2P | p2c") == shapes(["c2p", "p2c"]) != shapes(["c2p"]) != shapes("p2c") == shapes(["p2c"])

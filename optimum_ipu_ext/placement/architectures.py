@@ -6,6 +6,7 @@ each `parallelize()`) and the forward passes of transformers 4.29.2, which order
 A test runs upstream's own `parallelize()` on a tiny model of every row and compares.
 """
 
+from functools import partial
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .bodies import (
@@ -148,8 +149,9 @@ def _bert_like(family: str, model_type: str, defaults: Mapping[str, Any], body: 
 
 
 BERT = {
-    **_bert_like("Bert", "bert", BERT_DEFAULTS, bert_body("bert")),
-    "BertModel": _encoder("BertModel", "bert", "bert", (Block("Pooler", "pooler"),), BERT_DEFAULTS, bert_body(""),
+    **_bert_like("Bert", "bert", BERT_DEFAULTS, partial(bert_body, "bert")),
+    "BertModel": _encoder("BertModel", "bert", "bert", (Block("Pooler", "pooler"),), BERT_DEFAULTS,
+                          partial(bert_body, ""),
                           heads={"pooler": _pooler("")}, base=""),
 }
 
@@ -163,7 +165,7 @@ _ROBERTA_MLM_SHAPES, _ROBERTA_MLM_TIES = _prediction_head(
     "lm_head", "roberta.embeddings.word_embeddings.weight", transform="dense", norm="layer_norm")
 
 ROBERTA = _encoder_family(
-    "Roberta", "roberta", "roberta", ROBERTA_DEFAULTS, bert_body("roberta"), pooled=("ForMultipleChoice",),
+    "Roberta", "roberta", "roberta", ROBERTA_DEFAULTS, partial(bert_body, "roberta"), pooled=("ForMultipleChoice",),
     masked_lm=("ForMaskedLM", "lm_head", (Block("LM Head", "lm_head"),), _ROBERTA_MLM_SHAPES, _ROBERTA_MLM_TIES),
     sequence_classifier={"classifier": lambda c: {**_linear("classifier.dense", c.hidden_size, c.hidden_size),
                                                   **_linear("classifier.out_proj", c.num_labels, c.hidden_size)}},
@@ -179,14 +181,15 @@ def _unserialized(settings: Mapping[str, Any]) -> bool:
 
 MPNET = {
     "MPNetModel": _encoder(
-        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, mpnet_body(""),
+        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, partial(mpnet_body, ""),
         heads={"pooler": _pooler("")},
         base="", after_embeddings=(Run("encoder.relative_attention_bias"),), serializes_embedding=False,
         reads_embedding_factor=False),
     # its __init__ builds a new encoder after the head is tied: the decoder keeps a copy of the word embeddings,
     # tied again only where `parallelize()` serializes it
     "MPNetForMaskedLM": _encoder(
-        "MPNetForMaskedLM", "mpnet", "mpnet", (Block("Classifier", "lm_head"),), MPNET_DEFAULTS, mpnet_body("mpnet"),
+        "MPNetForMaskedLM", "mpnet", "mpnet", (Block("Classifier", "lm_head"),), MPNET_DEFAULTS,
+        partial(mpnet_body, "mpnet"),
         heads={"lm_head": _MPNET_MLM_SHAPES}, ties=_MPNET_MLM_TIES,
         after_embeddings=(Run("mpnet.encoder.relative_attention_bias"),), serializes_embedding=False,
         copies={"lm_head.decoder.weight": ("mpnet.embeddings.word_embeddings.weight", _unserialized)}),
@@ -354,19 +357,20 @@ def _t5_lm_head(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
 T5 = {
     "T5ForConditionalGeneration": Architecture(
         "T5ForConditionalGeneration", ("t5",), "transformer",
-        (*T5_ENCODER, *T5_DECODER, Block("LM Head Output", "lm_head", executor="decoder")), T5_DEFAULTS, t5_body(True),
+        (*T5_ENCODER, *T5_DECODER, Block("LM Head Output", "lm_head", executor="decoder")), T5_DEFAULTS,
+        partial(t5_body, True),
         heads={"lm_head": _t5_lm_head}, ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
         kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder"),
         reads_embedding_factor=True),
     "T5EncoderModel": Architecture(
-        "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS, t5_body(False),
+        "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS, partial(t5_body, False),
         ties={"encoder.embed_tokens.weight": ("shared.weight", None)}),
     # the LM head goes with the embedding it is tied to, else to the last IPU
     "MT5ForConditionalGeneration": Architecture(
         "MT5ForConditionalGeneration", ("mt5",), "transformer",
         (*T5_ENCODER, *T5_DECODER,
          Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder")),
-        MT5_DEFAULTS, t5_body(True), heads={"lm_head": _t5_lm_head},
+        MT5_DEFAULTS, partial(t5_body, True), heads={"lm_head": _t5_lm_head},
         ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
         kwargs=("for_generation",), generation=("encoder", "decoder"),
         unmodelled=("serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu")),
@@ -463,16 +467,8 @@ def _speech_encoder(prefix: str, pipelined: bool) -> Tuple[Step, ...]:
     )
 
 
-def _hubert_projection_norm(c: ModelConfig) -> bool:
-    return c.feat_proj_layer_norm
-
-
-def _always(c: ModelConfig) -> bool:
-    return True
-
-
-HUBERT_BODY = speech_body("hubert", _hubert_projection_norm)
-WAV2VEC2_BODY = speech_body("wav2vec2", _always)
+HUBERT_BODY = partial(speech_body, "hubert")
+WAV2VEC2_BODY = partial(speech_body, "wav2vec2")
 
 
 def _ctc(family: str, prefix: str, model_type: str, defaults: Mapping[str, Any], body: Body,

@@ -2,9 +2,10 @@
 `config.json`, named as transformers 4.29.2's `named_parameters()` names them (a tied weight once, by its first
 name), and the defaults of each config class in 4.29.2 for the fields they read.
 
-A body is `body(config) -> {parameter: shape}`; families share templates: a layer is a function of its path and the
-config. Read off transformers 4.29.2's `modeling_*.py` (and optimum-graphcore 0.7.1's GroupBERT); the tests compare
-every architecture with the `named_parameters()` of the model transformers builds, on both stacks.
+A body is `body(config) -> {parameter: shape}` (a row binds the path its family's template takes, with
+`functools.partial`); a layer is a function of its path and the config. Read off transformers 4.29.2's
+`modeling_*.py` (and optimum-graphcore 0.7.1's GroupBERT); the tests compare every architecture with the
+`named_parameters()` of the model transformers builds, on both stacks.
 
 Nothing here imports torch or transformers.
 """
@@ -14,7 +15,7 @@ from typing import Any, Callable, Dict, Sequence, Tuple
 from .rules import ModelConfig
 
 Shapes = Dict[str, Tuple[int, ...]]
-Body = Callable[[ModelConfig], Shapes]
+Body = Callable[[ModelConfig], Shapes]  # a row's body: a template with its path bound
 
 # --- the parameters of torch modules ---------------------------------------------------------------------------------
 
@@ -24,9 +25,19 @@ def linear(name: str, outputs: int, inputs: int, bias: bool = True) -> Shapes:
     return {f"{name}.weight": (outputs, inputs), **({f"{name}.bias": (outputs,)} if bias else {})}
 
 
-def norm(name: str, size: int, bias: bool = True) -> Shapes:
+def weight(name: str, outputs: int, inputs: int) -> Shapes:
+    """`nn.Linear(inputs, outputs, bias=False)` named `name`."""
+    return {f"{name}.weight": (outputs, inputs)}
+
+
+def norm(name: str, size: int) -> Shapes:
     """A norm over `size` features (`nn.LayerNorm`, `nn.GroupNorm` of `size` groups, ...)."""
-    return {f"{name}.weight": (size,), **({f"{name}.bias": (size,)} if bias else {})}
+    return {f"{name}.weight": (size,), f"{name}.bias": (size,)}
+
+
+def scale(name: str, size: int) -> Shapes:
+    """A norm with a weight and no bias (T5's)."""
+    return {f"{name}.weight": (size,)}
 
 
 def embedding(name: str, rows: int, width: int) -> Shapes:
@@ -74,23 +85,28 @@ def bert_embeddings(path: str, config: ModelConfig) -> Shapes:
             **norm(f"{path}.LayerNorm", hidden)}
 
 
-def bert_self_attention(path: str, config: ModelConfig, positions: str) -> Shapes:
-    """BERT's query, key and value projections, and the distance embedding of relative positions."""
+def bert_self_attention(path: str, config: ModelConfig) -> Shapes:
+    """BERT's query, key and value projections."""
     hidden = config.hidden_size
-    shapes = {**linear(f"{path}.query", hidden, hidden), **linear(f"{path}.key", hidden, hidden),
-              **linear(f"{path}.value", hidden, hidden)}
-    if positions in RELATIVE_POSITIONS:
-        shapes.update(embedding(f"{path}.distance_embedding", 2 * config.max_position_embeddings - 1,
-                                hidden // config.num_attention_heads))
-    return shapes
+    return {**linear(f"{path}.query", hidden, hidden), **linear(f"{path}.key", hidden, hidden),
+            **linear(f"{path}.value", hidden, hidden)}
+
+
+def _relative_positions(path: str, config: ModelConfig) -> Shapes:
+    """The distance embedding a self-attention at `path` has where `position_embedding_type` is relative (its
+    cross-attention never has one)."""
+    if config.position_embedding_type not in RELATIVE_POSITIONS:
+        return {}
+    return embedding(f"{path}.distance_embedding", 2 * config.max_position_embeddings - 1,
+                     config.hidden_size // config.num_attention_heads)
 
 
 def _dense_and_norm(path: str, outputs: int, inputs: int) -> Shapes:
     return {**linear(f"{path}.dense", outputs, inputs), **norm(f"{path}.LayerNorm", outputs)}
 
 
-def _bert_attention(path: str, config: ModelConfig, positions: str) -> Shapes:
-    return {**bert_self_attention(f"{path}.self", config, positions),
+def _bert_attention(path: str, config: ModelConfig) -> Shapes:
+    return {**bert_self_attention(f"{path}.self", config),
             **_dense_and_norm(f"{path}.output", config.hidden_size, config.hidden_size)}
 
 
@@ -101,20 +117,17 @@ def _bert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> S
 
 def bert_layer(path: str, config: ModelConfig) -> Shapes:
     """A `BertLayer` (RoBERTa's, LXMERT's are the same); cross-attention where the config adds it."""
-    shapes = _bert_attention(f"{path}.attention", config, config.position_embedding_type)
+    shapes = {**_bert_attention(f"{path}.attention", config), **_relative_positions(f"{path}.attention.self", config)}
     if config.add_cross_attention:
-        shapes.update(_bert_attention(f"{path}.crossattention", config, "absolute"))
+        shapes.update(_bert_attention(f"{path}.crossattention", config))
     shapes.update(_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config))
     return shapes
 
 
-def bert_body(base: str) -> Body:
+def bert_body(base: str, config: ModelConfig) -> Shapes:
     """The embeddings and the layers of a BERT-like model whose encoder is at `base` ("" for the bare model)."""
-    def body(config: ModelConfig) -> Shapes:
-        return {**bert_embeddings(under(base, "embeddings"), config),
-                **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, bert_layer, config)}
-
-    return body
+    return {**bert_embeddings(under(base, "embeddings"), config),
+            **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, bert_layer, config)}
 
 
 def _groupbert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> Shapes:
@@ -125,9 +138,9 @@ def _groupbert_feed_forward(intermediate: str, output: str, config: ModelConfig)
             **linear(f"{output}.dense_output_projection", hidden, hidden)}
 
 
-def _groupbert_attention(path: str, config: ModelConfig, positions: str) -> Shapes:
+def _groupbert_attention(path: str, config: ModelConfig) -> Shapes:
     hidden = config.hidden_size
-    return {**norm(f"{path}.LayerNorm", hidden), **bert_self_attention(f"{path}.self", config, positions),
+    return {**norm(f"{path}.LayerNorm", hidden), **bert_self_attention(f"{path}.self", config),
             **linear(f"{path}.output.dense", hidden, hidden)}
 
 
@@ -140,9 +153,10 @@ def groupbert_layer(path: str, config: ModelConfig) -> Shapes:
               **norm(f"{path}.convolution.conv_norm", hidden),
               **linear(f"{path}.convolution.output_projection", hidden, hidden),
               **_groupbert_feed_forward(f"{path}.intermediate_first", f"{path}.output_first", config),
-              **_groupbert_attention(f"{path}.attention", config, config.position_embedding_type)}
+              **_groupbert_attention(f"{path}.attention", config),
+              **_relative_positions(f"{path}.attention.self", config)}
     if config.add_cross_attention:
-        shapes.update(_groupbert_attention(f"{path}.crossattention", config, "absolute"))
+        shapes.update(_groupbert_attention(f"{path}.crossattention", config))
     shapes.update(_groupbert_feed_forward(f"{path}.intermediate_second", f"{path}.output_second", config))
     return shapes
 
@@ -167,17 +181,14 @@ def _mpnet_layer(path: str, config: ModelConfig) -> Shapes:
             **_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config)}
 
 
-def mpnet_body(base: str) -> Body:
-    def body(config: ModelConfig) -> Shapes:
-        hidden = config.hidden_size
-        return {**embedding(under(base, "embeddings.word_embeddings"), config.vocab_size, hidden),
-                **embedding(under(base, "embeddings.position_embeddings"), config.max_position_embeddings, hidden),
-                **norm(under(base, "embeddings.LayerNorm"), hidden),
-                **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, _mpnet_layer, config),
-                **embedding(under(base, "encoder.relative_attention_bias"), config.relative_attention_num_buckets,
-                            config.num_attention_heads)}
-
-    return body
+def mpnet_body(base: str, config: ModelConfig) -> Shapes:
+    hidden = config.hidden_size
+    return {**embedding(under(base, "embeddings.word_embeddings"), config.vocab_size, hidden),
+            **embedding(under(base, "embeddings.position_embeddings"), config.max_position_embeddings, hidden),
+            **norm(under(base, "embeddings.LayerNorm"), hidden),
+            **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, _mpnet_layer, config),
+            **embedding(under(base, "encoder.relative_attention_bias"), config.relative_attention_num_buckets,
+                        config.num_attention_heads)}
 
 
 DISTILBERT_DEFAULTS = {"vocab_size": 30522, "max_position_embeddings": 512, "sinusoidal_pos_embds": False,
@@ -216,15 +227,15 @@ def _deberta_attention_types(config: ModelConfig) -> Tuple[str, ...]:
 def _deberta_layer(path: str, config: ModelConfig) -> Shapes:
     hidden, heads = config.hidden_size, config.num_attention_heads
     attention = f"{path}.attention.self"
-    shapes = {**linear(f"{attention}.in_proj", 3 * hidden, hidden, bias=False), f"{attention}.q_bias": (hidden,),
+    shapes = {**weight(f"{attention}.in_proj", 3 * hidden, hidden), f"{attention}.q_bias": (hidden,),
               f"{attention}.v_bias": (hidden,)}
     if config.talking_head:
-        shapes.update({**linear(f"{attention}.head_logits_proj", heads, heads, bias=False),
-                       **linear(f"{attention}.head_weights_proj", heads, heads, bias=False)})
+        shapes.update({**weight(f"{attention}.head_logits_proj", heads, heads),
+                       **weight(f"{attention}.head_weights_proj", heads, heads)})
     if config.relative_attention:
         kinds = _deberta_attention_types(config)
         if "c2p" in kinds:
-            shapes.update(linear(f"{attention}.pos_proj", hidden, hidden, bias=False))
+            shapes.update(weight(f"{attention}.pos_proj", hidden, hidden))
         if "p2c" in kinds:
             shapes.update(linear(f"{attention}.pos_q_proj", hidden, hidden))
     return {**shapes, **_dense_and_norm(f"{path}.attention.output", hidden, hidden),
@@ -239,7 +250,7 @@ def deberta_body(config: ModelConfig) -> Shapes:
     if config.type_vocab_size > 0:
         shapes.update(embedding("deberta.embeddings.token_type_embeddings", config.type_vocab_size, width))
     if width != hidden:
-        shapes.update(linear("deberta.embeddings.embed_proj", hidden, width, bias=False))
+        shapes.update(weight("deberta.embeddings.embed_proj", hidden, width))
     shapes.update(norm("deberta.embeddings.LayerNorm", hidden))
     shapes.update(_layers("deberta.encoder.layer.{i}", config.num_hidden_layers, _deberta_layer, config))
     if config.relative_attention:
@@ -325,8 +336,8 @@ def bart_body(config: ModelConfig) -> Shapes:
 
 def _t5_attention(path: str, config: ModelConfig, relative: bool) -> Shapes:
     inner, width = config.num_heads * config.d_kv, config.d_model
-    shapes = {**linear(f"{path}.q", inner, width, bias=False), **linear(f"{path}.k", inner, width, bias=False),
-              **linear(f"{path}.v", inner, width, bias=False), **linear(f"{path}.o", width, inner, bias=False)}
+    shapes = {**weight(f"{path}.q", inner, width), **weight(f"{path}.k", inner, width),
+              **weight(f"{path}.v", inner, width), **weight(f"{path}.o", width, inner)}
     if relative:
         shapes.update(embedding(f"{path}.relative_attention_bias", config.relative_attention_num_buckets,
                                 config.num_heads))
@@ -340,9 +351,9 @@ def _t5_feed_forward(path: str, config: ModelConfig) -> Shapes:
     inputs = ("wi_0", "wi_1") if gated else ("wi",)
     shapes = {}
     for name in inputs:
-        shapes.update(linear(f"{path}.DenseReluDense.{name}", inner, width, bias=False))
-    return {**shapes, **linear(f"{path}.DenseReluDense.wo", width, inner, bias=False),
-            **norm(f"{path}.layer_norm", width, bias=False)}
+        shapes.update(weight(f"{path}.DenseReluDense.{name}", inner, width))
+    return {**shapes, **weight(f"{path}.DenseReluDense.wo", width, inner),
+            **scale(f"{path}.layer_norm", width)}
 
 
 def _t5_stack(stack: str, layers: int, config: ModelConfig) -> Shapes:
@@ -353,23 +364,20 @@ def _t5_stack(stack: str, layers: int, config: ModelConfig) -> Shapes:
     for index in range(layers):
         block = f"{stack}.block.{index}.layer"
         shapes.update({**_t5_attention(f"{block}.0.SelfAttention", config, index == 0),
-                       **norm(f"{block}.0.layer_norm", config.d_model, bias=False)})
+                       **scale(f"{block}.0.layer_norm", config.d_model)})
         if decoder:
             shapes.update({**_t5_attention(f"{block}.1.EncDecAttention", config, False),
-                           **norm(f"{block}.1.layer_norm", config.d_model, bias=False)})
+                           **scale(f"{block}.1.layer_norm", config.d_model)})
         shapes.update(_t5_feed_forward(f"{block}.{2 if decoder else 1}", config))
-    return {**shapes, **norm(f"{stack}.final_layer_norm", config.d_model, bias=False)}
+    return {**shapes, **scale(f"{stack}.final_layer_norm", config.d_model)}
 
 
-def t5_body(decoder: bool) -> Body:
+def t5_body(decoder: bool, config: ModelConfig) -> Shapes:
     """The shared embedding (each stack's `embed_tokens` is tied to it), the encoder and, but in
     `T5EncoderModel`, the decoder."""
-    def body(config: ModelConfig) -> Shapes:
-        shapes = {**embedding("shared", config.vocab_size, config.d_model),
-                  **_t5_stack("encoder", config.num_layers, config)}
-        return {**shapes, **_t5_stack("decoder", config.num_decoder_layers, config)} if decoder else shapes
-
-    return body
+    shapes = {**embedding("shared", config.vocab_size, config.d_model),
+              **_t5_stack("encoder", config.num_layers, config)}
+    return {**shapes, **_t5_stack("decoder", config.num_decoder_layers, config)} if decoder else shapes
 
 
 def whisper_body(config: ModelConfig) -> Shapes:
@@ -483,29 +491,27 @@ def _feature_encoder(path: str, config: ModelConfig) -> Shapes:
     return shapes
 
 
-def speech_body(prefix: str, projection_norm: Callable[[ModelConfig], bool]) -> Body:
-    """A HuBERT or Wav2Vec2 model: the feature encoder and projection (its norm where `projection_norm` says),
-    the masked frames' embedding where masking is on, the weight-normed positional convolution, the layers, and
-    Wav2Vec2's adapter where `add_adapter` is set."""
-    def body(config: ModelConfig) -> Shapes:
-        hidden, features = config.hidden_size, config.conv_dim[-1]
-        shapes = _feature_encoder(f"{prefix}.feature_extractor", config)
-        if projection_norm(config):
-            shapes.update(norm(f"{prefix}.feature_projection.layer_norm", features))
-        shapes.update(linear(f"{prefix}.feature_projection.projection", hidden, features))
-        if config.mask_time_prob > 0 or config.mask_feature_prob > 0:
-            shapes[f"{prefix}.masked_spec_embed"] = (hidden,)
-        positions, kernel = f"{prefix}.encoder.pos_conv_embed.conv", config.num_conv_pos_embeddings
-        shapes.update({f"{positions}.weight_g": (1, 1, kernel),
-                       f"{positions}.weight_v": (hidden, hidden // config.num_conv_pos_embedding_groups, kernel),
-                       f"{positions}.bias": (hidden,)})
-        shapes.update(norm(f"{prefix}.encoder.layer_norm", hidden))
-        shapes.update(_layers(f"{prefix}.encoder.layers.{{i}}", config.num_hidden_layers, _speech_layer, config))
-        if prefix == "wav2vec2" and config.add_adapter:
-            shapes.update(_adapter(f"{prefix}.adapter", config))
-        return shapes
-
-    return body
+def speech_body(prefix: str, config: ModelConfig) -> Shapes:
+    """A HuBERT or Wav2Vec2 model: the feature encoder and projection (HuBERT's norm where `feat_proj_layer_norm`
+    says), the masked frames' embedding where masking is on, the weight-normed positional convolution, the layers,
+    and Wav2Vec2's adapter where `add_adapter` is set."""
+    hidden, features = config.hidden_size, config.conv_dim[-1]
+    wav2vec2 = prefix == "wav2vec2"
+    shapes = _feature_encoder(f"{prefix}.feature_extractor", config)
+    if wav2vec2 or config.feat_proj_layer_norm:
+        shapes.update(norm(f"{prefix}.feature_projection.layer_norm", features))
+    shapes.update(linear(f"{prefix}.feature_projection.projection", hidden, features))
+    if config.mask_time_prob > 0 or config.mask_feature_prob > 0:
+        shapes[f"{prefix}.masked_spec_embed"] = (hidden,)
+    positions, kernel = f"{prefix}.encoder.pos_conv_embed.conv", config.num_conv_pos_embeddings
+    shapes.update({f"{positions}.weight_g": (1, 1, kernel),
+                   f"{positions}.weight_v": (hidden, hidden // config.num_conv_pos_embedding_groups, kernel),
+                   f"{positions}.bias": (hidden,)})
+    shapes.update(norm(f"{prefix}.encoder.layer_norm", hidden))
+    shapes.update(_layers(f"{prefix}.encoder.layers.{{i}}", config.num_hidden_layers, _speech_layer, config))
+    if wav2vec2 and config.add_adapter:
+        shapes.update(_adapter(f"{prefix}.adapter", config))
+    return shapes
 
 
 def _adapter(path: str, config: ModelConfig) -> Shapes:
@@ -529,17 +535,17 @@ def _lxmert_cross_layer(path: str, config: ModelConfig) -> Shapes:
     """An `LxmertXLayer`: the cross-attention (shared by both ways), each modality's self-attention and
     feed-forward."""
     hidden = config.hidden_size
-    shapes = {**bert_self_attention(f"{path}.visual_attention.att", config, "absolute"),
+    shapes = {**bert_self_attention(f"{path}.visual_attention.att", config),
               **_dense_and_norm(f"{path}.visual_attention.output", hidden, hidden)}
     for modality in ("lang", "visn"):
-        shapes.update(_bert_attention(f"{path}.{modality}_self_att", config, "absolute"))
+        shapes.update(_bert_attention(f"{path}.{modality}_self_att", config))
     for modality in ("lang", "visn"):
         shapes.update(_bert_feed_forward(f"{path}.{modality}_inter", f"{path}.{modality}_output", config))
     return shapes
 
 
 def _lxmert_layer(path: str, config: ModelConfig) -> Shapes:
-    return {**_bert_attention(f"{path}.attention", config, "absolute"),
+    return {**_bert_attention(f"{path}.attention", config),
             **_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config)}
 
 
