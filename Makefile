@@ -11,12 +11,16 @@ LIGHTNING := pytorch-lightning==2.0.9.post0 lightning-graphcore==0.1.0 "setuptoo
 MODERN := .venv/modern/bin/python
 HOST := .venv/host/bin/python
 
-.PHONY: demo test test-modern test-host py38-syntax bench mutation documents clean
+.PHONY: demo test lint test-modern test-host py38-syntax bench mutation documents clean
 
 demo: $(MODERN)
 	$(MODERN) examples/quickstart.py
 
-test: py38-syntax test-modern test-host
+test: lint py38-syntax test-modern test-host
+
+# the rules are in pyproject.toml ([tool.ruff])
+lint: $(MODERN)
+	.venv/modern/bin/ruff check optimum_ipu_ext tests examples benchmarks scripts
 
 test-modern: $(MODERN)
 	OPTIMUM_IPU_EXT_TEST_BASE=bundled $(MODERN) -m pytest -q -rs
@@ -46,7 +50,7 @@ $(MODERN):
 	$(PYTHON) -m venv .venv/modern
 	$(MODERN) -m pip install -q --upgrade pip
 	$(MODERN) -m pip install -q $(TORCH)
-	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4"
+	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4" ruff==0.17.6
 	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
 	$(MODERN) -m pip install -q $(LIGHTNING)
 
