@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from doubles import installed, load_upstream_ipu_configuration  # noqa: E402
-
 from optimum_ipu_ext import IPUConfig  # noqa: E402
 from optimum_ipu_ext.sdk.plan import OptionsPlan, TempFile  # noqa: E402
 

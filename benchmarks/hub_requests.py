@@ -91,9 +91,9 @@ class Side:
 def placement_reads(server, work, checkpoint):
     """({side: [(step, requests)]} of reading a tiny model cold, warm and offline; (bytes of the checkpoint's files
     the server sent on our cold read, their size))."""
-    from hub_fixtures import tiny_model_files  # imported once the environment points at the local server
     from transformers import PretrainedConfig
 
+    from hub_fixtures import tiny_model_files  # imported once the environment points at the local server
     from optimum_ipu_ext.placement.hub_model import hub_model
 
     files = tiny_model_files(checkpoint)

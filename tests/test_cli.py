@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import run
 from expected_states import PRESET_TRAINING_PLAN, preset_training_plan_data
 from hub_fixtures import hub_env
-from cli_helpers import run
 from optimum_ipu_ext import IPUConfig
 from optimum_ipu_ext.cli.output import Stream
 from optimum_ipu_ext.cli.reports import reserved_ipus

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from doubles import installed
 from cli_helpers import run, run_alone
-from optimum_ipu_ext import BuilderError
+from doubles import installed
+from optimum_ipu_ext import BuilderError, PlainIPUConfig
 from optimum_ipu_ext.cli import import_source, named_value
-from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
 FOLDER = Path(__file__).resolve().parent / "builders" / "recorded"

@@ -10,8 +10,8 @@ import pytest
 from cli_helpers import run, run_alone
 from doubles import installed
 from expected_states import differences
-from option_file_helpers import EXAMPLE, PRESETS, built, loaded
 from optimum_ipu_ext import PlainIPUConfig
+from option_file_helpers import EXAMPLE, PRESETS, built, loaded
 from test_cli_import import BUILDER
 
 PRESET = str(PRESETS[0])

@@ -25,7 +25,6 @@ from optimum_ipu_ext.settings.legacy import LEGACY_KEYS
 from optimum_ipu_ext.settings.table import EXTENSION_SETTINGS
 from test_to_options import PRESET, UPSTREAM_CONFIGS
 
-
 VERSION_KEYS = ("transformers_version", "optimum_version")
 
 

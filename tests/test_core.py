@@ -4,10 +4,9 @@ tables, and the `ipu-config` commands that run on it."""
 import importlib
 import json
 import os
-import tempfile
 import subprocess
 import sys
-import warnings
+import tempfile
 from pathlib import Path
 
 import jsonschema
@@ -19,16 +18,16 @@ from optimum_ipu_ext import (
     IncompatibleSettingsError,
     InvalidSettingError,
     IPUConfig,
+    PlainIPUConfig,
     UnknownSettingError,
 )
+from optimum_ipu_ext.cli import main
+from optimum_ipu_ext.config.bundled_base import transformers_defaults
 from optimum_ipu_ext.options.build import shards_optimizer_state
+from optimum_ipu_ext.sdk.plan import NONE, Construct, OptionCall, Ref, TempFile
+from optimum_ipu_ext.settings.documents import attribute_table, json_schema, json_schema_string, method_table
 from optimum_ipu_ext.settings.files import read_config_file
 from optimum_ipu_ext.settings.sources import check_local_source, local_config_file
-from optimum_ipu_ext.config.bundled_base import transformers_defaults
-from optimum_ipu_ext.cli import main
-from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.settings.documents import attribute_table, json_schema, json_schema_string, method_table
-from optimum_ipu_ext.sdk.plan import NONE, Construct, OptionCall, Ref, TempFile
 from optimum_ipu_ext.settings.table import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]

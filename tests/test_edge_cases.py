@@ -11,7 +11,6 @@ from optimum_ipu_ext import InvalidSettingError, IPUConfig, IPUConfigWarning, Un
 from test_popdist import poprun_environment
 from test_to_options import comparable
 
-
 # --- a number of the wrong type ---------------------------------------------------------------------
 
 

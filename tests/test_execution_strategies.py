@@ -9,8 +9,13 @@ import pytest
 
 import doubles
 from doubles import state
-from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, SettingTypeError
-from optimum_ipu_ext import UnsupportedOptionsError
+from optimum_ipu_ext import (
+    IncompatibleSettingsError,
+    InvalidSettingError,
+    IPUConfig,
+    SettingTypeError,
+    UnsupportedOptionsError,
+)
 
 TWO_IPUS = {"IPU0": 0.2, "IPU1": 0.2}
 

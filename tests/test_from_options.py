@@ -14,8 +14,13 @@ import doubles
 from doubles import installed
 from expected_states import seed_state
 from markers import NOT_UNDER_MUTMUT
-from optimum_ipu_ext import IncompatibleSettingsError, IPUConfig, UnknownSettingError, UnsupportedOptionsError
-from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext import (
+    IncompatibleSettingsError,
+    IPUConfig,
+    PlainIPUConfig,
+    UnknownSettingError,
+    UnsupportedOptionsError,
+)
 from optimum_ipu_ext.options.readback import python_state
 from test_properties import PROFILE, full_settings
 from test_to_options import comparable

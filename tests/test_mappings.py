@@ -3,8 +3,8 @@ each PopART key, each error class, each bound, and the preset's whole plan (as P
 
 import json
 import os
-import tempfile
 import pickle
+import tempfile
 
 import pytest
 

@@ -16,7 +16,6 @@ import doubles
 from doubles import installed
 from expected_states import differences
 from markers import NOT_UNDER_MUTMUT
-from option_file_helpers import EXAMPLE, PRESETS, TEMP_FILE, built, loaded, seen, untold
 from optimum_ipu_ext import (
     IPUConfig,
     OptionsFileError,
@@ -26,11 +25,12 @@ from optimum_ipu_ext import (
     __version__,
 )
 from optimum_ipu_ext.options.build import build_plan
+from optimum_ipu_ext.recorder import sdk_modules
+from optimum_ipu_ext.sdk.enums import enum_value, members
 from optimum_ipu_ext.sdk.option_lines import OptionLine, lines_run
 from optimum_ipu_ext.sdk.plan import Construct, OptionCall, OptionsPlan, Ref
 from optimum_ipu_ext.sdk.popdist import PopDistLaunch
-from optimum_ipu_ext.recorder import sdk_modules
-from optimum_ipu_ext.sdk.enums import enum_value, members
+from option_file_helpers import EXAMPLE, PRESETS, TEMP_FILE, built, loaded, seen
 from test_recorder import POPART_ENUM_VALUES, POPTORCH_ENUM_VALUES
 
 

@@ -16,10 +16,9 @@ import pytest
 import doubles
 from doubles import installed
 from expected_states import differences, seed_state
-from optimum_ipu_ext import IPUConfig, InvalidSettingError, PoplarSDKNotFoundError, SettingTypeError
+from optimum_ipu_ext import InvalidSettingError, IPUConfig, PoplarSDKNotFoundError, SettingTypeError
 from optimum_ipu_ext.sdk.popdist import PopDistLaunch
 from test_to_options import PRESET, comparable
-
 
 JOB_REPLICAS = 64
 

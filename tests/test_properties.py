@@ -3,8 +3,7 @@ uses none of the settings this package adds builds the options optimum-graphcore
 
 import json
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import doubles
 from expected_states import differences

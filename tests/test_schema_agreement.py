@@ -7,8 +7,7 @@ import json
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis_jsonschema import from_schema
 
 from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, PlainIPUConfig

@@ -1,12 +1,18 @@
 """How setting values are checked and read from text: each setting's type as the errors name it, which values each
 kind of type takes, `update_from_string`'s spellings and its errors, word for word."""
 
+import json
 from typing import Any, Dict, List, Optional, Union
 
-import json
 import pytest
 
-from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, SettingTypeError, UnknownSettingError
+from optimum_ipu_ext import (
+    IncompatibleSettingsError,
+    InvalidSettingError,
+    IPUConfig,
+    SettingTypeError,
+    UnknownSettingError,
+)
 from optimum_ipu_ext.settings.schema import Setting
 
 TYPES = {

@@ -3,17 +3,17 @@
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..options.build import shards_optimizer_state
-
-from ..settings.rules import MAX_IPUS_PER_PROCESS, reserved_ipus as rounded_up
-from ..errors import IncompatibleSettingsError, as_json
 from ..config.mixin import SettingsMixin
 from ..config.plain import PlainIPUConfig
+from ..errors import IncompatibleSettingsError, as_json
+from ..options.build import shards_optimizer_state
 from ..sdk.popdist import PopDistLaunch
-from ..settings.table import PHASED_STRATEGIES
 from ..settings.migration import migrate_and_warn
+from ..settings.rules import MAX_IPUS_PER_PROCESS, reserved_ipus as rounded_up
+from ..settings.table import PHASED_STRATEGIES
 from .output import Stream, one_line
 from .sources import CommandError, following_inference, load_dict
+
 
 def reserved_ipus(requested: int, auto_round: Optional[bool]) -> Tuple[int, Optional[str]]:
     """The IPUs poptorch reserves when a build asks for `requested`, and a note when that is not `requested`.

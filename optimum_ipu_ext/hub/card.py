@@ -11,10 +11,6 @@ from huggingface_hub import (
 
 from ..settings.table import EXTENSION_SETTINGS
 
-
-
-
-
 CARD_NAME = "README.md"
 
 

@@ -15,10 +15,6 @@ from ..errors import (
     InvalidSettingError,
 )
 
-
-
-
-
 try:  # huggingface_hub 1.x and later speak httpx
     from huggingface_hub.utils import httpx as _transport
 

@@ -28,8 +28,6 @@ from .client_logs import quiet_retries
 from .compat import CONNECTION_CUT, LOGIN_HINT, TRANSPORT_ERRORS, _token_given
 
 
-
-
 @contextlib.contextmanager
 def push_errors(repo_id: str, kwargs: Dict[str, Any]) -> Iterator[None]:
     """Re-raises what pushing to `repo_id` raised as a `HubError` that says what happened."""

@@ -16,10 +16,10 @@ import os
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple, Union
 
 from ..errors import OptionsFileError, UnsupportedOptionsError
-from .readback import full_state, import_options, name_in_mode, option_name
-from ..sdk.option_lines import code, lines_run
 from ..recorder import sdk_modules
+from ..sdk.option_lines import code, lines_run
 from ..settings.mode import INFERENCE, TRAINING, Mode
+from .readback import full_state, import_options, name_in_mode, option_name
 
 PathOrPaths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 Lines = Union[str, Sequence[str]]

@@ -9,11 +9,11 @@ what stands in for it): it reads the options the SDK made.
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
 from ..errors import IncompatibleSettingsError, UnsupportedOptionsError, warn
 from ..sdk.plan import TempFile, sdk_value
 from ..settings.mode import INFERENCE, TRAINING, Mode
 from ..settings.table import POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS, setting_writing
+from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
 
 READ_ORDER = (INFERENCE, TRAINING)  # training last: a setting both builds make is read from the training options
 _MISSING = "not set"

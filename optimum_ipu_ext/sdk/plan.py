@@ -19,7 +19,6 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Sequence, Tuple
 from ..errors import PoplarSDKNotFoundError
 from .enums import enum_value
 
-
 IPU_MK2_HARDWARE_VERSIONS = (2, 21)
 SDK_MODULES = ("poptorch", "popart", "popdist")
 

@@ -7,7 +7,6 @@ is what the current build does anyway (`decompose_grad_sum: false`, PopART's def
 
 from typing import Any, Callable, Dict, NamedTuple, Optional
 
-
 Carried = Dict[str, Any]
 
 

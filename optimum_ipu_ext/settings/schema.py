@@ -16,7 +16,6 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, get_arg
 from ..errors import InvalidSettingError, SettingTypeError, UnknownSettingError, as_json
 from ..sdk.plan import Ref, sdk_value
 
-
 NoneType = type(None)
 
 
