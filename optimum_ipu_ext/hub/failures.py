@@ -68,7 +68,8 @@ def _classify(chain: List[BaseException], token_given: bool, writing: bool) -> O
     endpoint = constants.ENDPOINT
     no_token = f"no token was given ({LOGIN_HINT})"
     if _first(chain, GatedRepoError) is not None:
-        return HubAccessDeniedError, "the repository is gated: request access on its page, then use a token that has it"
+        gated = "the repository is gated: request access on its page, then use a token that has it"
+        return HubAccessDeniedError, gated
     reader = "the token given cannot read it" if token_given else no_token
     not_found = f"it does not exist on {endpoint}, or it is private and {reader}"
     if _first(chain, RepositoryNotFoundError) is not None:

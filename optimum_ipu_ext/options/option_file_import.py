@@ -45,7 +45,9 @@ def read_option_file(path: Union[str, "os.PathLike[str]"]) -> OptionLines:
     except IsADirectoryError:
         problem = "a directory, not an option file"
     except UnicodeDecodeError as error:
-        problem = f"not {error.encoding} text, the encoding poptorch reads it in ({error.reason} at byte {error.start})"
+        problem = (
+            f"not {error.encoding} text, the encoding poptorch reads it in ({error.reason} at byte {error.start})"
+        )
     except OSError as error:
         problem = f"cannot be read ({error.strerror or error})"
     raise OptionsFileError(where, problem)
