@@ -371,7 +371,7 @@ def test_a_hub_that_is_down_with_a_warm_cache_is_not_needed(hub, outage):
 
 @PEER_WARNS
 @pytest.mark.parametrize("fault, problem", [
-    ("fail", f"the Hub at {{url}} answered 500 Internal Server Error: Injected failure."),
+    ("fail", "the Hub at {url} answered 500 Internal Server Error: Injected failure."),
     ("cut", "the connection to the Hub at {url} was cut during the transfer ("),
 ])
 def test_a_hub_that_fails_while_the_headers_are_read_is_named(hub, fault, problem):

@@ -490,7 +490,7 @@ def test_a_line_poptorch_refuses_is_named_with_its_file(tmp_path, name):
 
 
 def test_poptorch_refuses_the_same_lines(tmp_path):
-    for name, (lines, _, _) in REFUSED_LINES.items():
+    for lines, _, _ in REFUSED_LINES.values():
         with installed(), pytest.raises((AssertionError, AttributeError, TypeError, NameError,
                                          doubles.poptorch.ConfigFileError)):
             doubles.poptorch.Options().loadFromFile(str(write(tmp_path, "run.cfg", *lines)))

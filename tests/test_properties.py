@@ -25,7 +25,7 @@ OPTION_SCALAR = st.one_of(st.booleans(), st.integers(0, 10**6), PROPORTION, NAME
 def upstream_settings(draw) -> dict:
     """Settings of optimum-graphcore's IPUConfig, in every combination its build handles."""
     ipus = draw(st.integers(1, 4))
-    layers = draw(st.one_of(st.lists(st.integers(-1, 6), min_size=ipus, max_size=ipus).filter(lambda l: -1 not in l),
+    layers = draw(st.one_of(st.lists(st.integers(-1, 6), min_size=ipus, max_size=ipus).filter(lambda counts: -1 not in counts),
                             st.just([-1] * ipus)))
     generated = {
         "layers_per_ipu": layers,

@@ -98,7 +98,7 @@ def recomputationCheckpoint(*tensors: List["torch.Tensor"]) -> List["torch.Tenso
 def serializedMatMul(
     lhs: "torch.Tensor",
     rhs: "torch.Tensor",
-    mode: "poptorch.MatMulSerializationMode",
+    mode: "enums.MatMulSerializationMode",
     factor: int = 0,
     keep_precision: bool = False,
 ) -> "torch.Tensor":
