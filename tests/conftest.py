@@ -65,7 +65,8 @@ def sdk_without_ipu():
 
 @pytest.fixture
 def poprun():
-    """`with poprun(environment):` the doubles, on an IPU Mk2, in the poprun instance whose variables are `environment`."""
+    """`with poprun(environment):` the doubles, on an IPU Mk2, in the poprun instance whose variables are
+    `environment`."""
     return lambda environment: installed(hardware_version=2, popdist_environment=environment)
 
 

@@ -100,7 +100,8 @@ def test_inference_resolves_all_as_the_output_mode_and_refuses_gradient_accumula
     model = torch.nn.Linear(2, 2)
     executor = poptorch.inferenceModel(model, options=pipelined_options(accumulation=1))
     assert executor.options.output_mode == poptorch.OutputMode.All
-    with pytest.raises(poptorch.Error, match="gradientAccumulation to 1 .* Use poptorch.Options\\(\\).deviceIterations"):
+    refusal = "gradientAccumulation to 1 .* Use poptorch.Options\\(\\).deviceIterations"
+    with pytest.raises(poptorch.Error, match=refusal):
         poptorch.inferenceModel(model, options=pipelined_options(accumulation=4))
     sharded = poptorch.Options()
     sharded.Training.gradientAccumulation(2)
