@@ -8,15 +8,22 @@ TORCH := torch==2.13.0
 # Test-only: the Lightning example runs with lightning-graphcore 0.1.0, which imports PyTorch Lightning 2.0's modules
 # (2.1 moved them); Lightning 2.0 imports pkg_resources, which setuptools 81 removed and 80.9 warns about on stderr.
 LIGHTNING := pytorch-lightning==2.0.9.post0 lightning-graphcore==0.1.0 "setuptools>=61,<80.9"
+# the linter, in the modern environment (`make lint`)
+RUFF_PIN := ruff==0.17.6
 MODERN := .venv/modern/bin/python
+RUFF := .venv/modern/bin/ruff
 HOST := .venv/host/bin/python
 
-.PHONY: demo test test-modern test-host py38-syntax bench mutation documents clean
+.PHONY: demo test lint test-modern test-host py38-syntax bench mutation documents clean
 
 demo: $(MODERN)
 	$(MODERN) examples/quickstart.py
 
-test: py38-syntax test-modern test-host
+test: lint py38-syntax test-modern test-host
+
+# the rules are in pyproject.toml ([tool.ruff])
+lint: $(RUFF)
+	$(RUFF) check optimum_ipu_ext tests examples benchmarks scripts
 
 test-modern: $(MODERN)
 	OPTIMUM_IPU_EXT_TEST_BASE=bundled $(MODERN) -m pytest -q -rs
@@ -46,9 +53,13 @@ $(MODERN):
 	$(PYTHON) -m venv .venv/modern
 	$(MODERN) -m pip install -q --upgrade pip
 	$(MODERN) -m pip install -q $(TORCH)
-	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4"
+	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4" $(RUFF_PIN)
 	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
 	$(MODERN) -m pip install -q $(LIGHTNING)
+
+# a modern environment built before the linter was added to it
+$(RUFF): $(MODERN)
+	$(MODERN) -m pip install -q $(RUFF_PIN)
 
 $(HOST):
 	$(PYTHON) -m venv .venv/host

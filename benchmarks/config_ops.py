@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from doubles import installed, load_upstream_ipu_configuration  # noqa: E402
-
 from optimum_ipu_ext import IPUConfig  # noqa: E402
 from optimum_ipu_ext.sdk.plan import OptionsPlan, TempFile  # noqa: E402
 
@@ -90,7 +89,8 @@ def main() -> None:
     print(f"{'operation':34} {'ours (us)':>10} {'optimum-graphcore (us)':>23} {'ratio':>7}  goal")
     with installed():
         floor = hand_written_build(ours.options_plan(compile_only=True), Path(directory, "seeded.py"))
-        floor_unseeded = hand_written_build(ours_unseeded.options_plan(compile_only=True), Path(directory, "unseeded.py"))
+        unseeded_plan = ours_unseeded.options_plan(compile_only=True)
+        floor_unseeded = hand_written_build(unseeded_plan, Path(directory, "unseeded.py"))
         operations = {
             "construct from dict": (lambda: IPUConfig.from_dict(CONFIG), lambda: theirs_class.from_dict(CONFIG)),
             "save to JSON": (lambda: ours.save_pretrained(directory), lambda: theirs.save_pretrained(directory)),

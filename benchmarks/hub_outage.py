@@ -106,7 +106,7 @@ def main():
     work = tempfile.mkdtemp(prefix="hub-outage-")
     for python in stacks(args.python):
         versions = subprocess.run(
-            [python, "-c", "import transformers, huggingface_hub as h; print(transformers.__version__, h.__version__)"],
+            [python, "-c", "import transformers as t, huggingface_hub as h; print(t.__version__, h.__version__)"],
             capture_output=True, text=True, check=True).stdout.split()
         print(f"\ntransformers {versions[0]}, huggingface_hub {versions[1]} ({python})")
         print(f"{'Hub':5} {'cache':5} {'IPUConfig':>30} {'PretrainedConfig':>20} {'ratio':>6}  goal")

@@ -15,6 +15,7 @@ requests than the peer; offline, none; of the weights, only the headers' ranges.
 
 import argparse
 import collections
+import functools
 import os
 import subprocess
 import sys
@@ -91,9 +92,9 @@ class Side:
 def placement_reads(server, work, checkpoint):
     """({side: [(step, requests)]} of reading a tiny model cold, warm and offline; (bytes of the checkpoint's files
     the server sent on our cold read, their size))."""
-    from hub_fixtures import tiny_model_files  # imported once the environment points at the local server
     from transformers import PretrainedConfig
 
+    from hub_fixtures import tiny_model_files  # imported once the environment points at the local server
     from optimum_ipu_ext.placement.hub_model import hub_model
 
     files = tiny_model_files(checkpoint)
@@ -107,9 +108,9 @@ def placement_reads(server, work, checkpoint):
         server.create_repo(repos[side])
         server.commit(repos[side], files)
         command = [sys.executable, "-c", OFFLINE_MODEL_READ, side, repos[side], cache_dir]
-
-        def offline():
-            subprocess.run(command, env=dict(os.environ, HF_HUB_OFFLINE="1"), check=True, capture_output=True)
+        offline = functools.partial(
+            subprocess.run, command, env=dict(os.environ, HF_HUB_OFFLINE="1"), check=True, capture_output=True
+        )
 
         results[side] = []
         for step, operation in (("cold", read), ("warm", read), ("HF_HUB_OFFLINE=1", offline)):
@@ -178,9 +179,9 @@ def main():
             verdict += " (extra: " + ", ".join(f"{method} {path}" for method, path in extra) + ")"
         print(f"{name:26} {len(ours):10} {len(peer):17}  {verdict}")
     if not any(path == "/api/validate-yaml" for _, requests in results["peer"] for _, path, _ in requests):
-        print("\nOn this stack PretrainedConfig.push_to_hub neither reads nor writes a model card. IPUConfig reads the")
-        print("repository first (GET /api/models/{repo}: its visibility and head commit) and its README.md (HEAD and")
-        print("GET), and commits the card with the config, which the client validates (POST /api/validate-yaml).")
+        print("\nOn this stack PretrainedConfig.push_to_hub neither reads nor writes a model card. IPUConfig reads")
+        print("the repository first (GET /api/models/{repo}: its visibility and head commit) and its README.md (HEAD")
+        print("and GET), and commits the card with the config, which the client validates (POST /api/validate-yaml).")
     print("\nReading a model for a placement: hub_model (config.json + safetensors headers) against")
     print("PretrainedConfig.from_pretrained (config.json alone) of the same tiny model")
     print(f"{'checkpoint, read':26} {'hub_model':>10} {'PretrainedConfig':>17}  goal")

@@ -20,7 +20,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 from builders.bert_configs import LAYERS_PER_IPU_LARGE, PRETRAINING_LARGE_128  # noqa: E402
 from config_ops import best_of_both  # noqa: E402
 from doubles import installed  # noqa: E402
-
 from optimum_ipu_ext import IPUConfig  # noqa: E402
 
 

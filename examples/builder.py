@@ -18,7 +18,9 @@ def get_options(replicas=1, accumulation=16, offload_optimizer=False):
     opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement))
     opts.setAvailableMemoryProportion({"IPU0": 0.15, "IPU1": 0.25})
     opts.TensorLocations.setOptimizerLocation(
-        poptorch.TensorLocationSettings().useOnChipStorage(not offload_optimizer).useReplicatedTensorSharding(replicas > 1)
+        poptorch.TensorLocationSettings()
+        .useOnChipStorage(not offload_optimizer)
+        .useReplicatedTensorSharding(replicas > 1)
     )
     opts.Precision.enableStochasticRounding(True)
     opts._Popart.set("autoRecomputation", int(popart.RecomputationType.Pipeline))

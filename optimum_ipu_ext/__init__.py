@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING
 
+from ._version import __version__
 from .errors import (
     ArchitectureError,
     BuilderError,
@@ -28,14 +29,13 @@ from .errors import (
     UnknownSettingError,
     UnsupportedOptionsError,
 )
-from ._version import __version__
 from .sdk.plan import OptionsPlan
 from .sdk.popdist import PopDistLaunch
 
 if TYPE_CHECKING:
     from .config.configuration import IPUConfig
-    from .placement.report import Placement
     from .config.plain import PlainIPUConfig
+    from .placement.report import Placement
 
 __all__ = [
     "IPUConfig",

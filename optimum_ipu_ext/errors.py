@@ -132,7 +132,8 @@ def _json_type(value: Any) -> str:
     if isinstance(value, (int, float)):
         return "an integer" if isinstance(value, int) else "a number"
     names = {str: "a string", list: "an array", tuple: "an array", dict: "an object"}
-    return next((name for kind, name in names.items() if isinstance(value, kind)), f"a Python `{type(value).__name__}`")
+    other = f"a Python `{type(value).__name__}`"
+    return next((name for kind, name in names.items() if isinstance(value, kind)), other)
 
 
 class IncompatibleSettingsError(InvalidSettingError):
@@ -313,8 +314,8 @@ class HubVisibilityError(HubError):
 
     def __init__(self, repo_id: str, action: str, endpoint: str):
         problem = (
-            "it is public, and a private repository was asked for (`private=True`, `--private`); nothing was uploaded. "
-            f"Make it private first (on {endpoint}/{repo_id}/settings, or with "
+            "it is public, and a private repository was asked for (`private=True`, `--private`); "
+            f"nothing was uploaded. Make it private first (on {endpoint}/{repo_id}/settings, or with "
             f"`HfApi().update_repo_settings('{repo_id}', private=True)`), or push without `private`"
         )
         super().__init__(repo_id, problem, action)

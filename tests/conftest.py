@@ -21,7 +21,6 @@ import pytest
 from doubles import installed, load_upstream_ipu_configuration
 from hub_fixtures import *  # noqa: F401,F403
 
-
 SEED_PATH = Path(__file__).resolve().parents[2] / "shared/seed/ipu_config.py"
 
 TEST_BASE = os.environ.get("OPTIMUM_IPU_EXT_TEST_BASE", "bundled")
@@ -66,7 +65,8 @@ def sdk_without_ipu():
 
 @pytest.fixture
 def poprun():
-    """`with poprun(environment):` the doubles, on an IPU Mk2, in the poprun instance whose variables are `environment`."""
+    """`with poprun(environment):` the doubles, on an IPU Mk2, in the poprun instance whose variables are
+    `environment`."""
     return lambda environment: installed(hardware_version=2, popdist_environment=environment)
 
 

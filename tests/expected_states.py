@@ -108,7 +108,8 @@ def differences_in(actual: Dict[str, Any], expected: Dict[str, Any]) -> Dict[str
     return differences({key: actual[key] for key in expected if key in actual}, expected)
 
 
-# The preset's options plan as `print(config.options_plan())` shows it, written out (training, then inference).
+# The preset's options plan as `print(config.options_plan())` shows it, written out (training, then inference); a
+# line that ends in a backslash goes on in the next one.
 PRESET_TRAINING_PLAN = """\
 import popart
 import poptorch
@@ -128,7 +129,8 @@ opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.AutoInc
 opts.setAvailableMemoryProportion({"IPU0": 0.1, "IPU1": 0.1})
 opts._Popart.set("autoRecomputation", int(popart.RecomputationType.Pipeline))
 opts._Popart.set("disableGradAccumulationTensorStreams", True)
-opts._Popart.set("accumulateOuterFragmentSettings.schedule", int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
+opts._Popart.set("accumulateOuterFragmentSettings.schedule", \
+int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
 opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
 opts._Popart.set("outlineThreshold", 10.0)
 opts._Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
@@ -151,7 +153,8 @@ opts.setExecutionStrategy(poptorch.ShardedExecution(poptorch.AutoStage.AutoIncre
 opts.setAvailableMemoryProportion({"IPU0": 0.1, "IPU1": 0.1})
 opts._Popart.set("autoRecomputation", int(popart.RecomputationType.Pipeline))
 opts._Popart.set("disableGradAccumulationTensorStreams", True)
-opts._Popart.set("accumulateOuterFragmentSettings.schedule", int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
+opts._Popart.set("accumulateOuterFragmentSettings.schedule", \
+int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
 opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
 opts._Popart.set("outlineThreshold", 10.0)
 opts._Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
@@ -174,18 +177,24 @@ def preset_training_plan_data(replicas: int, sharded: bool) -> Dict[str, Any]:
             {"method": "randomSeed", "args": [1234]},
             {"method": "enableExecutableCaching", "args": ["exec"]},
             {"method": "autoRoundNumIPUs", "args": [True]},
-            {"method": "Training.accumulationAndReplicationReductionType", "args": [member("poptorch.ReductionType.Mean")]},
+            {
+                "method": "Training.accumulationAndReplicationReductionType",
+                "args": [member("poptorch.ReductionType.Mean")],
+            },
             {"method": "Precision.enableStochasticRounding", "args": [True]},
             {"method": "TensorLocations.setOptimizerLocation", "args": [{
                 "new": "poptorch.TensorLocationSettings", "args": [], "kwargs": {},
                 "chain": [["useOnChipStorage", [True]], ["useReplicatedTensorSharding", [sharded]]],
             }]},
             {"method": "setExecutionStrategy", "args": [{
-                "new": "poptorch.PipelinedExecution", "args": [member("poptorch.AutoStage.AutoIncrement")], "kwargs": {},
-                "chain": [],
+                "new": "poptorch.PipelinedExecution", "args": [member("poptorch.AutoStage.AutoIncrement")],
+                "kwargs": {}, "chain": [],
             }]},
             {"method": "setAvailableMemoryProportion", "args": [{"IPU0": 0.1, "IPU1": 0.1}]},
-            {"method": "_Popart.set", "args": ["autoRecomputation", member("popart.RecomputationType.Pipeline", True)]},
+            {
+                "method": "_Popart.set",
+                "args": ["autoRecomputation", member("popart.RecomputationType.Pipeline", True)],
+            },
             {"method": "_Popart.set", "args": ["disableGradAccumulationTensorStreams", True]},
             {"method": "_Popart.set", "args": [
                 "accumulateOuterFragmentSettings.schedule",

@@ -57,10 +57,12 @@ def bert_shapes(config: Mapping, layers: int = None, head: bool = True) -> Dict[
     }
     for layer in range(config["num_hidden_layers"] if layers is None else layers):
         base = f"bert.encoder.layer.{layer}"
-        for name, (rows, columns) in {"attention.self.query": (hidden, hidden), "attention.self.key": (hidden, hidden),
-                                      "attention.self.value": (hidden, hidden),
-                                      "attention.output.dense": (hidden, hidden), "intermediate.dense": (inner, hidden),
-                                      "output.dense": (hidden, inner)}.items():
+        linears = {
+            "attention.self.query": (hidden, hidden), "attention.self.key": (hidden, hidden),
+            "attention.self.value": (hidden, hidden), "attention.output.dense": (hidden, hidden),
+            "intermediate.dense": (inner, hidden), "output.dense": (hidden, inner),
+        }
+        for name, (rows, columns) in linears.items():
             shapes[f"{base}.{name}.weight"] = (rows, columns)
             shapes[f"{base}.{name}.bias"] = (rows,)
         for norm in ("attention.output.LayerNorm", "output.LayerNorm"):

@@ -271,7 +271,9 @@ _VIT = dict(
     num_attention_heads=2,
     intermediate_size=32,
 )
-_CONVNEXT = dict(num_channels=3, patch_size=2, num_stages=2, hidden_sizes=[8, 16], depths=[1, 2], image_size=IMAGE_SIZE)
+_CONVNEXT = dict(
+    num_channels=3, patch_size=2, num_stages=2, hidden_sizes=[8, 16], depths=[1, 2], image_size=IMAGE_SIZE
+)
 _LXMERT = dict(
     vocab_size=64,
     hidden_size=16,

@@ -17,7 +17,8 @@ READ_FROM_KWARGS = ("execute_encoder_on_cpu_for_generation",)
 @pytest.mark.parametrize("base", [bundled_base.IPUConfig, BaseIPUConfig], ids=["bundled", "in use"])
 def test_the_constructor_takes_the_rows_in_order_with_their_defaults(base):
     parameters = list(inspect.signature(base.__init__).parameters.values())
-    assert [parameters[0].name, parameters[-1].name, parameters[-1].kind] == ["self", "kwargs", inspect.Parameter.VAR_KEYWORD]
+    first, last = parameters[0], parameters[-1]
+    assert [first.name, last.name, last.kind] == ["self", "kwargs", inspect.Parameter.VAR_KEYWORD]
     given = [(parameter.name, parameter.default) for parameter in parameters[1:-1]]
     rows = [(name, setting.default) for name, setting in BASE_SETTINGS.items() if name not in READ_FROM_KWARGS]
     assert given == rows

@@ -34,7 +34,9 @@ def mnist(**changes):
 
 
 def seed_args(replication_factor, optimizer_state_offchip=False):
-    return types.SimpleNamespace(replication_factor=replication_factor, optimizer_state_offchip=optimizer_state_offchip)
+    return types.SimpleNamespace(
+        replication_factor=replication_factor, optimizer_state_offchip=optimizer_state_offchip
+    )
 
 
 Build = Callable[[Dict[str, Any]], Any]  # the builder modules by name -> poptorch.Options

@@ -69,7 +69,9 @@ def test_a_sharded_checkpoint_is_read_through_its_index_in_the_index_order(tmp_p
         "c": "model-00002-of-00002.safetensors", "a": "model-00002-of-00002.safetensors",
         "b": "model-00001-of-00002.safetensors"}}))
     tensors = read_folder(str(tmp_path))
-    assert tensors == {"c": TensorHeader("F32", (1,)), "a": TensorHeader("F16", (5,)), "b": TensorHeader("F32", (2, 3))}
+    assert tensors == {
+        "c": TensorHeader("F32", (1,)), "a": TensorHeader("F16", (5,)), "b": TensorHeader("F32", (2, 3))
+    }
     assert list(tensors) == ["c", "a", "b"]
 
 
@@ -131,7 +133,8 @@ def test_a_header_of_exactly_the_limit_is_read_up_to_it(tmp_path):
      'tensor "t": data_offsets [0] do not hold its 4 bytes within the 16 bytes of data'),
     ({"dtype": "F32", "shape": [1], "data_offsets": [0, "4"]},
      'tensor "t": data_offsets [0, "4"] do not hold its 4 bytes within the 16 bytes of data'),
-    ({"dtype": "F32", "shape": [1]}, 'tensor "t": data_offsets null do not hold its 4 bytes within the 16 bytes of data'),
+    ({"dtype": "F32", "shape": [1]},
+     'tensor "t": data_offsets null do not hold its 4 bytes within the 16 bytes of data'),
 ])
 def test_a_malformed_tensor_entry_is_named(tmp_path, entry, expected):
     path = write_raw(tmp_path / "model.safetensors", {"t": entry}, b"\0" * 16)
@@ -224,7 +227,8 @@ def test_a_shard_the_index_names_must_exist(tmp_path):
     (tmp_path / "model.safetensors.index.json").write_text('{"weight_map": {"a": "gone.safetensors"}}')
     with pytest.raises(ModelFileError) as raised:
         read_folder(str(tmp_path))
-    assert (raised.value.path, raised.value.problem) == (str(tmp_path / "gone.safetensors"), "No such file or directory")
+    gone = str(tmp_path / "gone.safetensors")
+    assert (raised.value.path, raised.value.problem) == (gone, "No such file or directory")
 
 
 def test_an_undecodable_index_is_named(tmp_path):

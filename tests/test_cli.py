@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import run
 from expected_states import PRESET_TRAINING_PLAN, preset_training_plan_data
 from hub_fixtures import hub_env
-from cli_helpers import run
 from optimum_ipu_ext import IPUConfig
 from optimum_ipu_ext.cli.output import Stream
 from optimum_ipu_ext.cli.reports import reserved_ipus_shown
@@ -64,7 +64,8 @@ Differs from optimum-graphcore's defaults (16)
   save_initializers_to_file    false  (default true)
   recomputation_mode           "pipeline"  (default null)
   subgraph_copying_strategy    null  (default "just_in_time")
-  engine_options               null  (default {{"opt.useAutoloader": "true", "target.syncReplicasIndependently": "true"}})
+  engine_options               null  (default {{"opt.useAutoloader": "true", \
+"target.syncReplicasIndependently": "true"}})
 
 Options: the calls to_options() makes
 {plan}
@@ -89,7 +90,9 @@ def run_script(*argv, env=None, cwd=None):
     """The installed `ipu-config` console script, in a fresh process kept off the network."""
     full_env = dict(os.environ, HF_HUB_OFFLINE="1")
     full_env.update(env or {})
-    return subprocess.run([SCRIPT, *map(str, argv)], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [SCRIPT, *map(str, argv)], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=120
+    )
 
 
 def run_on_terminal(*argv, env=None):
@@ -170,7 +173,9 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path):
     missing = tmp_path / "missing.json"
     result = run_script("show", missing)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr == f"ipu-config: error: Cannot load the IPU config file '{missing}': no such file or directory.\n"
+    assert result.stderr == (
+        f"ipu-config: error: Cannot load the IPU config file '{missing}': no such file or directory.\n"
+    )
 
     debugged = run_script("show", missing, "--debug")
     assert debugged.returncode == 1
@@ -256,7 +261,8 @@ def test_show_json_is_the_same_summary(capsys):
     assert data["precision"] == {"half_partials": False, "stochastic_rounding": True}
     assert data["recomputation"] == {"recomputation_mode": "pipeline", "recompute_checkpoint_every_layer": False}
     assert data["optimizer_state"] == {
-        "offchip": False, "location": None, "replicated_tensor_sharding": False, "note": "requested, unused with 1 replica"
+        "offchip": False, "location": None, "replicated_tensor_sharding": False,
+        "note": "requested, unused with 1 replica",
     }
     assert data["options_plan"] == preset_training_plan_data(replicas=1, sharded=False)
     _, text, _ = run(capsys, "show", PRESET)
@@ -365,7 +371,8 @@ def test_set_is_read_as_update_from_string_reads_it(capsys):
     assert calls["setAvailableMemoryProportion"] == [{"IPU0": 0.15, "IPU1": 0.3}]
     assert calls["randomSeed"] == [7]
     assert calls["Precision.enableStochasticRounding"] == [False]
-    popart_keys = [call["args"][0] for call in json.loads(out)["options_plan"]["calls"] if call["method"] == "_Popart.set"]
+    calls = json.loads(out)["options_plan"]["calls"]
+    popart_keys = [call["args"][0] for call in calls if call["method"] == "_Popart.set"]
     assert "autoRecomputation" not in popart_keys and "outlineThreshold" in popart_keys
     assert json.loads(out)["pipeline"]["memory_proportion_per_ipu"] == {"IPU0": 0.15, "IPU1": 0.3}
 
@@ -394,7 +401,8 @@ def test_show_refuses_a_revision_for_a_local_file(capsys):
 
 def test_a_preset_name_is_a_source_of_every_command(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no file of that name here
-    assert run(capsys, "show", "pipelined-2ipu")[1] == run(capsys, "show", PRESET)[1].replace(str(PRESET), "pipelined-2ipu")
+    by_path = run(capsys, "show", PRESET)[1]
+    assert run(capsys, "show", "pipelined-2ipu")[1] == by_path.replace(str(PRESET), "pipelined-2ipu")
     assert run(capsys, "validate", "pipelined-2ipu", "--set", "replication_factor=3,auto_round_num_ipus=false")[1] \
         .startswith("pipelined-2ipu: `auto_round_num_ipus=false` is invalid: the training build asks for")
     assert run(capsys, "validate", "pipelined-2ipu")[2] == "1 IPU config(s) valid\n"
@@ -413,7 +421,8 @@ def test_a_local_path_comes_before_a_preset_of_that_name(capsys, tmp_path, monke
 
 def test_directory_without_a_config(capsys, tmp_path):
     code, _, err = run(capsys, "show", tmp_path)
-    assert (code, err) == (1, f"ipu-config: error: Cannot load the IPU config file '{tmp_path}': a directory, but it holds no ipu_config.json.\n")
+    assert (code, err) == (1, f"ipu-config: error: Cannot load the IPU config file '{tmp_path}': a directory, but it "
+                              "holds no ipu_config.json.\n")
 
 
 # validate
@@ -443,7 +452,8 @@ def test_validate_reports_one_line_per_problem(capsys, tmp_path):
     assert lines[1] == f'{three}: `recomputation_mode="sometimes"` is invalid: allowed values are "none", ' \
                        '"standard", "norm_only", "pipeline", "recompute_all".'
     assert lines[2].startswith(f"{three}: ") and "replication_factor" in lines[2] and "from 1 to 65536" in lines[2]
-    assert lines[3].startswith(f"{disagree}: ") and "matmul_proportion" in lines[3] and "ipus_per_replica=2" in lines[3]
+    assert lines[3].startswith(f"{disagree}: ")
+    assert "matmul_proportion" in lines[3] and "ipus_per_replica=2" in lines[3]
     assert lines[4].startswith(f"{broken}: ") and "not valid JSON" in lines[4]
     assert lines[5] == f"{missing}: Cannot load the IPU config file '{missing}': no such file or directory."
     assert err.endswith("4 of 5 IPU config(s) invalid\n")
@@ -460,8 +470,10 @@ def test_validate_relays_the_warnings_of_legacy_keys(capsys, tmp_path):
     path = write_config(tmp_path, random_seed=3)
     code, out, err = run(capsys, "validate", path)
     assert (code, out) == (0, "")
-    assert f"ipu-config: warning: {path}: `random_seed` is no longer an IPUConfig setting; its value is carried over " \
-        "as `seed=3`" in err
+    assert (
+        f"ipu-config: warning: {path}: `random_seed` is no longer an IPUConfig setting; its value is carried "
+        "over as `seed=3`"
+    ) in err
 
 
 def test_validate_in_ci_as_a_script(tmp_path):
@@ -475,7 +487,8 @@ def test_validate_in_ci_as_a_script(tmp_path):
 def test_validate_of_a_directory_without_configs_fails(capsys, tmp_path):
     (tmp_path / "notes.txt").write_text("not a config")
     code, out, err = run(capsys, "validate", tmp_path)
-    assert (code, out) == (1, f"{tmp_path}: Cannot load the IPU config file '{tmp_path}': a directory, but it holds no ipu_config.json.\n")
+    assert (code, out) == (1, f"{tmp_path}: Cannot load the IPU config file '{tmp_path}': a directory, but it holds "
+                              "no ipu_config.json.\n")
     assert err == "1 of 1 IPU config(s) invalid\n"
 
 
@@ -497,17 +510,23 @@ Settings (2 differ)
 Options, training
 - opts.replicationFactor(1)
 + opts.replicationFactor(4)
-- opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
-+ opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(False).useReplicatedTensorSharding(True))
+- opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True)\
+.useReplicatedTensorSharding(False))
++ opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(False)\
+.useReplicatedTensorSharding(True))
 
 Options, inference
-- opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(False))
-+ opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(False).useReplicatedTensorSharding(False))
+- opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True)\
+.useReplicatedTensorSharding(False))
++ opts.TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(False)\
+.useReplicatedTensorSharding(False))
 """
 
 
 def test_diff_says_which_changes_have_no_effect_on_the_options(capsys, tmp_path):
-    changed = {"replicated_tensor_sharding": False, "recompute_checkpoint_every_layer": True, "outline_threshold": 12.0}
+    changed = {
+        "replicated_tensor_sharding": False, "recompute_checkpoint_every_layer": True, "outline_threshold": 12.0
+    }
     IPUConfig.from_pretrained(PRESET, **changed).save_pretrained(tmp_path)
     code, out, _ = run(capsys, "diff", PRESET, tmp_path)
     assert code == 0
@@ -605,7 +624,9 @@ def log_in(token):
 
 def test_push_creates_the_repo_with_the_config(capsys, hub, tmp_path):
     log_in(hub.write_token)
-    code, out, err = run(capsys, "push", PRESET, "hub-tester/bert-ipu", "--private", "--commit-message", "Add IPU config")
+    code, out, err = run(
+        capsys, "push", PRESET, "hub-tester/bert-ipu", "--private", "--commit-message", "Add IPU config"
+    )
     assert code == 0, err
     assert out.startswith(f"Pushed {PRESET} to hub-tester/bert-ipu: {hub.url}/hub-tester/bert-ipu/commit/")
     assert hub.is_private("hub-tester/bert-ipu")
@@ -629,7 +650,8 @@ def test_push_to_a_branch(capsys, hub):
     log_in(hub.write_token)
     code, out, err = run(capsys, "push", PRESET, "org/cfg", "--revision", "ipu-dev")
     assert code == 0, err
-    assert out == f"Pushed {PRESET} to org/cfg (branch ipu-dev): {hub.url}/org/cfg/commit/{hub.refs('org/cfg')['refs/heads/ipu-dev']}\n"
+    commit = hub.refs("org/cfg")["refs/heads/ipu-dev"]
+    assert out == f"Pushed {PRESET} to org/cfg (branch ipu-dev): {hub.url}/org/cfg/commit/{commit}\n"
     assert json.loads(hub.files("org/cfg", "ipu-dev")["ipu_config.json"])["seed"] == 1234
     assert json.loads(hub.files("org/cfg")["ipu_config.json"]) == {"replication_factor": 8}
 
@@ -805,7 +827,8 @@ def test_a_hub_outage_is_one_line_without_the_client_retries(hub, tmp_path, outa
         hub.stop()
     result = run_script("show", "org/cfg", env=online(hub, tmp_path), cwd=str(tmp_path))
     assert (result.returncode, result.stdout) == (1, "")
-    assert_one_error(result.stderr, "'org/cfg'", "500 Internal Server Error" if outage == "500" else "cannot be reached")
+    problem = "500 Internal Server Error" if outage == "500" else "cannot be reached"
+    assert_one_error(result.stderr, "'org/cfg'", problem)
     assert result.stderr.count("\n") == 1
 
 
@@ -827,9 +850,9 @@ def test_help_and_usage_errors_do_not_import_transformers():
 def test_a_name_neither_local_nor_on_the_hub_says_both_in_one_line(capsys, hub):
     code, out, err = run(capsys, "show", "my-config")
     assert (code, out) == (1, "")
-    assert err == ("ipu-config: error: Cannot load 'ipu_config.json' from Hub repository 'my-config' at revision 'main': "
-                   f"no such file or directory here, and it does not exist on {hub.url}, or it is private and no token "
-                   "was given (pass `token=` or log in with `hf auth login`).\n")
+    assert err == ("ipu-config: error: Cannot load 'ipu_config.json' from Hub repository 'my-config' at revision "
+                   f"'main': no such file or directory here, and it does not exist on {hub.url}, or it is private and "
+                   "no token was given (pass `token=` or log in with `hf auth login`).\n")
 
 
 def test_a_missing_local_path_reads_the_same_in_every_command_and_the_api(capsys, tmp_path):

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from doubles import installed
 from cli_helpers import run, run_alone
-from optimum_ipu_ext import BuilderError
+from doubles import installed
+from optimum_ipu_ext import BuilderError, PlainIPUConfig
 from optimum_ipu_ext.cli import import_source, named_value
-from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
 FOLDER = Path(__file__).resolve().parent / "builders" / "recorded"
@@ -117,7 +116,9 @@ def test_a_builder_that_cannot_run_or_returns_no_options_is_one_error(capsys, tm
 def test_a_missing_builder_file_is_one_error(capsys, tmp_path):
     missing = tmp_path / "missing.py"
     code, _, err = run(capsys, "import", f"{missing}:get_options", tmp_path)
-    assert (code, err) == (1, f"ipu-config: error: {missing}:get_options cannot be loaded: {missing}: no such file or directory\n")
+    assert (code, err) == (
+        1, f"ipu-config: error: {missing}:get_options cannot be loaded: {missing}: no such file or directory\n"
+    )
 
 
 def test_a_builder_failing_as_it_loads_is_one_error(capsys, tmp_path):
@@ -186,7 +187,9 @@ def test_a_python_file_without_a_function_is_a_usage_error(capsys, tmp_path, tex
 def test_run_builder_raises_a_builder_error_naming_the_builder():
     with sdk_modules(), pytest.raises(BuilderError) as raised:
         run_builder(BUILDER, "get_settings", {"replicas": 1})
-    assert (raised.value.builder, raised.value.problem) == (f"{BUILDER}:get_settings", "returned dict, not poptorch.Options")
+    assert (raised.value.builder, raised.value.problem) == (
+        f"{BUILDER}:get_settings", "returned dict, not poptorch.Options"
+    )
 
 
 def test_import_needs_neither_torch_nor_transformers(tmp_path):

@@ -10,8 +10,8 @@ import pytest
 from cli_helpers import run, run_alone
 from doubles import installed
 from expected_states import differences
-from option_file_helpers import EXAMPLE, PRESETS, built, loaded
 from optimum_ipu_ext import PlainIPUConfig
+from option_file_helpers import EXAMPLE, PRESETS, built, loaded
 from test_cli_import import BUILDER
 
 PRESET = str(PRESETS[0])
@@ -24,7 +24,9 @@ def saved(folder):
 def test_export_writes_the_file_the_api_writes(capsys, tmp_path):
     code, out, err = run(capsys, "export", PRESET, "-o", tmp_path / "train.cfg")
     assert (code, err) == (0, "")
-    assert out == f"Wrote {tmp_path / 'train.cfg'}: the training build of {PRESET}, for poptorch.Options().loadFromFile\n"
+    assert out == (
+        f"Wrote {tmp_path / 'train.cfg'}: the training build of {PRESET}, for poptorch.Options().loadFromFile\n"
+    )
     PlainIPUConfig.from_json_file(PRESET).to_options_file(tmp_path / "api.cfg", name=PRESET)
     assert (tmp_path / "train.cfg").read_text() == (tmp_path / "api.cfg").read_text()
 
@@ -41,7 +43,8 @@ def test_export_writes_the_inference_build_with_settings_set(capsys, tmp_path):
 def test_export_keeps_an_existing_file_unless_forced(capsys, tmp_path):
     (tmp_path / "run.cfg").write_text("deviceIterations(4)\n")
     code, out, err = run(capsys, "export", PRESET, "-o", tmp_path / "run.cfg")
-    assert (code, out, err) == (1, "", f"ipu-config: error: {tmp_path / 'run.cfg'}: exists; pass --force to overwrite it\n")
+    exists = f"ipu-config: error: {tmp_path / 'run.cfg'}: exists; pass --force to overwrite it\n"
+    assert (code, out, err) == (1, "", exists)
     assert (tmp_path / "run.cfg").read_text() == "deviceIterations(4)\n"
     code, _, _ = run(capsys, "export", PRESET, "-o", tmp_path / "run.cfg", "--force")
     assert code == 0 and "Training.gradientAccumulation(128)" in (tmp_path / "run.cfg").read_text()
@@ -74,7 +77,8 @@ def test_export_and_the_import_of_a_file_need_neither_torch_nor_transformers(tmp
 def test_import_of_exported_files_writes_the_config_back(capsys, tmp_path):
     run(capsys, "export", PRESET, "-o", tmp_path / "train.cfg")
     run(capsys, "export", PRESET, "-o", tmp_path / "infer.cfg", "--inference")
-    code, out, err = run(capsys, "import", tmp_path / "train.cfg", tmp_path / "out", "--inference", tmp_path / "infer.cfg",
+    code, out, err = run(capsys, "import", tmp_path / "train.cfg", tmp_path / "out",
+                         "--inference", tmp_path / "infer.cfg",
                          "--set", "layers_per_ipu=[-1 -1]", "--set", "replicated_tensor_sharding=true")
     assert (code, err) == (0, "")
     lines = out.splitlines()
@@ -100,8 +104,9 @@ def test_import_takes_a_builder_for_one_build_and_a_file_for_the_other(capsys, t
                          "setExecutionStrategy(poptorch.ShardedExecution(poptorch.AutoStage.SameAsIpu))\n"
                          'setAvailableMemoryProportion({"IPU0": 0.15, "IPU1": 0.25})\n'
                          "TensorLocations.setOptimizerLocation(poptorch.TensorLocationSettings().useOnChipStorage(True)"
-                         ".useReplicatedTensorSharding(True))\nautoRoundNumIPUs(True)\nenableExecutableCaching('exec')\n"
-                         "randomSeed(1234)\n_Popart.set('autoRecomputation', 3)\n_Popart.set('decomposeGradSum', True)\n"
+                         ".useReplicatedTensorSharding(True))\nautoRoundNumIPUs(True)\n"
+                         "enableExecutableCaching('exec')\nrandomSeed(1234)\n"
+                         "_Popart.set('autoRecomputation', 3)\n_Popart.set('decomposeGradSum', True)\n"
                          "outputMode(poptorch.OutputMode.All)\n")
     code, out, err = run(capsys, "import", f"{BUILDER}:get_options", tmp_path / "out", "--inference", inference,
                          "--arg", "replicas=2", "--arg", "accumulation=16", "--arg", "offchip=false",
@@ -142,8 +147,10 @@ def test_options_no_config_rebuilds_are_listed_with_their_lines(capsys, tmp_path
     code, out, err = run(capsys, "import", training, tmp_path / "out", "--inference", inference)
     assert (code, out) == (1, "")
     assert err.splitlines() == [
-        f"ipu-config: error: no IPU config rebuilds these options of {training} (training) and {inference} (inference):",
-        f"  {inference}, line 2: Training.gradientAccumulation (gradient_accumulation) (inference): 8 given, 1 rebuilt",
+        f"ipu-config: error: no IPU config rebuilds these options of {training} (training) and {inference} "
+        "(inference):",
+        f"  {inference}, line 2: Training.gradientAccumulation (gradient_accumulation) (inference): "
+        "8 given, 1 rebuilt",
         f"  {training}, line 3: customCodelets (training): None: values must be what PopART options take: booleans, "
         "finite numbers, strings, unsigned integers, and lists or objects of strings and unsigned integers",
         f"  {training}, line 2: logDir (log_dir) (training): '/logs' given: where one run writes its logs",

@@ -25,7 +25,6 @@ from optimum_ipu_ext.settings.legacy import LEGACY_KEYS
 from optimum_ipu_ext.settings.table import EXTENSION_SETTINGS
 from test_to_options import PRESET, UPSTREAM_CONFIGS
 
-
 VERSION_KEYS = ("transformers_version", "optimum_version")
 
 
@@ -86,7 +85,8 @@ def test_extension_settings_are_saved_only_when_not_default(tmp_path):
 def test_preset_reads_as_the_seed_build():
     config = IPUConfig.from_pretrained(PRESET, replication_factor=8, optimizer_state_offchip=True)
     assert (config.replication_factor, config.ipus_per_replica, config.optimizer_state_offchip) == (8, 2, True)
-    assert config.recomputation_mode == "pipeline" and config.accumulate_outer_fragment_schedule == "overlap_memory_optimized"
+    assert config.recomputation_mode == "pipeline"
+    assert config.accumulate_outer_fragment_schedule == "overlap_memory_optimized"
     assert config.batch_size_factor() == 8 * 128
 
 
@@ -124,7 +124,10 @@ def test_a_legacy_key_with_a_setting_carries_its_value_naming_the_file_and_the_n
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"replication_factor": 2, key: value}))
     with pytest.warns(FutureWarning) as caught:
-        config = IPUConfig.from_pretrained(str(path)) if load == "from_pretrained" else PlainIPUConfig.from_json_file(path)
+        if load == "from_pretrained":
+            config = IPUConfig.from_pretrained(str(path))
+        else:
+            config = PlainIPUConfig.from_json_file(path)
     ((name, setting_value),) = carried.items()
     where = repr(str(path)) if load == "from_pretrained" else str(path)
     assert [str(warning.message) for warning in caught] == [

@@ -4,10 +4,9 @@ tables, and the `ipu-config` commands that run on it."""
 import importlib
 import json
 import os
-import tempfile
 import subprocess
 import sys
-import warnings
+import tempfile
 from pathlib import Path
 
 import jsonschema
@@ -19,16 +18,16 @@ from optimum_ipu_ext import (
     IncompatibleSettingsError,
     InvalidSettingError,
     IPUConfig,
+    PlainIPUConfig,
     UnknownSettingError,
 )
+from optimum_ipu_ext.cli import main
+from optimum_ipu_ext.config.bundled_base import transformers_defaults
 from optimum_ipu_ext.options.build import shards_optimizer_state
+from optimum_ipu_ext.sdk.plan import NONE, Construct, OptionCall, Ref, TempFile
+from optimum_ipu_ext.settings.documents import attribute_table, json_schema, json_schema_string, method_table
 from optimum_ipu_ext.settings.files import read_config_file
 from optimum_ipu_ext.settings.sources import check_local_source, local_config_file
-from optimum_ipu_ext.config.bundled_base import transformers_defaults
-from optimum_ipu_ext.cli import main
-from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.settings.documents import attribute_table, json_schema, json_schema_string, method_table
-from optimum_ipu_ext.sdk.plan import NONE, Construct, OptionCall, Ref, TempFile
 from optimum_ipu_ext.settings.table import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,7 +88,8 @@ def test_core_accepts_and_rejects_what_upstream_does(upstream, name):
     assert accepted(PlainIPUConfig, kwargs) == theirs
     assert accepted(IPUConfig, kwargs) == theirs
     if theirs:
-        expected = {key: value for key, value in upstream.IPUConfig(**kwargs).to_dict().items() if key in BASE_SETTINGS}
+        theirs_dict = upstream.IPUConfig(**kwargs).to_dict()
+        expected = {key: value for key, value in theirs_dict.items() if key in BASE_SETTINGS}
         assert PlainIPUConfig(**kwargs).settings_dict() == expected
 
 
@@ -130,7 +130,8 @@ def test_ipu_counts_beyond_the_largest_system_are_refused(name):
 
 def test_a_job_beyond_the_largest_system_is_refused():
     PlainIPUConfig(replication_factor=16384, layers_per_ipu=[-1] * 4)
-    with pytest.raises(IncompatibleSettingsError, match=r"`replication_factor=16385`.*ipus_per_replica=4.*65540 IPUs.*65536"):
+    too_many = r"`replication_factor=16385`.*ipus_per_replica=4.*65540 IPUs.*65536"
+    with pytest.raises(IncompatibleSettingsError, match=too_many):
         IPUConfig(replication_factor=16385, layers_per_ipu=[-1] * 4)
 
 
@@ -301,7 +302,9 @@ CALLS_OF_ROWS = {
     "connection_type": ("on_demand", OptionCall("connectionType", (Ref("poptorch.ConnectionType.OnDemand"),))),
     "sync_pattern": ("replica_and_ladder", OptionCall("syncPattern", (Ref("poptorch.SyncPattern.ReplicaAndLadder"),))),
     "mean_reduction_strategy": ("post_and_loss", OptionCall(
-        "Training.setMeanAccumulationAndReplicationReductionStrategy", (Ref("poptorch.MeanReductionStrategy.PostAndLoss"),))),
+        "Training.setMeanAccumulationAndReplicationReductionStrategy",
+        (Ref("poptorch.MeanReductionStrategy.PostAndLoss"),),
+    )),
     "relax_optimizer_attributes_checks": (True, OptionCall("relaxOptimizerAttributesChecks", (True,))),
     "disable_module_namescope": (True, OptionCall("disableModuleNamescope", ())),
 }
@@ -309,10 +312,13 @@ CALLS_OF_ROWS = {
 # Rows whose call needs other settings too, or values a row encodes specially: (settings, the call)
 SPECIAL_VALUES = [
     ({"executable_cache_dir": False}, OptionCall("enableExecutableCaching", (NONE,))),
-    ({"save_initializers_to_file": "weights.onnx"}, OptionCall("_Popart.set", ("saveInitializersToFile", "weights.onnx"))),
-    ({"optimizer_location": {"minElementsForReplicatedTensorSharding": 4}, "optimizer_state_offchip": None}, OptionCall(
-        "TensorLocations.setOptimizerLocation",
-        (Construct("poptorch.TensorLocationSettings", chain=(("minElementsForReplicatedTensorSharding", (4,)),)),))),
+    ({"save_initializers_to_file": "weights.onnx"},
+     OptionCall("_Popart.set", ("saveInitializersToFile", "weights.onnx"))),
+    ({"optimizer_location": {"minElementsForReplicatedTensorSharding": 4}, "optimizer_state_offchip": None},
+     OptionCall(
+         "TensorLocations.setOptimizerLocation",
+         (Construct("poptorch.TensorLocationSettings", chain=(("minElementsForReplicatedTensorSharding", (4,)),)),),
+     )),
 ]
 
 
@@ -384,12 +390,15 @@ def test_the_documented_tables_are_the_generated_ones():
 # poptorch 3.4's option classes (as the doubles follow them), by the accessor a builder reaches them through
 OPTION_CLASSES = {"": "Options", "Training.": "_TrainingOptions", "Precision.": "_PrecisionOptions",
                   "TensorLocations.": "_TensorLocationOptions", "Distributed.": "_DistributedOptions",
-                  "Jit.": "_JitOptions", "_Popart.": "_PopartOptions", "TensorLocationSettings.": "TensorLocationSettings"}
+                  "Jit.": "_JitOptions", "_Popart.": "_PopartOptions",
+                  "TensorLocationSettings.": "TensorLocationSettings"}
 # methods that read or copy options rather than set them
 READERS = {"clone", "toDict", "defaultOutputMode", "from_json", "checkIsFrozen"}
 
 
-@pytest.mark.parametrize("stand_in, count", [("doubles.poptorch.options", 55), ("optimum_ipu_ext.recorder.options", 58)])
+@pytest.mark.parametrize(
+    "stand_in, count", [("doubles.poptorch.options", 55), ("optimum_ipu_ext.recorder.options", 58)]
+)
 def test_the_method_table_names_every_method_that_sets_an_option(stand_in, count):
     options = importlib.import_module(stand_in)
     methods = {
@@ -547,7 +556,8 @@ def test_validate_of_many_files_checks_each(tmp_path, capsys):
 
 def test_the_core_imports_no_transformers_torch_optimum_or_hub():
     code = (
-        "import sys; import optimum_ipu_ext.settings.files, optimum_ipu_ext.settings.rules, optimum_ipu_ext.settings.documents, optimum_ipu_ext.cli.commands; "
+        "import sys; import optimum_ipu_ext.settings.files, optimum_ipu_ext.settings.rules, "
+        "optimum_ipu_ext.settings.documents, optimum_ipu_ext.cli.commands; "
         "print(sorted({name.split('.')[0] for name in sys.modules} & "
         "{'transformers', 'torch', 'optimum', 'huggingface_hub', 'poptorch', 'popart', 'popdist'}))"
     )
@@ -697,12 +707,13 @@ def test_a_plain_config_becomes_an_ipu_config_with_the_same_settings():
 
 
 def test_a_null_count_does_not_stop_the_check_of_the_keys_after_it():
-    with pytest.warns(FutureWarning, match="`random_seed` is no longer an IPUConfig setting; its value is carried over"):
+    carried = "`random_seed` is no longer an IPUConfig setting; its value is carried over"
+    with pytest.warns(FutureWarning, match=carried):
         config = PlainIPUConfig(**{"device_iterations": None, "random_seed": 3})
     assert config.device_iterations == 1
     with pytest.raises(UnknownSettingError):
         PlainIPUConfig(**{"device_iterations": None, "replicaton_factor": 2})
-    with pytest.warns(FutureWarning, match="`random_seed` is no longer an IPUConfig setting; its value is carried over"):
+    with pytest.warns(FutureWarning, match=carried):
         PlainIPUConfig(**{"transformers_version": "4.29.2", "random_seed": 3})
 
 
@@ -746,7 +757,8 @@ def refusal(asked, requested, rounded, value="false", mode="training"):
     null = " (null makes no call: poptorch's default, false)" if value == "null" else ""
     return (f"`auto_round_num_ipus={value}` is invalid: the {mode} build asks for {asked} = {requested} IPUs in one "
             f"process, and poptorch reserves only a power of two unless `auto_round_num_ipus` is true{null}: make it "
-            f"true (it reserves {rounded}, {rounded - requested} idle), or use a number of IPUs that is a power of two.")
+            f"true (it reserves {rounded}, {rounded - requested} idle), or use a number of IPUs that is a power of "
+            "two.")
 
 
 @pytest.mark.parametrize("auto_round, value", [(False, "false"), (None, "null")])
@@ -787,7 +799,8 @@ def test_a_poprun_instance_is_checked_with_its_own_replicas(monkeypatch):
     # made inside a launch, a config is checked for that launch: 2 of 6 replicas x 2 IPUs is 4
     monkeypatch.setenv("POPDIST_NUM_TOTAL_REPLICAS", "6")
     monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "2")
-    assert PlainIPUConfig(layers_per_ipu=[-1, -1], replication_factor=6, auto_round_num_ipus=False).ipus_per_replica == 2
+    config = PlainIPUConfig(layers_per_ipu=[-1, -1], replication_factor=6, auto_round_num_ipus=False)
+    assert config.ipus_per_replica == 2
     monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "3")
     with pytest.raises(IncompatibleSettingsError, match="this poprun instance's 3 replicas"):
         PlainIPUConfig(layers_per_ipu=[-1, -1], replication_factor=6, auto_round_num_ipus=False)
@@ -847,7 +860,10 @@ def test_a_value_of_the_wrong_type_is_named_in_the_words_of_json(value, kind):
 def test_a_key_given_twice_is_refused_naming_the_key_and_the_file(tmp_path, text, key):
     path = tmp_path / "ipu_config.json"
     path.write_text(text)
-    message = f"Cannot load the IPU config file '{path}': the key \"{key}\" is given twice in one object; give each key once."
+    message = (
+        f"Cannot load the IPU config file '{path}': the key \"{key}\" is given twice in one object; "
+        "give each key once."
+    )
     for load in (read_config_file, PlainIPUConfig.from_json_file, lambda path: IPUConfig.from_pretrained(str(path))):
         with pytest.raises(ConfigFileError) as raised:
             load(path)

@@ -178,11 +178,13 @@ def run_block(session: Session, block: Block, monkeypatch) -> None:
     elif block.language == "console":
         for command, expected in console_steps(block.text):
             result = shell(session, block, command)
-            assert matches(expected, result.stdout.splitlines()), f"{block.where}: `{command}` printed:\n{result.stdout}"
+            printed = f"{block.where}: `{command}` printed:\n{result.stdout}"
+            assert matches(expected, result.stdout.splitlines()), printed
     elif block.language == "bash":
         for command in commands(block.text):
             result = shell(session, block, command)
-            assert result.returncode == 0, f"{block.where}: `{command}` exited with {result.returncode}:\n{result.stdout}"
+            failed = f"{block.where}: `{command}` exited with {result.returncode}:\n{result.stdout}"
+            assert result.returncode == 0, failed
     elif block.language == "json":
         json.loads(block.text)
     elif block.language == "yaml":

@@ -140,7 +140,9 @@ ENUM_VALUES = {
     ("poptorch", "OutputMode"): {"Final": 0, "EveryN": 1, "All": 2, "Sum": 3, "Default": 4},
     ("poptorch", "ReductionType"): {"Sum": 0, "Mean": 1, "NoReduction": 2},
     ("poptorch", "AutoStage"): {"SameAsIpu": 0, "AutoIncrement": 1},
-    ("poptorch", "Liveness"): {"AlwaysLive": 0, "OffChipAfterFwd": 1, "OffChipAfterFwdNoOverlap": 2, "OffChipAfterEachPhase": 3},
+    ("poptorch", "Liveness"): {
+        "AlwaysLive": 0, "OffChipAfterFwd": 1, "OffChipAfterFwdNoOverlap": 2, "OffChipAfterEachPhase": 3
+    },
     ("poptorch", "ConnectionType"): {"Always": 0, "OnDemand": 1, "Never": 2},
     ("poptorch", "SyncPattern"): {"Full": 0, "SinglePipeline": 1, "ReplicaAndLadder": 2},
     ("poptorch", "MeanReductionStrategy"): {"Running": 0, "Post": 1, "PostAndLoss": 2},
@@ -290,7 +292,7 @@ def test_unknown_attribute_raises_attribute_error(reach, poptorch):
 
 def test_unknown_popart_name_raises_attribute_error(popart):
     with pytest.raises(AttributeError):
-        popart.SessionOptions
+        _ = popart.SessionOptions  # reading the name raises
 
 
 @pytest.mark.parametrize(
@@ -568,7 +570,10 @@ def test_phased_strategies_record_phases_and_their_options(poptorch):
         recorded[name] = ({key: state(opts)[key] for key in keys}, state(opts)["_execution_strategy"])
     assert recorded == {
         "serial": (
-            {"execution_mode": 2, "separate_backward_phase": True, "tensors_liveness": 3, "serial_phases_execution": True},
+            {
+                "execution_mode": 2, "separate_backward_phase": True, "tensors_liveness": 3,
+                "serial_phases_execution": True,
+            },
             {
                 "type": "SerialPhasedExecution",
                 "auto_stage": None,
@@ -583,7 +588,10 @@ def test_phased_strategies_record_phases_and_their_options(poptorch):
             },
         ),
         "parallel": (
-            {"execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 1, "serial_phases_execution": False},
+            {
+                "execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 1,
+                "serial_phases_execution": False,
+            },
             {
                 "type": "ParallelPhasedExecution",
                 "auto_stage": None,

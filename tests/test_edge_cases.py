@@ -11,7 +11,6 @@ from optimum_ipu_ext import InvalidSettingError, IPUConfig, IPUConfigWarning, Un
 from test_popdist import poprun_environment
 from test_to_options import comparable
 
-
 # --- a number of the wrong type ---------------------------------------------------------------------
 
 
@@ -75,7 +74,8 @@ def test_splits_must_sit_on_consecutive_ipus(upstream, layer, prefix):
 
 
 SPLITS_ERRORS = (  # the core validates on both bases
-    "`serialized_embedding_splits_per_ipu=[1, 0, 1]` is invalid: splits must sit on consecutive IPUs, e.g. [3, 1, 0, 0].",
+    "`serialized_embedding_splits_per_ipu=[1, 0, 1]` is invalid: "
+    "splits must sit on consecutive IPUs, e.g. [3, 1, 0, 0].",
     "`serialized_embedding_splits_per_ipu=[0, 0, 0]` is invalid: at least one split is needed.",
 )
 
@@ -192,7 +192,8 @@ INFERENCE_PIPELINES = [
 @pytest.mark.parametrize("settings, expected", INFERENCE_PIPELINES, ids=[str(s) for s, _ in INFERENCE_PIPELINES])
 def test_inference_pipeline_falls_back_as_upstreams_does(upstream, settings, expected):
     for config in (IPUConfig(**settings), upstream.IPUConfig(**settings)):
-        assert (config.ipus_per_replica, config.inference_ipus_per_replica, config.inference_matmul_proportion) == expected
+        inference = (config.inference_ipus_per_replica, config.inference_matmul_proportion)
+        assert (config.ipus_per_replica, *inference) == expected
 
 
 @pytest.mark.parametrize("mode, attribute, used", [

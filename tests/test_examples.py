@@ -133,7 +133,9 @@ def test_the_ipu_trainer_script_trains_with_the_config_options(ipu_trainer, run_
     assert isinstance(wrapping.optimizer, poptorch.optim.AdamW)
     assert wrapping.optimizer.accum_type == torch.float16  # the trainer's, in half precision
     assert state(wrapping.options) == training  # the config's seed kept: the script hands it to the trainer
-    expected_model = "PipelinedBertForSequenceClassification" if TEST_BASE == "upstream" else "BertForSequenceClassification"
+    expected_model = "BertForSequenceClassification"
+    if TEST_BASE == "upstream":
+        expected_model = "Pipelined" + expected_model
     assert type(wrapping.model).__name__ == expected_model
 
 

@@ -9,8 +9,13 @@ import pytest
 
 import doubles
 from doubles import state
-from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, SettingTypeError
-from optimum_ipu_ext import UnsupportedOptionsError
+from optimum_ipu_ext import (
+    IncompatibleSettingsError,
+    InvalidSettingError,
+    IPUConfig,
+    SettingTypeError,
+    UnsupportedOptionsError,
+)
 
 TWO_IPUS = {"IPU0": 0.2, "IPU1": 0.2}
 
@@ -78,7 +83,10 @@ STRATEGIES = {
     ),
     "sharded, stages": (
         lambda p: p.ShardedExecution(_stage(p, "a", ipu=1), _stage(p, "b", ipu=0)),
-        {"{prefix}execution_strategy": "sharded", "execution_stages": [{"blocks": ["a"], "ipu": 1}, {"blocks": ["b"], "ipu": 0}]},
+        {
+            "{prefix}execution_strategy": "sharded",
+            "execution_stages": [{"blocks": ["a"], "ipu": 1}, {"blocks": ["b"], "ipu": 0}],
+        },
     ),
     **{
         f"serial phased, {liveness}, separate {separate}": (
@@ -182,10 +190,22 @@ def test_builds_with_different_stages_are_refused_as_the_settings_share_them(sdk
 @pytest.mark.parametrize(
     "strategy, reason",
     [
-        (lambda p: p.PipelinedExecution(p.Stage("a"), p.Stage(), p.Stage("b")), "PipelinedExecution with a stage of no blocks"),
-        (lambda p: p.ShardedExecution(p.Stage("a").ipu(-1)), "ShardedExecution: stage 0: `ipu` must be an integer >= 0"),
-        (lambda p: p.ShardedExecution(p.Stage("a").ipu(True)), "ShardedExecution: stage 0: `ipu` must be an integer >= 0"),
-        (lambda p: p.SerialPhasedExecution(p.Phase("a"), p.Phase()), "SerialPhasedExecution: phase 1, at least one stage is needed"),
+        (
+            lambda p: p.PipelinedExecution(p.Stage("a"), p.Stage(), p.Stage("b")),
+            "PipelinedExecution with a stage of no blocks",
+        ),
+        (
+            lambda p: p.ShardedExecution(p.Stage("a").ipu(-1)),
+            "ShardedExecution: stage 0: `ipu` must be an integer >= 0",
+        ),
+        (
+            lambda p: p.ShardedExecution(p.Stage("a").ipu(True)),
+            "ShardedExecution: stage 0: `ipu` must be an integer >= 0",
+        ),
+        (
+            lambda p: p.SerialPhasedExecution(p.Phase("a"), p.Phase()),
+            "SerialPhasedExecution: phase 1, at least one stage is needed",
+        ),
         (
             lambda p: p.ParallelPhasedExecution(p.Phase(p.Stage(), p.Stage("a"))),
             "ParallelPhasedExecution: phase 0, stage 0: `blocks` must be a non-empty list of block ids (strings, as "
@@ -283,7 +303,8 @@ BAD_VALUES = [
     ("execution_stages", [{"blocks": ["a"], "ipu": ["0"]}], "stage 0: `ipu` must be an integer >= 0"),
     ("execution_stages", [{"blocks": ["a"], "ipus": 0}],
      'stage 0: keys ["ipus"]: a stage has `blocks` and, optionally, `ipu`'),
-    ("execution_stages", [{"blocks": ["a", "b"]}, {"blocks": ["b", "a"]}], 'blocks ["a", "b"] are in more than one stage'),
+    ("execution_stages", [{"blocks": ["a", "b"]}, {"blocks": ["b", "a"]}],
+     'blocks ["a", "b"] are in more than one stage'),
     ("execution_phases", [], "at least one phase is needed"),
     ("execution_phases", [[{"blocks": ["a"]}], []], "phase 1, at least one stage is needed"),
     ("execution_phases", [[{"blocks": ["a"], "ipu": -2}]], "phase 0, stage 0: `ipu` must be an integer >= 0"),
@@ -322,8 +343,8 @@ BOTH_PHASED = {"execution_strategy": "serial_phased", "inference_execution_strat
 RULES = [
     # (settings, the field named, what is said)
     ({"execution_stages": [{"blocks": ["a"]}], **BOTH_PHASED}, "execution_stages",
-     'only the pipelined and sharded strategies read it, and no build uses them (`execution_strategy="serial_phased"`, '
-     '`inference_execution_strategy="parallel_phased"`)'),
+     "only the pipelined and sharded strategies read it, and no build uses them "
+     '(`execution_strategy="serial_phased"`, `inference_execution_strategy="parallel_phased"`)'),
     ({"execution_stages": [{"blocks": ["a"]}], "execution_strategy": None, "inference_execution_strategy": None},
      "execution_stages",
      "only the pipelined and sharded strategies read it, and no build uses them (`execution_strategy=null`, "

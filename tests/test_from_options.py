@@ -14,8 +14,13 @@ import doubles
 from doubles import installed
 from expected_states import seed_state
 from markers import NOT_UNDER_MUTMUT
-from optimum_ipu_ext import IncompatibleSettingsError, IPUConfig, UnknownSettingError, UnsupportedOptionsError
-from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext import (
+    IncompatibleSettingsError,
+    IPUConfig,
+    PlainIPUConfig,
+    UnknownSettingError,
+    UnsupportedOptionsError,
+)
 from optimum_ipu_ext.options.readback import python_state
 from test_properties import PROFILE, full_settings
 from test_to_options import comparable
@@ -138,7 +143,9 @@ def _resolved(opts, output_mode):
 @pytest.mark.parametrize("replication_factor", [1, 4])
 def test_the_seed_build_imports_and_rebuilds_its_state(seed_build, replication_factor, optimizer_state_offchip):
     with installed(hardware_version=2):
-        args = types.SimpleNamespace(replication_factor=replication_factor, optimizer_state_offchip=optimizer_state_offchip)
+        args = types.SimpleNamespace(
+            replication_factor=replication_factor, optimizer_state_offchip=optimizer_state_offchip
+        )
         built = seed_build.build_ipu_config(args)
         if replication_factor == 1:
             config = IPUConfig.from_options(training=built)
@@ -190,7 +197,10 @@ def test_config_to_options_from_options_to_options_builds_equal_state(config_dic
         config = IPUConfig.from_dict(config_dict)
         training, inference = config.to_options(), config.to_options(for_inference=True)
         # without memory proportions the options cannot tell the pipeline's length: given, as a user would
-        lengths = {"ipus_per_replica": config.ipus_per_replica, "inference_ipus_per_replica": config.inference_ipus_per_replica}
+        lengths = {
+            "ipus_per_replica": config.ipus_per_replica,
+            "inference_ipus_per_replica": config.inference_ipus_per_replica,
+        }
         again = IPUConfig.from_options(training=training, inference=inference,
                                        **(lengths if config.matmul_proportion is None else {}))
         final, every = doubles.poptorch.OutputMode.Final, doubles.poptorch.OutputMode.All
@@ -215,7 +225,9 @@ SUPPORTED = {
     "float partials": (
         lambda p, o: o.Precision.setPartialsType(torch.float32),
         {"enable_half_partials": False, "popart_options": {
-            "decomposeGradSum": True, "partialsTypeMatMuls": "float", "convolutionOptions": {"partialsType": "float"}}},
+            "decomposeGradSum": True, "partialsTypeMatMuls": "float",
+            "convolutionOptions": {"partialsType": "float"},
+        }},
     ),
     "mean reduction strategy": (
         lambda p, o: o.Training.setMeanAccumulationAndReplicationReductionStrategy(p.MeanReductionStrategy.Running),
@@ -237,17 +249,21 @@ SUPPORTED = {
     ),
     "numIOTiles": (lambda p, o: o.TensorLocations.numIOTiles(64), {"num_io_tiles": 64}),
     "setWeightLocation": (
-        lambda p, o: o.TensorLocations.setWeightLocation(_location(p, useOnChipStorage=False, minElementsForOffChip=64)),
+        lambda p, o: o.TensorLocations.setWeightLocation(
+            _location(p, useOnChipStorage=False, minElementsForOffChip=64)),
         {"weight_location": {"useOnChipStorage": False, "minElementsForOffChip": 64}},
     ),
     "setActivationLocation": (
-        lambda p, o: o.TensorLocations.setActivationLocation(_location(p, useIOTilesToLoad=True, useIOTilesToStore=False)),
+        lambda p, o: o.TensorLocations.setActivationLocation(
+            _location(p, useIOTilesToLoad=True, useIOTilesToStore=False)),
         {"activation_location": {"useIOTilesToLoad": True, "useIOTilesToStore": False}},
     ),
     "setAccumulatorLocation": (
         lambda p, o: o.TensorLocations.setAccumulatorLocation(
             _location(p, useReplicatedTensorSharding=True, minElementsForReplicatedTensorSharding=1024)),
-        {"accumulator_location": {"useReplicatedTensorSharding": True, "minElementsForReplicatedTensorSharding": 1024}},
+        {"accumulator_location": {
+            "useReplicatedTensorSharding": True, "minElementsForReplicatedTensorSharding": 1024,
+        }},
     ),
     "setOptimizerLocation, on chip alone": (
         lambda p, o: o.TensorLocations.setOptimizerLocation(_location(p, useOnChipStorage=False)),
@@ -258,7 +274,9 @@ SUPPORTED = {
         lambda p, o: o.TensorLocations.setOptimizerLocation(p.TensorLocationSettings()),
         {"optimizer_location": {}, "optimizer_state_offchip": None},
     ),
-    "stochastic rounding off": (lambda p, o: o.Precision.enableStochasticRounding(False), {"stochastic_rounding": False}),
+    "stochastic rounding off": (
+        lambda p, o: o.Precision.enableStochasticRounding(False), {"stochastic_rounding": False}
+    ),
     "automatic loss scaling": (lambda p, o: o.Training.setAutomaticLossScaling(True), {"auto_loss_scaling": True}),
     "automatic loss scaling, off": (
         lambda p, o: o.Training.setAutomaticLossScaling(False),
@@ -300,7 +318,8 @@ def test_each_method_imports_as_its_setting_and_rebuilds(hand_written, name):
 def test_a_build_that_leaves_poptorchs_defaults_imports_as_nulls(sdk):
     opts = doubles.poptorch.Options()  # no memory proportion, no optimizer location, no stochastic rounding...
     config = IPUConfig.from_options(training=opts)
-    nulls = ("matmul_proportion", "optimizer_state_offchip", "stochastic_rounding", "recomputation_mode", "popart_patterns", "engine_options", "connection_type", "broadcast_buffers")
+    nulls = ("matmul_proportion", "optimizer_state_offchip", "stochastic_rounding", "recomputation_mode",
+             "popart_patterns", "engine_options", "connection_type", "broadcast_buffers")
     assert {name: getattr(config, name) for name in nulls} == dict.fromkeys(nulls)
     assert comparable(config.to_options()) == _resolved(opts, doubles.poptorch.OutputMode.Final)
     plan = str(config.options_plan())
@@ -314,22 +333,30 @@ REFUSED = {
     "logDir": (lambda p, o: o.logDir("/logs"), {"logDir (log_dir)": "'/logs' given: where one run writes its logs"}),
     "useIpuId": (lambda p, o: o.useIpuId(3), {"useIpuId (ipu_id)": "3 given: picks a device of one machine"}),
     "useIpuModel": (
-        lambda p, o: o.useIpuModel(True), {"useIpuModel (use_model)": "True given: picks the IPU Model simulator of one machine"}
+        lambda p, o: o.useIpuModel(True),
+        {"useIpuModel (use_model)": "True given: picks the IPU Model simulator of one machine"},
     ),
-    "modelName": (lambda p, o: o.modelName("bert"), {"modelName (model_name)": "'bert' given: names the reports of one run"}),
-    "maxRepeatLogs": (lambda p, o: o.maxRepeatLogs(2), {"maxRepeatLogs (max_repeat_logs)": "2 given: how one run logs"}),
+    "modelName": (
+        lambda p, o: o.modelName("bert"), {"modelName (model_name)": "'bert' given: names the reports of one run"}
+    ),
+    "maxRepeatLogs": (
+        lambda p, o: o.maxRepeatLogs(2), {"maxRepeatLogs (max_repeat_logs)": "2 given: how one run logs"}
+    ),
     "showCompilationProgressBar": (
         lambda p, o: o.showCompilationProgressBar(False),
         {"showCompilationProgressBar (compilation_progress_bar_fn)": "'not set' given: what one run displays"},
     ),
     "Distributed.configureProcessId": (
         lambda p, o: o.Distributed.configureProcessId(1, 2),
-        {"Distributed.configureProcessId (distributed_process_id)": "1 given: the processes of one launch, which poprun sets",
-         "Distributed.configureProcessId (num_distributed_processes)": "2 given: the processes of one launch, which poprun sets"},
+        {"Distributed.configureProcessId (distributed_process_id)":
+            "1 given: the processes of one launch, which poprun sets",
+         "Distributed.configureProcessId (num_distributed_processes)":
+            "2 given: the processes of one launch, which poprun sets"},
     ),
     "anchorTensor": (
         lambda p, o: o.anchorTensor("grad", "Gradient___x"),
-        {"anchorTensor (anchored_tensors)": "{'grad': ['Gradient___x', True, None, 1]} given: names tensors of one model's graph"},
+        {"anchorTensor (anchored_tensors)":
+            "{'grad': ['Gradient___x', True, None, 1]} given: names tensors of one model's graph"},
     ),
     "source-location excludes": (
         lambda p, o: o.appendToLocationExcludes("my_framework"),
@@ -339,7 +366,8 @@ REFUSED = {
     "output every N": (
         lambda p, o: o.outputMode(p.OutputMode.EveryN, 5),
         {"outputMode (output_mode)": "1: `output_mode=1` is an integer, expected string, or null.",
-         "outputMode (output_return_period)": "5 given: OutputMode.EveryN: the settings give all, sum, final or default"},
+         "outputMode (output_return_period)":
+            "5 given: OutputMode.EveryN: the settings give all, sum, final or default"},
     ),
     "a stage on a negative IPU": (
         lambda p, o: o.setExecutionStrategy(p.PipelinedExecution(p.Stage("embeddings"), p.Stage("encoder").ipu(-1))),
@@ -391,7 +419,8 @@ def test_refusals_say_which_build_when_both_are_given(sdk):
     inference = doubles.poptorch.Options().logDir("/inference-logs")
     with pytest.raises(UnsupportedOptionsError) as raised:
         IPUConfig.from_options(training=training, inference=inference)
-    assert raised.value.options["logDir (log_dir) (inference)"] == "'/inference-logs' given: where one run writes its logs"
+    refusal = raised.value.options["logDir (log_dir) (inference)"]
+    assert refusal == "'/inference-logs' given: where one run writes its logs"
 
 
 def test_overrides_replace_what_the_options_say(hand_written):
@@ -500,7 +529,8 @@ def test_the_import_rebuilds_for_one_host_inside_a_poprun_launch(poprun):
     with poprun(environment):
         built = hand_written_build(doubles.poptorch, doubles.popart)
         config = IPUConfig.from_options(training=built)
-        assert comparable(config.options_plan(popdist=False).build()) == _resolved(built, doubles.poptorch.OutputMode.Final)
+        rebuilt = config.options_plan(popdist=False).build()
+        assert comparable(rebuilt) == _resolved(built, doubles.poptorch.OutputMode.Final)
 
 
 def test_each_build_is_compared_with_its_own_rebuild(sdk):
@@ -508,7 +538,8 @@ def test_each_build_is_compared_with_its_own_rebuild(sdk):
     inference = doubles.poptorch.Options()
     inference.Precision.enableStochasticRounding(True)
     config = IPUConfig.from_options(training=training, inference=inference)
-    assert (config.stochastic_rounding, config.inference_stochastic_rounding, config.popart_options) == (None, True, {})
+    rounding = (config.stochastic_rounding, config.inference_stochastic_rounding)
+    assert (*rounding, config.popart_options) == (None, True, {})
 
 
 def test_a_difference_with_no_reason_says_what_was_given_and_rebuilt(sdk):

@@ -609,7 +609,8 @@ def test_a_local_path_without_a_config_is_named_with_no_request(hub, tmp_path, s
 def test_a_folder_whose_subfolder_holds_no_config_is_named(hub, tmp_path):
     (tmp_path / "model" / "ipu").mkdir(parents=True)
     IPUConfig(replication_factor=2).save_pretrained(tmp_path / "model")
-    with pytest.raises(ConfigFileError, match="'model': a directory, but its subfolder 'ipu' holds no ipu_config.json"):
+    no_config = "'model': a directory, but its subfolder 'ipu' holds no ipu_config.json"
+    with pytest.raises(ConfigFileError, match=no_config):
         IPUConfig.from_pretrained("model", subfolder="ipu")
     assert IPUConfig.from_pretrained("model").replication_factor == 2
     assert hub.log == []
@@ -633,7 +634,8 @@ def test_unreachable_hub_warm_cache_loads_and_cold_cache_fails_clearly(hub, seed
     IPUConfig.from_pretrained(seeded)
     hub.stop()
     assert IPUConfig.from_pretrained(seeded).replication_factor == 4
-    with pytest.raises(HubUnavailableError, match="'org/cold' at revision 'main': no such file or directory here, and the Hub at .* cannot be reached "
+    with pytest.raises(HubUnavailableError, match="'org/cold' at revision 'main': no such file or directory here, "
+                                                  "and the Hub at .* cannot be reached "
                                                   f".*and the cache \\({cache}\\) holds no copy"):
         IPUConfig.from_pretrained("org/cold")
     assert_cache_consistent(cache)
@@ -641,7 +643,8 @@ def test_unreachable_hub_warm_cache_loads_and_cold_cache_fails_clearly(hub, seed
 
 def test_server_error_warm_cache_loads_and_cold_cache_fails_clearly(hub, seeded, cache):
     hub.fail_next("/org/cfg/", status=500, times=20)
-    with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': no such file or directory here, and the Hub at .* answered 500 Internal "
+    with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': no such file or directory here, "
+                                                  "and the Hub at .* answered 500 Internal "
                                                   "Server Error.*holds no copy"):
         IPUConfig.from_pretrained(seeded)
     assert snapshot_files(cache, seeded) == []
@@ -675,7 +678,8 @@ def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, s
     with caplog.at_level("WARNING", logger="optimum_ipu_ext.hub.load"):
         if cache_state != "warm":
             reason = "`force_download=True` refuses the cached copy" if kwargs else "the cache .* holds no copy"
-            with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': no such file or directory here, and the Hub at .* answered 500 "
+            with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': no such file or directory "
+                                                          "here, and the Hub at .* answered 500 "
                                                           f"Internal Server Error.*, and {reason}"):
                 IPUConfig.from_pretrained(seeded, **kwargs)
         else:
@@ -692,7 +696,8 @@ def test_a_failing_hub_is_answered_without_waiting_out_the_client_retries(hub, s
 
 def test_connection_cut_mid_body(hub, seeded, cache):
     hub.cut_next("/org/cfg/resolve/", method="GET", times=20)
-    with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': no such file or directory here, and the connection to the Hub at .* was "
+    with pytest.raises(HubUnavailableError, match="'org/cfg' at revision 'main': no such file or directory here, "
+                                                  "and the connection to the Hub at .* was "
                                                   "cut during the transfer"):
         IPUConfig.from_pretrained(seeded)
     assert snapshot_files(cache, seeded) == []  # nothing truncated is ever served

@@ -54,7 +54,9 @@ def test_gated_repository_is_access_denied(hub, token):
         IPUConfig.from_pretrained("org/gated", **kwargs)
     assert str(raised.value) == LOAD.format(repo="org/gated") + GATED + "."
     assert (raised.value.repo_id, raised.value.revision) == ("org/gated", "main")
-    assert not [entry for entry in hub.log if entry.status == 200 and entry.method == "GET" and "/resolve/" in entry.path]
+    assert not [
+        entry for entry in hub.log if entry.status == 200 and entry.method == "GET" and "/resolve/" in entry.path
+    ]
 
 
 def test_gated_repository_loads_with_a_token_that_has_access(hub):

@@ -178,7 +178,8 @@ def test_a_header_longer_than_the_first_read_takes_a_second_range_of_exactly_the
     (length,) = struct.unpack("<Q", content[:8])
     assert 8 + length > FIRST_READ
     assert hub_model("org/long").tensors == tensors
-    assert [status for method, path, status in answered(hub, "org/long") if path.endswith(".safetensors")] == [206, 206]
+    statuses = [status for method, path, status in answered(hub, "org/long") if path.endswith(".safetensors")]
+    assert statuses == [206, 206]
     assert hub.bytes_served("org/long", "model.safetensors") == 8 + length < len(content)
 
 
@@ -295,14 +296,17 @@ def test_offline_without_a_cached_copy_names_what_is_missing(hub, run_hub_python
 
 @pytest.mark.parametrize("repo_id, kwargs, error, message", [
     ("org/missing", {}, HubRepositoryNotFoundError,
-     "Cannot load 'config.json' from Hub repository 'org/missing' at revision 'main': no such file or directory here, and it does not exist on {url}, "
-     "or it is private and no token was given (pass `token=` or log in with `hf auth login`)."),
+     "Cannot load 'config.json' from Hub repository 'org/missing' at revision 'main': no such file or directory here, "
+     "and it does not exist on {url}, or it is private and no token was given "
+     "(pass `token=` or log in with `hf auth login`)."),
     ("org/private", {}, HubRepositoryNotFoundError,
-     "Cannot load 'config.json' from Hub repository 'org/private' at revision 'main': no such file or directory here, and it does not exist on {url}, "
-     "or it is private and no token was given (pass `token=` or log in with `hf auth login`)."),
+     "Cannot load 'config.json' from Hub repository 'org/private' at revision 'main': no such file or directory here, "
+     "and it does not exist on {url}, or it is private and no token was given "
+     "(pass `token=` or log in with `hf auth login`)."),
     ("org/private", {"token": False}, HubRepositoryNotFoundError,
-     "Cannot load 'config.json' from Hub repository 'org/private' at revision 'main': no such file or directory here, and it does not exist on {url}, "
-     "or it is private and no token was given (pass `token=` or log in with `hf auth login`)."),
+     "Cannot load 'config.json' from Hub repository 'org/private' at revision 'main': no such file or directory here, "
+     "and it does not exist on {url}, or it is private and no token was given "
+     "(pass `token=` or log in with `hf auth login`)."),
     ("org/gated", {}, HubAccessDeniedError,
      "Cannot load 'config.json' from Hub repository 'org/gated' at revision 'main': the repository is gated: "
      "request access on its page, then use a token that has it."),
@@ -371,7 +375,7 @@ def test_a_hub_that_is_down_with_a_warm_cache_is_not_needed(hub, outage):
 
 @PEER_WARNS
 @pytest.mark.parametrize("fault, problem", [
-    ("fail", f"the Hub at {{url}} answered 500 Internal Server Error: Injected failure."),
+    ("fail", "the Hub at {url} answered 500 Internal Server Error: Injected failure."),
     ("cut", "the connection to the Hub at {url} was cut during the transfer ("),
 ])
 def test_a_hub_that_fails_while_the_headers_are_read_is_named(hub, fault, problem):
@@ -394,8 +398,8 @@ def test_a_hub_that_stalls_while_the_headers_are_read_is_given_up_on(hub, monkey
     monkeypatch.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", 0.2)
     hub.stall_next(f"/org/tiny-bert/resolve/{head(hub, SINGLE)}/model.safetensors", seconds=3)
     started = time.monotonic()
-    with pytest.raises(HubUnavailableError, match="^Cannot read the safetensors header of 'model.safetensors' from Hub "
-                                                  "repository 'org/tiny-bert' at revision 'main': the Hub at .*"):
+    with pytest.raises(HubUnavailableError, match="^Cannot read the safetensors header of 'model.safetensors' from "
+                                                  "Hub repository 'org/tiny-bert' at revision 'main': the Hub at .*"):
         hub_model(SINGLE)
     assert time.monotonic() - started < 2.5
 

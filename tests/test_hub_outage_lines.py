@@ -114,5 +114,7 @@ print([logging.getLogger(name).getEffectiveLevel() for name in ("huggingface_hub
 
 
 def test_the_cli_quiets_the_client_even_before_it_is_imported():
-    result = subprocess.run([sys.executable, "-c", QUIET_FIRST], capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", QUIET_FIRST], capture_output=True, text=True, timeout=60, check=True
+    )
     assert result.stdout == f"{[logging.ERROR] * 3}\n"

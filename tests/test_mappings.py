@@ -3,8 +3,8 @@ each PopART key, each error class, each bound, and the preset's whole plan (as P
 
 import json
 import os
-import tempfile
 import pickle
+import tempfile
 
 import pytest
 
@@ -132,16 +132,23 @@ def test_poptorch_choice_passes_its_member(sdk, setting, choice):
 
 
 STRATEGY_CHOICES = {
-    # choice: (printed strategy of a build that gives no stages but phases [[{"blocks": ["0"]}]], toDict keys it writes)
+    # choice: (printed strategy of a build that gives no stages but phases [[{"blocks": ["0"]}]], toDict keys it
+    # writes)
     "pipelined": ("poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement)", {"execution_mode": 0}),
     "sharded": ("poptorch.ShardedExecution(poptorch.AutoStage.AutoIncrement)", {"execution_mode": 1}),
     "serial_phased": (
         'poptorch.SerialPhasedExecution(poptorch.Phase(poptorch.Stage("0")))',
-        {"execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 0, "serial_phases_execution": True},
+        {
+            "execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 0,
+            "serial_phases_execution": True,
+        },
     ),
     "parallel_phased": (
         'poptorch.ParallelPhasedExecution(poptorch.Phase(poptorch.Stage("0")))',
-        {"execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 0, "serial_phases_execution": False},
+        {
+            "execution_mode": 2, "separate_backward_phase": False, "tensors_liveness": 0,
+            "serial_phases_execution": False,
+        },
     ),
 }
 STRATEGY_STATE_KEYS = ("execution_mode", "separate_backward_phase", "tensors_liveness", "serial_phases_execution")
@@ -149,7 +156,11 @@ STRATEGY_STATE_KEYS = ("execution_mode", "separate_backward_phase", "tensors_liv
 
 @pytest.mark.parametrize(
     "setting, choice",
-    [(setting, choice) for setting in ("execution_strategy", "inference_execution_strategy") for choice in STRATEGY_CHOICES],
+    [
+        (setting, choice)
+        for setting in ("execution_strategy", "inference_execution_strategy")
+        for choice in STRATEGY_CHOICES
+    ],
 )
 def test_execution_strategy_choice(sdk, setting, choice):
     for_inference = setting.startswith("inference_")
@@ -166,8 +177,12 @@ TENSORS_LIVENESS = {
     # (phased strategy, choice): (the strategy's call that sets it, as printed; `tensors_liveness` in toDict())
     ("serial_phased", "always_live"): (".setTensorsLiveness(poptorch.Liveness.AlwaysLive)", 0),
     ("serial_phased", "off_chip_after_fwd"): (".setTensorsLiveness(poptorch.Liveness.OffChipAfterFwd)", 1),
-    ("serial_phased", "off_chip_after_fwd_no_overlap"): (".setTensorsLiveness(poptorch.Liveness.OffChipAfterFwdNoOverlap)", 2),
-    ("serial_phased", "off_chip_after_each_phase"): (".setTensorsLiveness(poptorch.Liveness.OffChipAfterEachPhase)", 3),
+    ("serial_phased", "off_chip_after_fwd_no_overlap"): (
+        ".setTensorsLiveness(poptorch.Liveness.OffChipAfterFwdNoOverlap)", 2
+    ),
+    ("serial_phased", "off_chip_after_each_phase"): (
+        ".setTensorsLiveness(poptorch.Liveness.OffChipAfterEachPhase)", 3
+    ),
     ("parallel_phased", "always_live"): (".sendTensorsOffChipAfterFwd(False)", 0),
     ("parallel_phased", "off_chip_after_fwd"): (".sendTensorsOffChipAfterFwd(True)", 1),
 }
@@ -189,7 +204,9 @@ def test_tensors_liveness_choice(sdk, strategy, choice):
 @pytest.mark.parametrize("choice", ["off_chip_after_fwd_no_overlap", "off_chip_after_each_phase"])
 def test_parallel_phases_take_only_the_liveness_they_can_set(choice):
     with pytest.raises(optimum_ipu_ext.IncompatibleSettingsError) as raised:
-        IPUConfig(execution_strategy="parallel_phased", execution_phases=[[{"blocks": ["0"]}]], tensors_liveness=choice)
+        IPUConfig(
+            execution_strategy="parallel_phased", execution_phases=[[{"blocks": ["0"]}]], tensors_liveness=choice
+        )
     assert str(raised.value) == (
         f'`tensors_liveness={json.dumps(choice)}` is invalid: `execution_strategy="parallel_phased"` sets it with '
         '`sendTensorsOffChipAfterFwd`, which takes "always_live", "off_chip_after_fwd".'
@@ -377,7 +394,8 @@ READ_BACK = [
     ("recomputation_mode", {}, None),
     ("disable_grad_accumulation_tensor_streams", {"disableGradAccumulationTensorStreams": False}, False),
     ("accumulate_outer_fragment_schedule", {"accumulateOuterFragmentSettings.schedule": 1}, "serial"),
-    ("accumulate_outer_fragment_schedule", {"accumulateOuterFragmentSettings.schedule": 3}, "overlap_memory_optimized"),
+    ("accumulate_outer_fragment_schedule", {"accumulateOuterFragmentSettings.schedule": 3},
+     "overlap_memory_optimized"),
     ("accumulate_outer_fragment_excluded_virtual_graphs",
      {"accumulateOuterFragmentSettings.excludedVirtualGraphs": ["0", "2"]}, [0, 2]),
     ("accumulate_outer_fragment_excluded_virtual_graphs", {}, None),
@@ -487,7 +505,8 @@ opts.setAvailableMemoryProportion({"IPU0": 0.2})
 opts.useOfflineIpuTarget()
 opts._Popart.set("saveInitializersToFile", tempfile.NamedTemporaryFile().name)
 opts._Popart.set("disableGradAccumulationTensorStreams", True)
-opts._Popart.set("accumulateOuterFragmentSettings.schedule", int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
+opts._Popart.set("accumulateOuterFragmentSettings.schedule", \
+int(popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized))
 opts._Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
 opts._Popart.set("outlineThreshold", 10.0)
 opts._Popart.set("subgraphCopyingStrategy", int(popart.SubgraphCopyingStrategy.JustInTime))
@@ -533,14 +552,17 @@ def test_error_class_hierarchy(name):
 
 ERROR_EXAMPLES = {  # one instance of each exported error, as the package raises it
     "IPUConfigError": lambda: optimum_ipu_ext.IPUConfigError("something failed"),
-    "InvalidSettingError": lambda: optimum_ipu_ext.InvalidSettingError("replication_factor", 0, "numbers must be >= 1"),
+    "InvalidSettingError":
+        lambda: optimum_ipu_ext.InvalidSettingError("replication_factor", 0, "numbers must be >= 1"),
     "SettingTypeError": lambda: optimum_ipu_ext.SettingTypeError("seed", "7", "int, or null"),
-    "IncompatibleSettingsError": lambda: optimum_ipu_ext.IncompatibleSettingsError("layers_per_ipu", [1], "one per IPU"),
+    "IncompatibleSettingsError":
+        lambda: optimum_ipu_ext.IncompatibleSettingsError("layers_per_ipu", [1], "one per IPU"),
     "UnknownSettingError": lambda: optimum_ipu_ext.UnknownSettingError("replicaton_factor", ["replication_factor"]),
     "ConfigFileError": lambda: optimum_ipu_ext.ConfigFileError("a.json", "not valid JSON"),
     "ModelFileError": lambda: optimum_ipu_ext.ModelFileError("bert/model.safetensors", "truncated"),
     "PlacementError": lambda: optimum_ipu_ext.PlacementError("bert-base", "[6, 5] places 11 layers", "layers_per_ipu"),
-    "ArchitectureError": lambda: optimum_ipu_ext.ArchitectureError("albert", "AlbertForMaskedLM has no pipelined version"),
+    "ArchitectureError":
+        lambda: optimum_ipu_ext.ArchitectureError("albert", "AlbertForMaskedLM has no pipelined version"),
     "HubError": lambda: optimum_ipu_ext.HubError("org/cfg", "it failed", "load 'ipu_config.json' from", "main"),
     "HubRepositoryNotFoundError": lambda: optimum_ipu_ext.HubRepositoryNotFoundError("org/cfg", "missing", "load"),
     "HubRevisionNotFoundError": lambda: optimum_ipu_ext.HubRevisionNotFoundError("org/cfg", "no such", "load", "v9"),
@@ -658,8 +680,8 @@ MAXIMUMS = {"replication_factor": 65536, "inference_replication_factor": 65536, 
 MINIMUMS = {"layers_per_ipu": -1, "inference_layers_per_ipu": -1, "matmul_proportion": 0,
             "inference_matmul_proportion": 0, "serialized_embedding_splits_per_ipu": 0,
             "inference_serialized_embedding_splits_per_ipu": 0, "serialized_projection_splits_per_ipu": 0,
-            "inference_serialized_projection_splits_per_ipu": 0, "accumulate_outer_fragment_excluded_virtual_graphs": 0,
-            "num_io_tiles": 32}
+            "inference_serialized_projection_splits_per_ipu": 0,
+            "accumulate_outer_fragment_excluded_virtual_graphs": 0, "num_io_tiles": 32}
 
 
 def test_bounds_are_the_pinned_ones():

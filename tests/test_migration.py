@@ -479,11 +479,11 @@ def test_validate_warns_once_per_migration_of_a_hub_config(capsys, old_hub_confi
     code, out, err = run(capsys, "validate", "org/old-ipu", "--pod-type", "pod16")
     assert (code, out) == (0, "")
     assert err.splitlines() == [
-        "ipu-config: warning: org/old-ipu: `replication_factor` is a value per pod type, which optimum-graphcore 0.7.0 "
-        "no longer reads: it becomes `replication_factor=4`, its value for pod16.",
+        "ipu-config: warning: org/old-ipu: `replication_factor` is a value per pod type, which optimum-graphcore "
+        "0.7.0 no longer reads: it becomes `replication_factor=4`, its value for pod16.",
         "ipu-config: warning: org/old-ipu: `inference_replication_factor` is a value per pod type, which "
         "optimum-graphcore 0.7.0 no longer reads: it becomes `inference_replication_factor=4`, its value for pod16.",
-        "ipu-config: warning: org/old-ipu: `enable_half_first_order_momentum` is no longer an IPUConfig setting and is "
-        f"ignored: {MOMENTUM}",
+        "ipu-config: warning: org/old-ipu: `enable_half_first_order_momentum` is no longer an IPUConfig setting and "
+        f"is ignored: {MOMENTUM}",
         "1 IPU config(s) valid",
     ]

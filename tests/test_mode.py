@@ -2,8 +2,8 @@
 
 import pytest
 
-from optimum_ipu_ext.errors import InvalidSettingError
 from optimum_ipu_ext.config.plain import PlainIPUConfig
+from optimum_ipu_ext.errors import InvalidSettingError
 from optimum_ipu_ext.settings.mode import INFERENCE, MODES, TRAINING, TWINNED, Mode
 
 # Every setting with an `inference_` twin, as data

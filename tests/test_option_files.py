@@ -16,7 +16,6 @@ import doubles
 from doubles import installed
 from expected_states import differences
 from markers import NOT_UNDER_MUTMUT
-from option_file_helpers import EXAMPLE, PRESETS, TEMP_FILE, built, loaded, seen, untold
 from optimum_ipu_ext import (
     IPUConfig,
     OptionsFileError,
@@ -26,11 +25,12 @@ from optimum_ipu_ext import (
     __version__,
 )
 from optimum_ipu_ext.options.build import build_plan
+from optimum_ipu_ext.recorder import sdk_modules
+from optimum_ipu_ext.sdk.enums import enum_value, members
 from optimum_ipu_ext.sdk.option_lines import OptionLine, lines_run
 from optimum_ipu_ext.sdk.plan import Construct, OptionCall, OptionsPlan, Ref
 from optimum_ipu_ext.sdk.popdist import PopDistLaunch
-from optimum_ipu_ext.recorder import sdk_modules
-from optimum_ipu_ext.sdk.enums import enum_value, members
+from option_file_helpers import EXAMPLE, PRESETS, TEMP_FILE, built, loaded, seen
 from test_recorder import POPART_ENUM_VALUES, POPTORCH_ENUM_VALUES
 
 
@@ -96,7 +96,8 @@ def test_only_poptorch_and_the_options_are_in_scope(tmp_path, stack):
             poptorch.Options().loadFromFile(str(write(tmp_path, "a.cfg", "Precision.setPartialsType(torch.half)")))
         with pytest.raises(NameError, match="'opts' is not defined"):
             poptorch.Options().loadFromFile(str(write(tmp_path, "b.cfg", "deviceIterations(opts)")))
-        options = poptorch.Options().loadFromFile(str(write(tmp_path, "c.cfg", "Precision.setPartialsType(poptorch.torch.half)")))
+        path = write(tmp_path, "c.cfg", "Precision.setPartialsType(poptorch.torch.half)")
+        options = poptorch.Options().loadFromFile(str(path))
         assert options._popart.options["partialsTypeMatMuls"] == "half"
 
 
@@ -116,8 +117,10 @@ def test_other_errors_come_out_as_raised_after_the_lines_before_them_ran(tmp_pat
 FILES = {  # the lines of files both stacks must read to the same state
     "the example": EXAMPLE.read_text().splitlines(),
     "every kind of argument": [
-        "setExecutionStrategy(poptorch.PipelinedExecution(poptorch.Stage('a').ipu(0), poptorch.Stage('b', 'c').ipu(1)))",
-        "TensorLocations.setWeightLocation(poptorch.TensorLocationSettings().useOnChipStorage(False).minElementsForOffChip(64))",
+        "setExecutionStrategy(poptorch.PipelinedExecution("
+        "poptorch.Stage('a').ipu(0), poptorch.Stage('b', 'c').ipu(1)))",
+        "TensorLocations.setWeightLocation("
+        "poptorch.TensorLocationSettings().useOnChipStorage(False).minElementsForOffChip(64))",
         "setAvailableMemoryProportion({'IPU0': 0.1, 'IPU1': 0.3})",
         '_Popart.set("autoRecomputation", 3)  # popart.RecomputationType.Pipeline',
         "Precision.setPartialsType(poptorch.torch.float16)",
@@ -164,7 +167,8 @@ setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncremen
 setAvailableMemoryProportion({{"IPU0": 0.1, "IPU1": 0.1}})
 _Popart.set("autoRecomputation", 3)  # popart.RecomputationType.Pipeline
 _Popart.set("disableGradAccumulationTensorStreams", True)
-_Popart.set("accumulateOuterFragmentSettings.schedule", 3)  # popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized
+_Popart.set("accumulateOuterFragmentSettings.schedule", 3)  \
+# popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized
 _Popart.set("accumulateOuterFragmentSettings.excludedVirtualGraphs", ["0"])
 _Popart.set("outlineThreshold", 10.0)
 _Popart.set("scheduleNonWeightUpdateGradientConsumersEarly", True)
@@ -196,7 +200,8 @@ def test_a_file_is_ascii_whatever_its_name_and_values(tmp_path):
     config = PlainIPUConfig(executable_cache_dir="caché/\U0001F600", popart_options={"logDir": "journal\n\"é\""})
     config.to_options_file(tmp_path / "run.cfg", name="org/modèle\nx")
     text = (tmp_path / "run.cfg").read_bytes().decode("ascii")
-    assert text.splitlines()[0].endswith('from the IPU config "org/mod\\u00e8le\\nx" (optimum-ipu-ext ' + __version__ + ")")
+    source = 'the IPU config "org/mod\\u00e8le\\nx"'
+    assert text.splitlines()[0].endswith(f"from {source} (optimum-ipu-ext {__version__})")
     assert 'enableExecutableCaching(\'cach\\xe9/\\U0001f600\')' in text
     assert '_Popart.set("logDir", "journal\\n\\"\\u00e9\\"")' in text
     assert loaded("training", tmp_path / "run.cfg")["cachePath"] == "caché/\U0001F600"
@@ -206,7 +211,8 @@ def test_a_file_is_ascii_whatever_its_name_and_values(tmp_path):
 @pytest.mark.parametrize(
     "value, line",
     [
-        (Ref("popart.RecomputationType.NormOnly", as_int=True), '_Popart.set("k", 2)  # popart.RecomputationType.NormOnly'),
+        (Ref("popart.RecomputationType.NormOnly", as_int=True),
+         '_Popart.set("k", 2)  # popart.RecomputationType.NormOnly'),
         (Ref("poptorch.OutputMode.Sum"), '_Popart.set("k", poptorch.OutputMode.Sum)'),
         (Ref("torch.float16"), '_Popart.set("k", poptorch.torch.float16)'),
         (float("inf"), '_Popart.set("k", float("inf"))'),
@@ -214,7 +220,8 @@ def test_a_file_is_ascii_whatever_its_name_and_values(tmp_path):
         ({"a": [1, "b"]}, '_Popart.set("k", {"a": [1, "b"]})'),
         (Construct("poptorch.Stage", ("0",), chain=(("ipu", (1,)),)), '_Popart.set("k", poptorch.Stage("0").ipu(1))'),
         # SDK values inside lists, dicts and constructs are written for the file too
-        ([Ref("popart.RecomputationType.Pipeline", as_int=True), Ref("popart.RecomputationType.NormOnly", as_int=True)],
+        ([Ref("popart.RecomputationType.Pipeline", as_int=True),
+          Ref("popart.RecomputationType.NormOnly", as_int=True)],
          '_Popart.set("k", [3, 2])  # popart.RecomputationType.Pipeline, popart.RecomputationType.NormOnly'),
         ({Ref("torch.float16"): Ref("popart.RecomputationType.Pipeline", as_int=True)},
          '_Popart.set("k", {poptorch.torch.float16: 3})  # popart.RecomputationType.Pipeline'),
@@ -249,17 +256,21 @@ def test_a_member_s_value_counts_from_0_unless_the_table_gives_it():
 def test_a_temporary_file_is_drawn_afresh_by_each_load(tmp_path):
     PlainIPUConfig().to_options_file(tmp_path / "run.cfg")
     line = next(line for line in (tmp_path / "run.cfg").read_text().splitlines() if "saveInitializersToFile" in line)
-    assert line == '_Popart.set("saveInitializersToFile", __import__("tempfile").NamedTemporaryFile().name)  # a fresh temporary file'
+    assert line == (
+        '_Popart.set("saveInitializersToFile", __import__("tempfile").NamedTemporaryFile().name)'
+        "  # a fresh temporary file"
+    )
     with installed():
-        names = {doubles.poptorch.Options().loadFromFile(str(tmp_path / "run.cfg"))._popart.options["saveInitializersToFile"]
-                 for _ in range(2)}
+        loads = [doubles.poptorch.Options().loadFromFile(str(tmp_path / "run.cfg")) for _ in range(2)]
+        names = {options._popart.options["saveInitializersToFile"] for options in loads}
     assert len(names) == 2 and loaded("training", tmp_path / "run.cfg")["saveInitializersToFile"] == TEMP_FILE
 
 
 @pytest.mark.parametrize("path", ["popart.SyntheticDataMode.Off", "popdist.getNumInstances"])
 def test_only_poptorchs_names_can_be_written(path):
     plan = OptionsPlan(Construct("poptorch.Options"), (OptionCall("_Popart.set", ("k", Ref(path))),))
-    with pytest.raises(ValueError, match=f"`{path}` cannot be written in a poptorch option file: only `poptorch` is in scope"):
+    refusal = f"`{path}` cannot be written in a poptorch option file: only `poptorch` is in scope"
+    with pytest.raises(ValueError, match=refusal):
         plan.to_options_lines()
 
 
@@ -267,7 +278,9 @@ def test_only_poptorch_s_classes_can_be_made_in_a_file():
     plan = OptionsPlan(Construct("poptorch.Options"), (OptionCall("_Popart.set", ("k", Construct("torch.Tensor"))),))
     with pytest.raises(ValueError) as raised:
         plan.to_options_lines()
-    assert str(raised.value) == "`torch.Tensor` cannot be written in a poptorch option file: only `poptorch` is in scope"
+    assert str(raised.value) == (
+        "`torch.Tensor` cannot be written in a poptorch option file: only `poptorch` is in scope"
+    )
 
 
 def test_a_plan_of_popdist_options_is_not_written(tmp_path):
@@ -389,7 +402,8 @@ def test_lines_are_strings(given):
 
 @pytest.mark.parametrize("given", [[], 3, {"a.cfg"}])
 def test_files_are_a_path_or_a_list_of_paths(given):
-    with pytest.raises(TypeError, match="`inference` must be the path of an option file, or a non-empty list of paths"):
+    refusal = "`inference` must be the path of an option file, or a non-empty list of paths"
+    with pytest.raises(TypeError, match=refusal):
         PlainIPUConfig.from_options_file(inference=given)
 
 
@@ -449,19 +463,24 @@ def test_what_the_import_drops_is_warned_at_the_callers_line(tmp_path):
 REFUSED_LINES = {  # file lines -> (the number of the line refused, what is wrong)
     "a syntax error": (["# first", "deviceIterations(4)", "", "# again", "outputMode(poptorch.OutputMode.All"],
                        5, "SyntaxError: '(' was never closed."),
-    "an unknown method": (["deviceIterations(4)", "deviceIteration(4)"], 2, "AttributeError: Invalid attribute deviceIteration."),
-    "an unknown method of a part": (["Training.accumulation(4)"], 1, "AttributeError: Invalid attribute accumulation."),
-    "too many arguments": (["deviceIterations(1, 2)"], 1, "TypeError: deviceIterations(): too many positional arguments."),
+    "an unknown method": (["deviceIterations(4)", "deviceIteration(4)"], 2,
+                          "AttributeError: Invalid attribute deviceIteration."),
+    "an unknown method of a part": (["Training.accumulation(4)"], 1,
+                                    "AttributeError: Invalid attribute accumulation."),
+    "too many arguments": (["deviceIterations(1, 2)"], 1,
+                           "TypeError: deviceIterations(): too many positional arguments."),
     "too few arguments": (["Training.gradientAccumulation()"], 1,
                           "TypeError: gradientAccumulation(): missing a required argument: 'gradient_accumulation'."),
     "a wrong type": (['replicationFactor("4")'], 1,
-                     "AssertionError: Unexpected type <class 'str'> for option replication_factor. Expected <class 'int'>."),
+                     "AssertionError: Unexpected type <class 'str'> for option replication_factor. "
+                     "Expected <class 'int'>."),
     "a value poptorch refuses": (["TensorLocations.numIOTiles(33)"], 1,
                                  "AssertionError: numIOTiles must be an even number between 32 and 192."),
     "a name not in scope": (["Precision.setPartialsType(torch.half)"], 1,
                             "NameError: name 'torch' is not defined (only `poptorch` is in scope in an option file)."),
     "an import": (["import os"], 1, "SyntaxError: invalid syntax."),
-    "an assignment of no option": (["replicationFactor(2)", "x = 1"], 2, "AssertionError: Invalid option x, valid options are"),
+    "an assignment of no option": (["replicationFactor(2)", "x = 1"], 2,
+                                   "AssertionError: Invalid option x, valid options are"),
     "a second statement without the prefix": (["deviceIterations(1); replicationFactor(2)"], 1,
                                               "NameError: name 'replicationFactor' is not defined"),
     # poptorch's exec has fresh globals: no name of the module that runs the lines, and the names given it are
@@ -481,7 +500,8 @@ def test_a_line_poptorch_refuses_is_named_with_its_file(tmp_path, name):
         PlainIPUConfig.from_options_file(training=path)
     error = raised.value
     assert (error.path, error.line, error.text) == (str(path), number, lines[number - 1])
-    assert str(error).startswith(f"Cannot read the poptorch options of {path}, line {number} (`{lines[number - 1]}`): {problem}")
+    at_line = f"{path}, line {number} (`{lines[number - 1]}`)"
+    assert str(error).startswith(f"Cannot read the poptorch options of {at_line}: {problem}")
     assert "\n" not in str(error) and error.problem.startswith(problem.rstrip("."))
     assert isinstance(error, OSError) and pickle.loads(pickle.dumps(error)).line == number
     with pytest.raises(OptionsFileError) as from_lines:
@@ -490,7 +510,7 @@ def test_a_line_poptorch_refuses_is_named_with_its_file(tmp_path, name):
 
 
 def test_poptorch_refuses_the_same_lines(tmp_path):
-    for name, (lines, _, _) in REFUSED_LINES.items():
+    for lines, _, _ in REFUSED_LINES.values():
         with installed(), pytest.raises((AssertionError, AttributeError, TypeError, NameError,
                                          doubles.poptorch.ConfigFileError)):
             doubles.poptorch.Options().loadFromFile(str(write(tmp_path, "run.cfg", *lines)))
@@ -513,7 +533,9 @@ def test_a_failing_line_of_a_later_file_names_that_file(tmp_path):
 def test_a_missing_file(tmp_path):
     with pytest.raises(OptionsFileError) as raised:
         PlainIPUConfig.from_options_file(training=tmp_path / "run.cfg")
-    assert str(raised.value) == f"Cannot read the poptorch options of {tmp_path / 'run.cfg'}: no such file or directory."
+    assert str(raised.value) == (
+        f"Cannot read the poptorch options of {tmp_path / 'run.cfg'}: no such file or directory."
+    )
     assert (raised.value.line, raised.value.text) == (None, None)
 
 
@@ -545,7 +567,8 @@ def test_a_file_that_is_not_text(tmp_path):
     path.write_bytes(b"deviceIterations(4)\n\x81\xff\n")
     with pytest.raises(OptionsFileError) as raised:
         PlainIPUConfig.from_options_file(training=path)
-    assert str(raised.value) == (f"Cannot read the poptorch options of {path}: not {encoding.lower().replace('_', '-')} text, the "
+    name = encoding.lower().replace("_", "-")
+    assert str(raised.value) == (f"Cannot read the poptorch options of {path}: not {name} text, the "
                                  "encoding poptorch reads it in (invalid start byte at byte 20).")
 
 
@@ -564,7 +587,9 @@ def test_a_file_without_a_call_is_refused(tmp_path, text):
     path.write_text(text)
     with pytest.raises(OptionsFileError) as raised:
         PlainIPUConfig.from_options_file(training=path)
-    assert str(raised.value) == f"Cannot read the poptorch options of {path}: no option call, only blank lines and comments."
+    assert str(raised.value) == (
+        f"Cannot read the poptorch options of {path}: no option call, only blank lines and comments."
+    )
     with pytest.raises(OptionsFileError, match="of the training lines: no option call"):
         PlainIPUConfig.from_options_lines(training=text)
 
@@ -627,7 +652,8 @@ def test_a_refused_option_is_named_by_the_line_that_set_it_not_a_later_one(tmp_p
 
 
 def test_located_ignores_options_the_error_does_not_name():
-    error = UnsupportedOptionsError({"log_dir": "'/logs' given"}).located({"log_dir": "a.cfg, line 1", "x": "b.cfg, line 2"})
+    locations = {"log_dir": "a.cfg, line 1", "x": "b.cfg, line 2"}
+    error = UnsupportedOptionsError({"log_dir": "'/logs' given"}).located(locations)
     assert error.locations == {"log_dir": "a.cfg, line 1"}
     assert str(error) == "No IPU config rebuilds these options: `log_dir` (a.cfg, line 1: '/logs' given)."
 
@@ -637,4 +663,6 @@ def test_a_setting_both_builds_share_must_be_alike_in_both_files(tmp_path):
     inference = write(tmp_path, "infer.cfg", "deviceIterations(4)")
     with pytest.raises(UnsupportedOptionsError) as raised:
         PlainIPUConfig.from_options_file(training=training, inference=inference)
-    assert raised.value.options == {"TensorLocations.numIOTiles (numIOTiles) (inference)": "'not set' given, 128 rebuilt"}
+    assert raised.value.options == {
+        "TensorLocations.numIOTiles (numIOTiles) (inference)": "'not set' given, 128 rebuilt"
+    }

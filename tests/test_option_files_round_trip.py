@@ -8,8 +8,8 @@ from hypothesis import given
 
 from doubles import installed
 from expected_states import differences
-from option_file_helpers import MODES, PRESETS, built, loaded, untold
 from optimum_ipu_ext import IPUConfig, PlainIPUConfig
+from option_file_helpers import MODES, PRESETS, built, loaded, untold
 from test_builders import CASES, builders, imported  # noqa: F401 (`builders` is the fixture of the builder modules)
 from test_properties import PROFILE, full_settings
 

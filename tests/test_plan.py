@@ -154,6 +154,7 @@ def test_each_build_draws_a_new_temporary_file_name_of_128_random_bits_and_creat
 
 
 def test_a_plans_argument_to_a_method_is_that_of_its_first_call_and_none_without_one():
-    plan = OptionsPlan(Construct("poptorch.Options"), (OptionCall("deviceIterations", (2,)), OptionCall("deviceIterations", (3,))))
+    calls = (OptionCall("deviceIterations", (2,)), OptionCall("deviceIterations", (3,)))
+    plan = OptionsPlan(Construct("poptorch.Options"), calls)
     assert plan.argument("deviceIterations") == 2
     assert plan.argument("replicationFactor") is None

@@ -16,10 +16,9 @@ import pytest
 import doubles
 from doubles import installed
 from expected_states import differences, seed_state
-from optimum_ipu_ext import IPUConfig, InvalidSettingError, PoplarSDKNotFoundError, SettingTypeError
+from optimum_ipu_ext import InvalidSettingError, IPUConfig, PoplarSDKNotFoundError, SettingTypeError
 from optimum_ipu_ext.sdk.popdist import PopDistLaunch
 from test_to_options import PRESET, comparable
-
 
 JOB_REPLICAS = 64
 
@@ -210,7 +209,7 @@ def test_options_plan_previews_an_instance_without_the_sdk(monkeypatch):
     single_host = config.options_plan(popdist=False)
     assert [call for call in single_host.calls if call.method != "replicationFactor"] == list(plan.calls)
     lines = str(plan).splitlines()
-    assert lines[:5] == ["import popart", "import popdist.poptorch", "import poptorch", "", 
+    assert lines[:5] == ["import popart", "import popdist.poptorch", "import poptorch", "",
                          "opts = popdist.poptorch.Options(ipus_per_replica=2)"]
     assert lines[5].startswith("# instance 1 of `poprun --num-replicas 64 --num-instances 4`")
 

@@ -3,8 +3,7 @@ uses none of the settings this package adds builds the options optimum-graphcore
 
 import json
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import doubles
 from expected_states import differences
@@ -26,8 +25,8 @@ OPTION_SCALAR = st.one_of(st.booleans(), st.integers(0, 10**6), PROPORTION, NAME
 def upstream_settings(draw) -> dict:
     """Settings of optimum-graphcore's IPUConfig, in every combination its build handles."""
     ipus = draw(st.integers(1, 4))
-    layers = draw(st.one_of(st.lists(st.integers(-1, 6), min_size=ipus, max_size=ipus).filter(lambda l: -1 not in l),
-                            st.just([-1] * ipus)))
+    counts = st.lists(st.integers(-1, 6), min_size=ipus, max_size=ipus).filter(lambda counts: -1 not in counts)
+    layers = draw(st.one_of(counts, st.just([-1] * ipus)))
     generated = {
         "layers_per_ipu": layers,
         "ipus_per_replica": draw(st.sampled_from([ipus, None])) if -1 not in layers or ipus == 1 else ipus,
@@ -63,7 +62,8 @@ def upstream_settings(draw) -> dict:
 def choice_or_null(name):
     setting = IPUConfig.SETTINGS[name]
     choices = st.sampled_from(sorted(setting.choices))
-    return st.one_of(st.none(), choices) if setting.default is None or "Optional" in str(setting.annotation) else choices
+    nullable = setting.default is None or "Optional" in str(setting.annotation)
+    return st.one_of(st.none(), choices) if nullable else choices
 
 
 @st.composite
@@ -122,7 +122,8 @@ def full_settings(draw) -> dict:
     if draw(st.booleans()):
         generated.update(draw(strategy_settings()))
     if not reserves_what_it_asks(generated):
-        generated["auto_round_num_ipus"] = True  # poptorch refuses the others to run (tests/test_core.py pins the rule)
+        # poptorch refuses the others to run (tests/test_core.py pins the rule)
+        generated["auto_round_num_ipus"] = True
     return generated
 
 

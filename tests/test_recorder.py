@@ -297,7 +297,8 @@ def expected_state(changes):
 # what the doubles leave out: methods that poptorch 3.4 keeps only for old builders
 NOT_IN_THE_DOUBLES = {"opts.enableProfiling('prof')",
                       "opts.Precision.halfFloatCasting(poptorch.HalfFloatCastingBehavior.HalfUpcastToFloat)",
-                      "opts.Precision.runningStatisticsAlwaysFloat(False)", "opts.Precision.runningStatisticsAlwaysFloat(1)"}
+                      "opts.Precision.runningStatisticsAlwaysFloat(False)",
+                      "opts.Precision.runningStatisticsAlwaysFloat(1)"}
 
 
 def on_both(calls):

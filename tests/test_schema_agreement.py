@@ -7,8 +7,7 @@ import json
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis_jsonschema import from_schema
 
 from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, PlainIPUConfig
@@ -23,7 +22,9 @@ VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 # Enough drawn documents to reach the corners (150 found that the schema took `layers_per_ipu: []`), few enough to
 # take seconds
 AGREEMENT = settings(max_examples=150, derandomize=True, deadline=None, database=None,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+                     suppress_health_check=[
+                         HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large,
+                     ])
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 70000) | st.floats(-1e3, 1e3, allow_nan=False) | st.text(max_size=4),
@@ -69,7 +70,9 @@ def test_a_document_the_schema_refuses_is_refused_by_the_class(document, name, v
             config_class.from_dict(json.loads(json.dumps(document)))
 
 
-@pytest.mark.parametrize("document", [{"replicaton_factor": 2}, {"random_seed": "3"}, {"sharded_execution_for_inference": 1}])
+@pytest.mark.parametrize(
+    "document", [{"replicaton_factor": 2}, {"random_seed": "3"}, {"sharded_execution_for_inference": 1}]
+)
 def test_unknown_keys_and_badly_typed_legacy_keys_are_refused_by_both(document):
     assert not VALIDATOR.is_valid(document)
     with pytest.raises((ValueError, TypeError)):

@@ -1,12 +1,18 @@
 """How setting values are checked and read from text: each setting's type as the errors name it, which values each
 kind of type takes, `update_from_string`'s spellings and its errors, word for word."""
 
+import json
 from typing import Any, Dict, List, Optional, Union
 
-import json
 import pytest
 
-from optimum_ipu_ext import IncompatibleSettingsError, InvalidSettingError, IPUConfig, SettingTypeError, UnknownSettingError
+from optimum_ipu_ext import (
+    IncompatibleSettingsError,
+    InvalidSettingError,
+    IPUConfig,
+    SettingTypeError,
+    UnknownSettingError,
+)
 from optimum_ipu_ext.settings.schema import Setting
 
 TYPES = {
@@ -94,7 +100,8 @@ def test_a_value_of_the_wrong_type_names_the_settings_type(name):
 
 
 def test_check_names_the_field_it_is_given():
-    with pytest.raises(SettingTypeError, match=r'^`popart_options\[\'x\'\]="1"` is a string, expected int, or null\.$'):
+    refusal = r'^`popart_options\[\'x\'\]="1"` is a string, expected int, or null\.$'
+    with pytest.raises(SettingTypeError, match=refusal):
         IPUConfig.SETTINGS["seed"].check("1", field="popart_options['x']")
 
 
@@ -177,7 +184,8 @@ def test_a_pipeline_has_an_ipu_but_an_empty_inference_pipeline_is_the_training_o
         IPUConfig(layers_per_ipu=[])
     assert IPUConfig(layers_per_ipu=[2, 2], inference_layers_per_ipu=[]).inference_layers_per_ipu == [2, 2]
     properties = json_schema()["properties"]
-    assert properties["layers_per_ipu"]["minItems"] == 1 and "minItems" not in str(properties["inference_layers_per_ipu"])
+    assert properties["layers_per_ipu"]["minItems"] == 1
+    assert "minItems" not in str(properties["inference_layers_per_ipu"])
 
 
 def test_a_default_is_copied_for_each_config():
@@ -209,7 +217,8 @@ READ = [
     ("save_initializers_to_file=weights.onnx", "save_initializers_to_file", "weights.onnx"),
     ("device_iterations=null", "device_iterations", 1),
     ("outline_threshold=3", "outline_threshold", 3.0),
-    ("accumulate_outer_fragment_excluded_virtual_graphs=[0]", "accumulate_outer_fragment_excluded_virtual_graphs", [0]),
+    ("accumulate_outer_fragment_excluded_virtual_graphs=[0]", "accumulate_outer_fragment_excluded_virtual_graphs",
+     [0]),
     ('engine_options={"a": "1", "b": "x=y"}', "engine_options", {"a": "1", "b": "x=y"}),
     ('popart_options={"k": [1, 2]}', "popart_options", {"k": [1, 2]}),
     ('parallelize_kwargs={"a": {"b": [1, 2]}}', "parallelize_kwargs", {"a": {"b": [1, 2]}}),
@@ -239,7 +248,8 @@ UNREADABLE = [
     ("engine_options={a}", '`engine_options="{a}"` is invalid: expected object of string to string.'),
     ("seed", '`seed="seed"` is invalid: expected key=value.'),
     ("matmul_proportion=lots", '`matmul_proportion="lots"` is invalid: expected a number.'),
-    ("matmul_proportion=[0.1 x]", '`matmul_proportion="[0.1 x]"` is invalid: expected list of number, written as [a b c].'),
+    ("matmul_proportion=[0.1 x]",
+     '`matmul_proportion="[0.1 x]"` is invalid: expected list of number, written as [a b c].'),
 ]
 
 
@@ -344,7 +354,9 @@ def test_one_wildcard_spreads_the_layers_and_a_list_of_another_length_is_refused
 
 def test_only_brackets_and_braces_nest_in_update_from_string():
     config = IPUConfig()
-    config.update_from_string('executable_cache_dir=/tmp/X,seed=3,engine_options={"X": "1", "Y": "2"},outline_threshold=1')
+    config.update_from_string(
+        'executable_cache_dir=/tmp/X,seed=3,engine_options={"X": "1", "Y": "2"},outline_threshold=1'
+    )
     assert (config.executable_cache_dir, config.seed) == ("/tmp/X", 3)
     assert (config.engine_options, config.outline_threshold) == ({"X": "1", "Y": "2"}, 1.0)
 

@@ -13,7 +13,6 @@ from expected_states import differences, seed_state
 from optimum_ipu_ext import IPUConfig, PoplarSDKNotFoundError
 from optimum_ipu_ext.sdk.plan import Ref
 
-
 PRESET = str(Path(__file__).resolve().parents[1] / "configs" / "pipelined-2ipu.json")
 TEMP_FILE = "<temporary file>"
 

@@ -10,7 +10,7 @@ import pytest
 
 import optimum_ipu_ext
 from markers import NOT_UNDER_MUTMUT
-from optimum_ipu_ext import IPUConfig, IPUConfigWarning, ConfigMigrationWarning, PlainIPUConfig
+from optimum_ipu_ext import ConfigMigrationWarning, IPUConfig, IPUConfigWarning, PlainIPUConfig
 from optimum_ipu_ext.errors import warn
 
 PACKAGE = Path(optimum_ipu_ext.__file__).parent

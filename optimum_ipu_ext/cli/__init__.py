@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s (optimum-ipu-ext) {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error")
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
@@ -100,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "are the config's replication factor)")
 
     place = command(
-        "place", "Place a model on the config's IPUs as optimum-graphcore's parallelize() does: the blocks, layers and "
+        "place",
+        "Place a model on the config's IPUs as optimum-graphcore's parallelize() does: the blocks, layers and "
         "parameters of each IPU, the memory they need, and whether each IPU holds them.",
         epilog="MODEL is a Hub model id or a folder with its config.json; only the headers of its safetensors "
         "checkpoint are read. Exit codes: 0 placed, 1 a config that cannot be placed for this model (with --check: "
@@ -186,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     import_.add_argument("--force", action="store_true", help="overwrite an existing ipu_config.json")
 
     export = command(
-        "export", "Write the options to_options() builds as a poptorch option file, for poptorch.Options.loadFromFile.",
+        "export",
+        "Write the options to_options() builds as a poptorch option file, for poptorch.Options.loadFromFile.",
         epilog="The file is for a plain poptorch.Options: under poprun, popdist.poptorch.Options sets the replicas "
         "and process of its instance itself (build those with IPUConfig.to_options()).",
     )

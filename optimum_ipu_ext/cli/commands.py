@@ -11,14 +11,14 @@ import os
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..settings.documents import json_schema_string
+from ..config.plain import PlainIPUConfig
 from ..errors import BuilderError, PlacementError, UnsupportedOptionsError, as_json
 from ..options.option_file_import import import_located, option_file_sources, options_from_lines
 from ..placement.architectures import ARCHITECTURES
 from ..placement.report import render, render_comparison
-from ..config.plain import PlainIPUConfig
-from ..sdk.popdist import PopDistLaunch
 from ..recorder import run_builder, sdk_modules
+from ..sdk.popdist import PopDistLaunch
+from ..settings.documents import json_schema_string
 from ..settings.mode import INFERENCE, TRAINING, Mode
 from ..settings.schema import parse_update_string
 from ..settings.sources import is_local, presets

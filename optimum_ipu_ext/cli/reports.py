@@ -3,17 +3,17 @@
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..options.build import shards_optimizer_state
-
-from ..settings.rules import MAX_IPUS_PER_PROCESS, reserved_ipus
-from ..errors import IncompatibleSettingsError, as_json
 from ..config.mixin import SettingsMixin
 from ..config.plain import PlainIPUConfig
+from ..errors import IncompatibleSettingsError, as_json
+from ..options.build import shards_optimizer_state
 from ..sdk.popdist import PopDistLaunch
-from ..settings.table import PHASED_STRATEGIES
 from ..settings.migration import migrate_and_warn
+from ..settings.rules import MAX_IPUS_PER_PROCESS, reserved_ipus
+from ..settings.table import PHASED_STRATEGIES
 from .output import Stream, one_line
 from .sources import CommandError, following_inference, load_dict
+
 
 def reserved_ipus_shown(requested: int, auto_round: Optional[bool]) -> Tuple[int, Optional[str]]:
     """The IPUs poptorch reserves when a build asks for `requested`, and a note when that is not `requested`.
@@ -159,15 +159,20 @@ def render_summary(data: Dict[str, Any], code: str, out: Stream) -> None:
         ]),
     ])
     mode = recomputation["recomputation_mode"]
+    rounding = precision["stochastic_rounding"]
     section("Precision and recomputation", [
         ("matmul/conv partials", "float16" if precision["half_partials"] else "float32", None),
-        ("stochastic rounding", *unless_unset(precision["stochastic_rounding"], on(precision["stochastic_rounding"]), "PopART")),
+        ("stochastic rounding", *unless_unset(rounding, on(rounding), "PopART")),
         ("recomputation", mode or "not set", None if mode else "PopART's default"),
         ("checkpoint every layer", on(recomputation["recompute_checkpoint_every_layer"]), None),
     ])
+    if optimizer["location"] is not None:
+        placement = ("placement", as_json(optimizer["location"]), "TensorLocationSettings calls")
+    else:
+        where = "off chip" if optimizer["offchip"] else "on chip"
+        placement = ("placement", *unless_unset(optimizer["offchip"], where, "poptorch"))
     section("Optimizer state", [
-        ("placement", as_json(optimizer["location"]), "TensorLocationSettings calls") if optimizer["location"] is not None
-        else ("placement", *unless_unset(optimizer["offchip"], "off chip" if optimizer["offchip"] else "on chip", "poptorch")),
+        placement,
         ("sharding across replicas", on(optimizer["replicated_tensor_sharding"]), optimizer["note"]),
     ])
     render_differences(data["differs_from_defaults"], out)

@@ -12,15 +12,16 @@ import sys
 import warnings
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-from ..settings.files import CONFIG_NAME, dump, read_config_file, write_text_atomically
-from ..settings.migration import migrate
-from ..settings.sources import HUB, PRESET, is_local, local_config_file, preset, resolve
 from ..config.mixin import SettingsMixin
 from ..config.plain import PlainIPUConfig
-from ..settings.schema import parse_update_string
-from ..settings.table import SETTINGS
 from ..errors import ConfigMigrationWarning, as_json
+from ..settings.files import CONFIG_NAME, dump, read_config_file, write_text_atomically
+from ..settings.migration import migrate
+from ..settings.schema import parse_update_string
+from ..settings.sources import HUB, PRESET, is_local, local_config_file, preset, resolve
+from ..settings.table import SETTINGS
 from .output import PROG, Stream, one_line, progress
+
 
 def get_token() -> Optional[str]:
     """The Hub token `hf auth login` stores, or `HF_TOKEN` (huggingface_hub is imported only for the Hub)."""

@@ -11,11 +11,10 @@ from typing import Any, Dict, List, Optional, Union
 
 from optimum.configuration_utils import BaseConfig
 
+from ..errors import IncompatibleSettingsError, InvalidSettingError, UnknownSettingError
 from ..settings.mode import Mode
 from ..settings.rules import check_base_rules, derive_base_settings, update_settings_from_string
-from ..errors import IncompatibleSettingsError, InvalidSettingError, UnknownSettingError
 from ..settings.table import BASE_SETTINGS, TRANSFORMERS_KEYS
-
 
 IncompatibleIPUConfigError = IncompatibleSettingsError
 

@@ -5,18 +5,18 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 from huggingface_hub import CommitInfo
 
+from ..errors import ConfigFileError, naming_source
 from ..hub.compat import load_arguments
 from ..hub.load import HubSource, load_errors, load_promptly
 from ..hub.push import push_config
-from .base import BaseIPUConfig
-from .bundled_base import transformers_defaults
 from ..settings.files import dump, read_config_file, write_text_atomically
 from ..settings.migration import migrate_and_warn
 from ..settings.rules import check_keys
-from ..errors import ConfigFileError, naming_source
 from ..settings.sources import PRESET, preset_file, resolve
-from .mixin import SettingsMixin
 from ..settings.table import EXTENSION_SETTINGS, VERSION_KEYS
+from .base import BaseIPUConfig
+from .bundled_base import transformers_defaults
+from .mixin import SettingsMixin
 
 
 class IPUConfig(SettingsMixin, BaseIPUConfig):

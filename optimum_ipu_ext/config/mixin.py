@@ -5,14 +5,14 @@ import os
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from .._version import __version__
-from ..options.build import build_plan
-from ..settings.files import CONFIG_NAME, write_text_atomically
-from ..settings.mode import INFERENCE, TRAINING, Mode
-from ..settings.rules import check_rules, update_settings_from_string
 from ..errors import OutputExistsError, UnknownSettingError
+from ..options.build import build_plan
 from ..sdk.option_lines import options_file_text
 from ..sdk.plan import OptionsPlan
 from ..sdk.popdist import PopDistLaunch, resolve_launch
+from ..settings.files import CONFIG_NAME, write_text_atomically
+from ..settings.mode import INFERENCE, TRAINING, Mode
+from ..settings.rules import check_rules, update_settings_from_string
 from ..settings.table import BASE_SETTINGS, EXTENSION_SETTINGS, SETTINGS, TRANSFORMERS_KEYS
 
 if TYPE_CHECKING:

@@ -4,12 +4,12 @@
 import os
 from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
+from ..errors import naming_source
 from ..settings.files import CONFIG_NAME, dump, installed_versions, read_config_file, write_text_atomically
 from ..settings.migration import migrate_and_warn
 from ..settings.rules import check_keys, derive_base_settings
-from ..errors import naming_source
-from .mixin import SettingsMixin
 from ..settings.table import EXTENSION_SETTINGS
+from .mixin import SettingsMixin
 
 if TYPE_CHECKING:
     from .configuration import IPUConfig

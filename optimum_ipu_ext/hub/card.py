@@ -11,10 +11,6 @@ from huggingface_hub import (
 
 from ..settings.table import EXTENSION_SETTINGS
 
-
-
-
-
 CARD_NAME = "README.md"
 
 
@@ -89,9 +85,9 @@ def _card_body(config: Any, repo_id: str, extension: List[str]) -> str:
     lines = [
         "## IPU configuration",
         "",
-        "`ipu_config.json` is an `IPUConfig` for [optimum-graphcore](https://github.com/huggingface/optimum-graphcore): "
-        "how a model is pipelined over Graphcore IPUs, replicated and fed, and the PopTorch/PopART options of the "
-        "build.",
+        "`ipu_config.json` is an `IPUConfig` for "
+        "[optimum-graphcore](https://github.com/huggingface/optimum-graphcore): how a model is pipelined over "
+        "Graphcore IPUs, replicated and fed, and the PopTorch/PopART options of the build.",
         "",
         "| | training | inference |",
         "| --- | --- | --- |",

@@ -15,10 +15,6 @@ from ..errors import (
     InvalidSettingError,
 )
 
-
-
-
-
 try:  # huggingface_hub 1.x and later speak httpx
     from huggingface_hub.utils import httpx as _transport
 
@@ -55,7 +51,9 @@ def with_token_keyword(kwargs: Dict[str, Any], keyword: str) -> Dict[str, Any]:
     given = [kwargs.pop(name) for name in ("token", "use_auth_token") if name in kwargs]
     given = [token for token in given if token is not None]
     if len(given) == 2:
-        raise InvalidSettingError("use_auth_token", "<hidden>", "it is the former name of `token`; pass the token once")
+        raise InvalidSettingError(
+            "use_auth_token", "<hidden>", "it is the former name of `token`; pass the token once"
+        )
     if given:
         kwargs[keyword] = given[0]
     return kwargs
@@ -67,7 +65,8 @@ def load_arguments(kwargs: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _token(kwargs: Dict[str, Any]) -> Any:
-    """The token argument, given as `token` or `use_auth_token`: a token, `False` for none, `None` for the stored one."""
+    """The token argument, given as `token` or `use_auth_token`: a token, `False` for none, `None` for the stored
+    one."""
     return next((kwargs[name] for name in ("token", "use_auth_token") if kwargs.get(name) is not None), None)
 
 

@@ -28,8 +28,6 @@ from .client_logs import quiet_retries
 from .compat import CONNECTION_CUT, LOGIN_HINT, TRANSPORT_ERRORS, _token_given
 
 
-
-
 @contextlib.contextmanager
 def push_errors(repo_id: str, kwargs: Dict[str, Any]) -> Iterator[None]:
     """Re-raises what pushing to `repo_id` raised as a `HubError` that says what happened."""
@@ -70,7 +68,8 @@ def _classify(chain: List[BaseException], token_given: bool, writing: bool) -> O
     endpoint = constants.ENDPOINT
     no_token = f"no token was given ({LOGIN_HINT})"
     if _first(chain, GatedRepoError) is not None:
-        return HubAccessDeniedError, "the repository is gated: request access on its page, then use a token that has it"
+        gated = "the repository is gated: request access on its page, then use a token that has it"
+        return HubAccessDeniedError, gated
     reader = "the token given cannot read it" if token_given else no_token
     not_found = f"it does not exist on {endpoint}, or it is private and {reader}"
     if _first(chain, RepositoryNotFoundError) is not None:

@@ -25,9 +25,6 @@ from .card import CARD_NAME, card_text
 from .compat import with_token_keyword
 from .failures import push_errors
 
-
-
-
 logger = logging.getLogger(__name__)
 
 

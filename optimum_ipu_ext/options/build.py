@@ -85,7 +85,10 @@ def _optimizer_location(settings: Dict[str, Any], replicas: int) -> Optional[Con
     sharded = bool(settings["replicated_tensor_sharding"]) and replicas > 1
     return Construct(
         "poptorch.TensorLocationSettings",
-        chain=(("useOnChipStorage", (not settings["optimizer_state_offchip"],)), ("useReplicatedTensorSharding", (sharded,))),
+        chain=(
+            ("useOnChipStorage", (not settings["optimizer_state_offchip"],)),
+            ("useReplicatedTensorSharding", (sharded,)),
+        ),
     )
 
 
@@ -118,7 +121,9 @@ def _execution_strategy(settings: ModeSettings) -> Optional[Construct]:
         return None
     path = EXECUTION_STRATEGIES[strategy]
     if strategy in PHASED_STRATEGIES:
-        phases = tuple(Construct("poptorch.Phase", tuple(map(_stage, phase))) for phase in settings["execution_phases"])
+        phases = tuple(
+            Construct("poptorch.Phase", tuple(map(_stage, phase))) for phase in settings["execution_phases"]
+        )
         chain = []
         if settings["separate_backward_phase"] is not None:
             chain.append(("useSeparateBackwardPhase", (settings["separate_backward_phase"],)))
@@ -169,7 +174,8 @@ def _read_stages(strategy: Any, kind: str) -> Dict[str, Any]:
         raise UnsupportedOptionsError({"setExecutionStrategy": f"{kind} with a stage of no blocks"})
     if stages:
         return {"execution_stages": [_stage_setting(stage) for stage in stages]}
-    return {"execution_stages": None, "auto_stage": SETTINGS["auto_stage"].choice(strategy._stages_manager._auto_stage)}
+    auto_stage = SETTINGS["auto_stage"].choice(strategy._stages_manager._auto_stage)
+    return {"execution_stages": None, "auto_stage": auto_stage}
 
 
 def _read_phases(strategy: Any) -> Dict[str, Any]:

@@ -16,10 +16,10 @@ import os
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple, Union
 
 from ..errors import OptionsFileError, UnsupportedOptionsError
-from .readback import full_state, import_options, name_in_mode, option_name
-from ..sdk.option_lines import code, lines_run
 from ..recorder import sdk_modules
+from ..sdk.option_lines import code, lines_run
 from ..settings.mode import INFERENCE, TRAINING, Mode
+from .readback import full_state, import_options, name_in_mode, option_name
 
 PathOrPaths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 Lines = Union[str, Sequence[str]]
@@ -45,7 +45,9 @@ def read_option_file(path: Union[str, "os.PathLike[str]"]) -> OptionLines:
     except IsADirectoryError:
         problem = "a directory, not an option file"
     except UnicodeDecodeError as error:
-        problem = f"not {error.encoding} text, the encoding poptorch reads it in ({error.reason} at byte {error.start})"
+        problem = (
+            f"not {error.encoding} text, the encoding poptorch reads it in ({error.reason} at byte {error.start})"
+        )
     except OSError as error:
         problem = f"cannot be read ({error.strerror or error})"
     raise OptionsFileError(where, problem)

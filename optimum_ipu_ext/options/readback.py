@@ -7,13 +7,14 @@ and its options compared with the given ones: every option that differs is named
 what stands in for it): it reads the options the SDK made.
 """
 
+import functools
 from typing import Any, Dict, List, Optional, Tuple
 
-from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
 from ..errors import IncompatibleSettingsError, UnsupportedOptionsError, warn
 from ..sdk.plan import TempFile, sdk_value
 from ..settings.mode import INFERENCE, TRAINING, Mode
 from ..settings.table import POPTORCH_OPTION_KEYS, SETTINGS, UNSUPPORTED_CALLS, setting_writing
+from .build import SIMPLE_ROWS, read_execution_strategy, read_memory_proportions, read_optimizer_location
 
 READ_ORDER = (INFERENCE, TRAINING)  # training last: a setting both builds make is read from the training options
 _MISSING = "not set"
@@ -22,9 +23,9 @@ _MISSING = "not set"
 def import_options(
     config_class: type, training: Any, inference: Any, overrides: Dict[str, Any]
 ) -> Any:
-    """The config of `config_class` (a class of `SettingsMixin`) whose `to_options()` / `to_options(for_inference=True)` build the options
-    `training` / `inference` hold; `overrides` give settings the options cannot tell (`layers_per_ipu`) or replace
-    what they tell. See `SettingsMixin.from_options`."""
+    """The config of `config_class` (a class of `SettingsMixin`) whose `to_options()` /
+    `to_options(for_inference=True)` build the options `training` / `inference` hold; `overrides` give settings the
+    options cannot tell (`layers_per_ipu`) or replace what they tell. See `SettingsMixin.from_options`."""
     given = {mode: options for mode, options in zip(READ_ORDER, (inference, training)) if options is not None}
     if not given:
         raise TypeError("from_options() needs `training` or `inference` options (poptorch.Options), or both")
@@ -56,9 +57,9 @@ def _read_settings(
     for mode, options in given.items():
         ipus = overrides.get(mode.setting("ipus_per_replica"))
         values.update(_read_rows({**states[mode], **python_state(options)}, mode, problems))
-        for read in (
-            lambda: read_execution_strategy(options, mode),
-            lambda: read_memory_proportions(states[mode], mode, ipus),
+        for read in (  # each bound to this mode's options now, and called under one `try`
+            functools.partial(read_execution_strategy, options, mode),
+            functools.partial(read_memory_proportions, states[mode], mode, ipus),
         ):
             try:
                 values.update(read())
@@ -95,7 +96,8 @@ def resolved_state(options: Any, mode: Mode) -> Dict[str, Any]:
 def full_state(options: Any, mode: Mode) -> Dict[str, Any]:
     """Everything `trainingModel` / `inferenceModel` take of `options`, by state key: `resolved_state` and
     `python_state`, values that are not plain data by their type (the progress bar callback)."""
-    return {key: _comparable(value) for key, value in {**resolved_state(options, mode), **python_state(options)}.items()}
+    state = {**resolved_state(options, mode), **python_state(options)}
+    return {key: _comparable(value) for key, value in state.items()}
 
 
 def python_state(options: Any) -> Dict[str, Any]:
@@ -134,7 +136,11 @@ def _other_popart_options(
     for mode, state in states.items():
         rebuilt = config.options_plan(for_inference=mode.is_inference, popdist=False).build().toDict()
         for key, value in state.items():
-            if key in POPTORCH_OPTION_KEYS or setting_writing(key, vars(config)) or rebuilt.get(key, _MISSING) == value:
+            if (
+                key in POPTORCH_OPTION_KEYS
+                or setting_writing(key, vars(config))
+                or rebuilt.get(key, _MISSING) == value
+            ):
                 continue
             problem = SETTINGS["popart_options"].constraint({key: value})
             if problem:
@@ -169,7 +175,8 @@ def _differences(given: Dict[str, Any], rebuilt: Dict[str, Any]) -> Dict[str, st
     problems = {}
     for key in sorted(set(given) | set(rebuilt)):
         before, after = given.get(key, _MISSING), rebuilt.get(key, _MISSING)
-        if key == "saveInitializersToFile" and all(isinstance(name, str) and TempFile.drew(name) for name in (before, after)):
+        temporary = all(isinstance(name, str) and TempFile.drew(name) for name in (before, after))
+        if key == "saveInitializersToFile" and temporary:
             continue  # a fresh temporary file each build
         if _comparable(before) != _comparable(after):
             why = UNSUPPORTED_CALLS.get(key, (None, None))[1]
@@ -186,7 +193,8 @@ _METHODS = {
 
 
 def option_name(key: str) -> str:
-    """A state key as refusals name it: `logDir (log_dir)`, by the method that writes it (a PopART option as itself)."""
+    """A state key as refusals name it: `logDir (log_dir)`, by the method that writes it (a PopART option as
+    itself)."""
     method = _METHODS.get(key, key)
     return key if method == key else f"{method} ({key})"
 

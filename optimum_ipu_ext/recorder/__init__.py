@@ -27,8 +27,7 @@ import os
 import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
-from ..errors import NO_SUCH_PATH
-from ..errors import BuilderError
+from ..errors import NO_SUCH_PATH, BuilderError
 from .namespace import Namespace
 
 __all__ = ["run_builder", "sdk_modules"]

@@ -27,6 +27,8 @@ def make_enums(table: Dict[str, str], base: Type[enum.Enum], module: str) -> Dic
 
 
 ENUMS = make_enums(sdk_enums.POPTORCH_ENUMS, enum.IntEnum, __name__)
-ENUMS.update({name: enum.Enum(name, values, module=__name__) for name, values in sdk_enums.POPTORCH_STRING_ENUMS.items()})
+ENUMS.update(
+    {name: enum.Enum(name, values, module=__name__) for name, values in sdk_enums.POPTORCH_STRING_ENUMS.items()}
+)
 globals().update(ENUMS)
 __all__ = sorted(ENUMS)

@@ -571,7 +571,9 @@ def _append_excludes(target: "Options", excludes: Tuple[str, ...]) -> None:
     "inputReplicaGrouping(input_group_size, input_group_type)": _input_replica_grouping,
     "broadcastBuffers(broadcast_buffers=True)": option("broadcast_buffers"),
     "logDir(log_dir)": option("log_dir"),
-    "maxRepeatLogs(max_lines)": option("max_repeat_logs", lambda lines: UNBOUNDED_REPEAT_LOGS if lines is None else lines),
+    "maxRepeatLogs(max_lines)": option(
+        "max_repeat_logs", lambda lines: UNBOUNDED_REPEAT_LOGS if lines is None else lines
+    ),
     "modelName(name)": created("model_name"),
     "useIpuModel(use_model)": created("use_model"),
     "useIpuId(ipu_id: int)": created("ipu_id"),

@@ -7,8 +7,7 @@ them (`RuntimeError`).
 from typing import Any, Optional
 
 from . import popdist
-from .options import Options as _Options
-from .options import _DistributedOptions
+from .options import Options as _Options, _DistributedOptions
 
 
 def _refuse(method: str):

@@ -2,8 +2,8 @@
 machine without IPUs."""
 
 from . import enums, options
-from .enums import *  # noqa: F401,F403 (poptorch exports its enums at the top level)
-from .options import (  # noqa: F401
+from .enums import *  # noqa: F403 (poptorch exports its enums at the top level)
+from .options import (
     ConfigFileError,
     Options,
     ParallelPhasedExecution,
@@ -15,6 +15,12 @@ from .options import (  # noqa: F401
     TensorLocationSettings,
 )
 
+__all__ = [
+    "enums", "options", *enums.__all__,
+    "ConfigFileError", "Options", "ParallelPhasedExecution", "Phase", "PipelinedExecution", "SerialPhasedExecution",
+    "ShardedExecution", "Stage", "TensorLocationSettings",
+    "ipuHardwareIsAvailable", "ipuHardwareVersion",
+]
 __version__ = "3.4.0"
 
 

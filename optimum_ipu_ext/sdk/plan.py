@@ -19,7 +19,6 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Sequence, Tuple
 from ..errors import PoplarSDKNotFoundError
 from .enums import enum_value
 
-
 IPU_MK2_HARDWARE_VERSIONS = (2, 21)
 SDK_MODULES = ("poptorch", "popart", "popdist")
 
@@ -325,7 +324,8 @@ def _sdk_values(value: Any) -> Iterator[Any]:
         yield value
     elif isinstance(value, Construct):
         yield value
-        yield from _sdk_values([*value.args, *(v for _, v in value.kwargs), *(a for _, args in value.chain for a in args)])
+        chained = (argument for _, arguments in value.chain for argument in arguments)
+        yield from _sdk_values([*value.args, *(v for _, v in value.kwargs), *chained])
     elif isinstance(value, (list, tuple)):
         for inner in value:
             yield from _sdk_values(inner)

@@ -12,7 +12,6 @@ from typing import Mapping, Optional, Union
 
 from ..errors import InvalidSettingError, SettingTypeError, warn
 
-
 TOTAL_REPLICAS = "POPDIST_NUM_TOTAL_REPLICAS"
 LOCAL_REPLICAS = "POPDIST_NUM_LOCAL_REPLICAS"
 REPLICA_INDEX_OFFSET = "POPDIST_REPLICA_INDEX_OFFSET"

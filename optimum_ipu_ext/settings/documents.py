@@ -123,7 +123,8 @@ def attribute_table(settings: Mapping[str, Setting]) -> str:
         allowed = ", ".join(f"`{choice}`" for choice in setting.choices) or _bounds_text(setting)
         drives = f"`opts.{setting.sdk.signature}`" if setting.sdk else ""
         default = json.dumps(setting.default)
-        lines.append(f"| `{name}` | {describe(setting.annotation)} | `{default}` | {allowed} | {drives} | {setting.doc} |")
+        kind = describe(setting.annotation)
+        lines.append(f"| `{name}` | {kind} | `{default}` | {allowed} | {drives} | {setting.doc} |")
     return "\n".join(lines) + "\n"
 
 

@@ -8,7 +8,6 @@ from typing import Any, Dict, List, Tuple, Union
 from ..errors import ConfigFileError, as_json
 from .table import VERSION_KEYS
 
-
 CONFIG_NAME = "ipu_config.json"
 
 

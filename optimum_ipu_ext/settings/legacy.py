@@ -7,7 +7,6 @@ is what the current build does anyway (`decompose_grad_sum: false`, PopART's def
 
 from typing import Any, Callable, Dict, NamedTuple, Optional
 
-
 Carried = Dict[str, Any]
 
 
@@ -40,7 +39,9 @@ LEGACY_KEYS = {
         "removed in optimum-graphcore 0.2.2; `popart_options` holds PopART's synthetic data mode "
         '(`{"syntheticDataMode": 2}`: random normal data, what `enableSyntheticData(True)` sets).',
         bool, _when_on({"popart_options": {"syntheticDataMode": 2}})),
-    "use_popdist": LegacyKey("removed in optimum-graphcore 0.4.0; a launch under poprun is detected by PopDist itself."),
+    "use_popdist": LegacyKey(
+        "removed in optimum-graphcore 0.4.0; a launch under poprun is detected by PopDist itself."
+    ),
     "profile_dir": LegacyKey(
         "removed in optimum-graphcore 0.4.0; set `autoReport.directory` in the POPLAR_ENGINE_OPTIONS environment "
         "variable instead."),

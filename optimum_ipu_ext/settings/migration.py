@@ -7,8 +7,14 @@ A file that is also valid for optimum-graphcore 0.7.1 comes back unchanged, with
 
 from typing import Any, Dict, List, NamedTuple, Optional
 
-from ..errors import ConfigMigrationWarning, IncompatibleSettingsError, InvalidSettingError, SettingTypeError, as_json
-from ..errors import warn as warn_at_caller
+from ..errors import (
+    ConfigMigrationWarning,
+    IncompatibleSettingsError,
+    InvalidSettingError,
+    SettingTypeError,
+    as_json,
+    warn as warn_at_caller,
+)
 from .legacy import LEGACY_KEYS, LegacyKey
 from .schema import describe, type_checker
 from .table import SETTINGS

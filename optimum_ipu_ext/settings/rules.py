@@ -54,7 +54,8 @@ def derive_base_settings(given: Mapping[str, Any]) -> Dict[str, Any]:
     proportion = values["matmul_proportion"]
     if not values["inference_matmul_proportion"]:
         per_ipu_mismatch = isinstance(proportion, list) and len(proportion) != inference_pipeline
-        values["inference_matmul_proportion"] = BASE_SETTINGS["matmul_proportion"].default if per_ipu_mismatch else proportion
+        default = BASE_SETTINGS["matmul_proportion"].default
+        values["inference_matmul_proportion"] = default if per_ipu_mismatch else proportion
     values["parallelize_kwargs"] = values["parallelize_kwargs"] or {}
     values["inference_parallelize_kwargs"] = values["inference_parallelize_kwargs"] or {}
     return values
@@ -121,7 +122,9 @@ def check_extension_rules(settings: Dict[str, Any]) -> None:
     grouping = settings["input_replica_grouping"]
     if grouping and settings["replication_factor"] % grouping["size"]:
         raise IncompatibleSettingsError(
-            "input_replica_grouping", grouping, f"its size must divide `replication_factor={settings['replication_factor']}`"
+            "input_replica_grouping",
+            grouping,
+            f"its size must divide `replication_factor={settings['replication_factor']}`",
         )
     popart_options = settings["popart_options"] or {}
     for key in popart_options:
@@ -131,7 +134,8 @@ def check_extension_rules(settings: Dict[str, Any]) -> None:
                 continue  # its setting makes no call: the option is free
             problem = f"set `{owner}` instead (or make it null and set the option here)"
         elif key in POPTORCH_KEYS_WITH_A_SETTING:
-            problem = f"`{key}` is poptorch's own option, not PopART's: set `{POPTORCH_KEYS_WITH_A_SETTING[key]}` instead"
+            setting = POPTORCH_KEYS_WITH_A_SETTING[key]
+            problem = f"`{key}` is poptorch's own option, not PopART's: set `{setting}` instead"
         elif key in POPTORCH_OPTION_KEYS:
             problem = f"`{key}` is poptorch's own option, not PopART's, and no setting drives it yet"
         else:
@@ -149,7 +153,8 @@ _REPLACED = {
 
 def _check_replacements(settings: Dict[str, Any]) -> None:
     for name, replaced in _REPLACED.items():
-        if SETTINGS[name].argument(settings[name]) is not None and SETTINGS[replaced].argument(settings[replaced]) is not None:
+        both_call = all(SETTINGS[field].argument(settings[field]) is not None for field in (name, replaced))
+        if both_call:
             raise IncompatibleSettingsError(
                 name, settings[name], f"it makes the call `{replaced}` makes, so `{replaced}` must make none (null)"
             )
@@ -232,7 +237,8 @@ def check_reserved_ipus(settings: Dict[str, Any], mode: Mode, popdist: Optional[
             "auto_round_num_ipus", auto_round,
             f"the {mode} build asks for {asked} = {requested} IPUs in one "
             f"process, and poptorch reserves only a power of two unless `auto_round_num_ipus` is true{default}: make "
-            f"it true (it reserves {rounded}, {rounded - requested} idle), or use a number of IPUs that is a power of two",
+            f"it true (it reserves {rounded}, {rounded - requested} idle), or use a number of IPUs that is a power "
+            "of two",
         )
 
 
@@ -249,7 +255,9 @@ def check_execution_strategies(settings: Dict[str, Any]) -> None:
             readers = [strategy for strategy, names in STRATEGY_SETTINGS.items() if name in names]
             chosen = ", ".join(f"`{field}={as_json(strategy)}`" for field, strategy in strategies.items())
             raise IncompatibleSettingsError(
-                name, settings[name], f"only the {' and '.join(readers)} strategies read it, and no build uses them ({chosen})"
+                name,
+                settings[name],
+                f"only the {' and '.join(readers)} strategies read it, and no build uses them ({chosen})",
             )
     liveness = settings["tensors_liveness"]
     for field, strategy in strategies.items():
@@ -260,5 +268,7 @@ def check_execution_strategies(settings: Dict[str, Any]) -> None:
             if liveness not in arguments:
                 allowed = ", ".join(map(as_json, arguments))
                 raise IncompatibleSettingsError(
-                    "tensors_liveness", liveness, f"`{field}={as_json(strategy)}` sets it with `{method}`, which takes {allowed}"
+                    "tensors_liveness",
+                    liveness,
+                    f"`{field}={as_json(strategy)}` sets it with `{method}`, which takes {allowed}",
                 )

@@ -16,7 +16,6 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, get_arg
 from ..errors import InvalidSettingError, SettingTypeError, UnknownSettingError, as_json
 from ..sdk.plan import Ref, sdk_value
 
-
 NoneType = type(None)
 
 
@@ -130,7 +129,8 @@ class Setting:
         if not self._conforms(value):
             raise SettingTypeError(field, value, describe(self.annotation))
         if isinstance(value, list) and len(value) < self.min_items:
-            raise InvalidSettingError(field, value, f"at least {self.min_items} item{'s' if self.min_items > 1 else ''} needed")
+            items = "items" if self.min_items > 1 else "item"
+            raise InvalidSettingError(field, value, f"at least {self.min_items} {items} needed")
         for number in _numbers(value):
             self._check_number(field, value, number)
         if self.choices:
@@ -217,8 +217,10 @@ _RANK = (bool, int, float, str)
 def union_members(annotation: Any) -> Tuple[Any, ...]:
     """The members of a `Union` in one order, whatever order `typing` kept (it keeps the first it met of equal
     unions, which depends on what was imported before): scalars, then the rest, `None` last."""
-    members = get_args(annotation)
-    return tuple(sorted(members, key=lambda member: _RANK.index(member) if member in _RANK else len(_RANK) + (member is NoneType)))
+    def rank(member: Any) -> int:
+        return _RANK.index(member) if member in _RANK else len(_RANK) + (member is NoneType)
+
+    return tuple(sorted(get_args(annotation), key=rank))
 
 
 def describe(annotation: Any) -> str:

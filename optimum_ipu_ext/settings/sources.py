@@ -8,6 +8,7 @@ from typing import Any, Dict, Optional, Union
 
 from ..errors import NO_SUCH_PATH, ConfigFileError
 from .files import CONFIG_NAME
+
 # The bundled presets, `optimum_ipu_ext/presets/*.json` (the repository's `configs/` links there)
 PRESETS_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "presets")
 

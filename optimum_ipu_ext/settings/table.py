@@ -103,7 +103,10 @@ def _location_calls(calls: Dict[str, Any]) -> Optional[str]:
 
 def _location_setting(kind: str, tensors: str) -> Setting:
     method = f"set{kind.capitalize()}Location"
-    doc = f"Where {tensors} are stored: {{TensorLocationSettings method: argument}}, e.g. {{\"useOnChipStorage\": false}}."
+    doc = (
+        f"Where {tensors} are stored: {{TensorLocationSettings method: argument}}, "
+        'e.g. {"useOnChipStorage": false}.'
+    )
     if kind == "optimizer":
         doc += " Replaces the call `optimizer_state_offchip` makes, which must then be null."
     return Setting(
@@ -113,7 +116,8 @@ def _location_setting(kind: str, tensors: str) -> Setting:
 
 
 def _location(calls: Dict[str, Any]) -> Construct:
-    return Construct("poptorch.TensorLocationSettings", chain=tuple((name, (argument,)) for name, argument in calls.items()))
+    chain = tuple((name, (argument,)) for name, argument in calls.items())
+    return Construct("poptorch.TensorLocationSettings", chain=chain)
 
 
 def _read_location(written: Optional[Dict[str, int]]) -> Optional[Dict[str, Any]]:
@@ -137,7 +141,9 @@ def _grouping_arguments(grouping: Dict[str, Any]) -> tuple:
 
 
 def _read_grouping(size: Optional[int], kind: Any) -> Optional[Dict[str, Any]]:
-    names = {int(sdk_value(f"poptorch.CommGroupType.{member}")): choice for choice, member in REPLICA_GROUPINGS.items()}
+    names = {
+        int(sdk_value(f"poptorch.CommGroupType.{member}")): choice for choice, member in REPLICA_GROUPINGS.items()
+    }
     choice = names[int(kind)] if kind is not None else "consecutive"
     return None if size in (None, 1) and choice == "consecutive" else {"size": size, "type": choice}
 
@@ -154,7 +160,10 @@ def _consecutive_splits(splits: List[int]) -> Optional[str]:
 def _switch(argument: Any, is_written: Optional[Callable[[Any], bool]] = None) -> Dict[str, Callable[[Any], Any]]:
     """The `Call`'s `encode` and `decode` of a flag whose call is made only when it is on, with `argument`; the flag
     reads back as on where the state holds what `is_written` accepts (default: `argument` itself)."""
-    return {"encode": lambda on: argument if on else None, "decode": is_written or (lambda written: written == argument)}
+    return {
+        "encode": lambda on: argument if on else None,
+        "decode": is_written or (lambda written: written == argument),
+    }
 
 
 def _pair(name: str, annotation: Any, default: Any, doc: str, min_items: int = 0, sdk: Optional[Call] = None,
@@ -368,7 +377,8 @@ EXTENSION_SETTINGS = table(
             "Broadcast the model's buffers from the first replica to the others before each run.",
             sdk=Call("broadcastBuffers", state=("broadcast_buffers",), sdk_default=True)),
     Setting("input_replica_grouping", Optional[Dict[str, Union[int, str]]], None,
-            "Replicas that take the same inputs in training: `{\"size\": n, \"type\": \"consecutive\" or \"orthogonal\"}`.",
+            "Replicas that take the same inputs in training: "
+            "`{\"size\": n, \"type\": \"consecutive\" or \"orthogonal\"}`.",
             constraint=_replica_grouping,
             sdk=Call("inputReplicaGrouping", state=("input_group_size", "input_cgt"), modes=TRAINING,
                      encode=_grouping_arguments, decode=_read_grouping)),
@@ -460,7 +470,9 @@ POPTORCH_OPTION_KEYS = frozenset("""
 UNSUPPORTED_CALLS = {
     "ipu_id": ("useIpuId", "picks a device of one machine"),
     "use_model": ("useIpuModel", "picks the IPU Model simulator of one machine"),
-    "ipu_version": ("useOfflineIpuTarget", "an offline target is asked for when building: `to_options(compile_only=True)`"),
+    "ipu_version": (
+        "useOfflineIpuTarget", "an offline target is asked for when building: `to_options(compile_only=True)`"
+    ),
     "log_dir": ("logDir", "where one run writes its logs"),
     "max_repeat_logs": ("maxRepeatLogs", "how one run logs"),
     "model_name": ("modelName", "names the reports of one run"),

@@ -7,7 +7,6 @@ import popart
 import popdist
 import popdist.poptorch
 import poptorch
-
 from pipeline_layout import MEMORY_PROPORTIONS
 
 

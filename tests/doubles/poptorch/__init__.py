@@ -7,7 +7,7 @@ Install it with ``doubles.installed()`` rather than importing it directly.
 """
 import torch  # noqa: F401 (poptorch imports torch at the top: `poptorch.torch` is torch, as option files use it)
 
-from . import _impl, blocks, enums, models, ops, optim, options, poptorch_core
+from . import blocks, enums, models, ops, optim, options, poptorch_core
 from ._impl import isRunningOnIpu
 from .blocks import BeginBlock, Block, removeBlocks
 from .enums import (
@@ -28,7 +28,6 @@ from .enums import (
     VariableRetrievalMode,
 )
 from .models import DataLoader, PoplarExecutor, inferenceModel, trainingModel
-from .poptorch_core import Error
 from .ops import cond, dynamic_slice, dynamic_update, identity_loss, recomputationCheckpoint, serializedMatMul
 from .options import (
     Attribute,
@@ -42,7 +41,22 @@ from .options import (
     Stage,
     TensorLocationSettings,
 )
+from .poptorch_core import Error
 
+# what the double exports, as poptorch does: its public modules, the names it lifts from its modules, its queries
+# (`poptorch._impl` is there too: importing a name from a submodule binds the submodule on the package)
+__all__ = [
+    "blocks", "enums", "models", "ops", "optim", "options", "poptorch_core",
+    "isRunningOnIpu", "BeginBlock", "Block", "removeBlocks",
+    "AutoStage", "CommGroupType", "ConnectionType", "DataLoaderMode", "HalfFloatCastingBehavior", "Liveness",
+    "MatMulSerializationMode", "MeanReductionStrategy", "MultiConvPlanType", "OutputMode", "OverlapMode",
+    "ReductionType", "SharingStrategy", "SyncPattern", "VariableRetrievalMode",
+    "DataLoader", "PoplarExecutor", "inferenceModel", "trainingModel", "Error",
+    "cond", "dynamic_slice", "dynamic_update", "identity_loss", "recomputationCheckpoint", "serializedMatMul",
+    "Attribute", "ConfigFileError", "Options", "ParallelPhasedExecution", "Phase", "PipelinedExecution",
+    "SerialPhasedExecution", "ShardedExecution", "Stage", "TensorLocationSettings",
+    "ipuHardwareIsAvailable", "ipuHardwareVersion",
+]
 __version__ = "3.4.0"
 
 

@@ -21,5 +21,5 @@ def parseAndSetOptions(options, filepath):
         raise poptorch.ConfigFileError(
             f"{type(error).__name__} at line {error.lineno} of {os.path.basename(filepath)}: {error.args[0]}\n"
             f"> {error.text}"
-        )
+        ) from error
     exec(program, {}, {"poptorch": poptorch, "options": options})

@@ -1,4 +1,5 @@
-"""Pipeline blocks of ``poptorch.ops`` (Poplar SDK 3.4): ``BeginBlock``, ``removeBlocks`` and the ``Block`` hook target.
+"""Pipeline blocks of ``poptorch.ops`` (Poplar SDK 3.4): ``BeginBlock``, ``removeBlocks`` and the ``Block`` hook
+target.
 
 As in poptorch, ``BeginBlock(module, user_id, ipu_id)`` only registers a forward pre-hook
 (``_BlockHook``) on the module and returns the module itself. When the module is called,

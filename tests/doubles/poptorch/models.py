@@ -71,7 +71,9 @@ class PoplarExecutor:
     ):
         if options:
             if not isinstance(options, Options):
-                raise createPoptorchError(f"Invalid type: 'options' is of type {type(options)} (Expected poptorch.Options)")
+                raise createPoptorchError(
+                    f"Invalid type: 'options' is of type {type(options)} (Expected poptorch.Options)"
+                )
             options._freeze()
             options = options.clone()
         else:
@@ -110,7 +112,9 @@ class PoplarExecutor:
             raise AttributeError(attr)
         value = getattr(self._user_model, attr)
         if isinstance(value, torch.nn.Parameter):
-            raise NotImplementedError(f"poptorch double: the replica-grouping wrapper of parameter {attr!r} is not modelled")
+            raise NotImplementedError(
+                f"poptorch double: the replica-grouping wrapper of parameter {attr!r} is not modelled"
+            )
         return value
 
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:

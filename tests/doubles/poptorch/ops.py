@@ -25,7 +25,8 @@ def cond(
     else_body: Callable[[List["torch.Tensor"]], List["torch.Tensor"]],
     else_inps: List["torch.Tensor"],
 ) -> List["torch.Tensor"]:
-    """Runs ``then_body(*then_inps)`` if ``condition`` else ``else_body(*else_inps)``; returns the outputs as a list."""
+    """Runs ``then_body(*then_inps)`` if ``condition`` else ``else_body(*else_inps)``; returns the outputs as a
+    list."""
     if not isinstance(then_inps, list) or not isinstance(else_inps, list):
         raise ValueError(
             "poptorch.cond expects then_inps and else_inps tensors to be a list of tensors. (Object is not list)"
@@ -98,7 +99,7 @@ def recomputationCheckpoint(*tensors: List["torch.Tensor"]) -> List["torch.Tenso
 def serializedMatMul(
     lhs: "torch.Tensor",
     rhs: "torch.Tensor",
-    mode: "poptorch.MatMulSerializationMode",
+    mode: "enums.MatMulSerializationMode",
     factor: int = 0,
     keep_precision: bool = False,
 ) -> "torch.Tensor":

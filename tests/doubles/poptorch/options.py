@@ -428,7 +428,9 @@ class SerialPhasedExecution(_IPhasedExecution):
     """Every phase runs on the same group of IPUs, one after the other."""
 
     def setTensorsLiveness(self, liveness: "enums.Liveness") -> "SerialPhasedExecution":
-        _require(isinstance(liveness, enums.Liveness), f"setTensorsLiveness needs a poptorch.Liveness, got {liveness!r}")
+        _require(
+            isinstance(liveness, enums.Liveness), f"setTensorsLiveness needs a poptorch.Liveness, got {liveness!r}"
+        )
         self._tensors_liveness = liveness
         return self
 
