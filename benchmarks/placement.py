@@ -147,7 +147,8 @@ def measure(args: argparse.Namespace, folder: str) -> Dict[str, float]:
         "build + parallelize(), bert-base (peer)": [args.peer_python, "-c", PEER, str(TESTS), model,
                                                     peer_config(folder)],
         "ipu-config place --micro-batch-size 8 --sequence-length 384, bert-base": [
-            str(SCRIPT), "place", str(PRESET), "--model", model, "--micro-batch-size", "8", "--sequence-length", "384"],
+            str(SCRIPT), "place", str(PRESET), "--model", model,
+            "--micro-batch-size", "8", "--sequence-length", "384"],
         "build + one forward pass under PyTorch's accounting (peer)": [sys.executable, "-c", ACCOUNTING_PEER, model],
     }
     for name in MODELS:

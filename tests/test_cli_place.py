@@ -1,5 +1,5 @@
-"""`ipu-config place`: a model placed on a config's IPUs, as text or JSON, `--check`, `--balance` and `--write`, and its
-refusals in one line with exit code 1."""
+"""`ipu-config place`: a model placed on a config's IPUs, as text or JSON, `--check`, `--balance` and `--write`, and
+its refusals in one line with exit code 1."""
 
 import io
 import json
@@ -9,10 +9,11 @@ import sys
 import pytest
 
 from cli_helpers import run, run_alone
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.report import render_comparison
 from placement_fixtures import BERT_BASE, PRESET, bert_base, bert_shapes, write_checkpoint
+
 BERT_LARGE = dict(BERT_BASE, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
 
 
@@ -78,11 +79,13 @@ def test_balance_proposes_a_split_where_the_config_s_cannot_be_placed(capsys, be
                          "--write", tmp_path / "out")
     assert code == 0
     assert err.splitlines() == [
-        f"ipu-config: note: {PRESET}: Cannot place {bert} with `layers_per_ipu`: [6, 5] places 11 layers and the model "
-        "has 12. Balancing from [-1, -1].", f"Wrote {tmp_path / 'out' / 'ipu_config.json'} with layers_per_ipu [4, 8]"]
+        f"ipu-config: note: {PRESET}: Cannot place {bert} with `layers_per_ipu`: [6, 5] places 11 layers and the "
+        "model has 12. Balancing from [-1, -1].",
+        f"Wrote {tmp_path / 'out' / 'ipu_config.json'} with layers_per_ipu [4, 8]"]
     assert out == str(PlainIPUConfig.from_json_file(PRESET).placement(bert).balanced()) + "\n"
     assert PlainIPUConfig.from_json_file(tmp_path / "out" / "ipu_config.json").layers_per_ipu == [4, 8]
-    code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--set", "layers_per_ipu=[6 5]", "--balance", "--json")
+    code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--set", "layers_per_ipu=[6 5]", "--balance",
+                       "--json")
     assert code == 0 and json.loads(out)["layers_per_ipu"] == [4, 8]
 
 
@@ -98,8 +101,8 @@ def test_write_saves_the_config_with_the_balanced_split(capsys, bert, tmp_path):
     written = PlainIPUConfig.from_json_file(out_dir / "ipu_config.json")
     preset = PlainIPUConfig.from_json_file(PRESET)
     assert written.layers_per_ipu == [4, 8] and written.inference_layers_per_ipu == preset.inference_layers_per_ipu
-    assert {name for name in written.settings_dict() if written.settings_dict()[name] != preset.settings_dict()[name]} \
-        == {"layers_per_ipu"}
+    saved, preset_saved = written.settings_dict(), preset.settings_dict()
+    assert {name for name in saved if saved[name] != preset_saved[name]} == {"layers_per_ipu"}
     # the inference build's split goes to inference_layers_per_ipu
     code, _, err = run(capsys, "place", PRESET, "--model", bert, "--balance", "--inference", "--write", out_dir,
                        "--force")
@@ -149,8 +152,8 @@ def test_listing_the_architectures_needs_neither_torch_nor_transformers():
     (["--architecture", "AlbertForMaskedLM"], "Cannot place {bert}: AlbertForMaskedLM has no pipelined version in "
      "optimum-graphcore 0.7.1; give one of model type \"bert\"'s with --architecture (architecture=): "
      "BertForMaskedLM,"),
-    (["--architecture", "GPT2LMHeadModel"], "Cannot place {bert}: GPT2LMHeadModel takes a config of model type \"gpt2\", "
-     "and this one is \"bert\"."),
+    (["--architecture", "GPT2LMHeadModel"], "Cannot place {bert}: GPT2LMHeadModel takes a config of model type "
+     "\"gpt2\", and this one is \"bert\"."),
     (["--model-revision", "main"], "Cannot place {bert}: a local folder has no revisions; --revision applies to Hub "
      "repositories."),
 ])
@@ -164,8 +167,9 @@ def test_a_config_that_cannot_be_placed_is_one_line_naming_the_file_the_setting_
 def test_a_missing_model_file_is_named(capsys, tmp_path):
     (tmp_path / "empty").mkdir()
     code, _, err = run(capsys, "place", PRESET, "--model", tmp_path / "empty")
-    assert code == 1 and err == (f"ipu-config: error: Cannot read the model file '{tmp_path / 'empty' / 'config.json'}'"
-                                 ": no such file: a model folder holds its config.json.\n")
+    missing = tmp_path / "empty" / "config.json"
+    assert code == 1 and err == (f"ipu-config: error: Cannot read the model file '{missing}': no such file: a model "
+                                 "folder holds its config.json.\n")
 
 
 def test_a_malformed_header_is_named(capsys, bert):

@@ -12,13 +12,13 @@ import transformers
 from optimum_ipu_ext import PlainIPUConfig
 
 # the settings every one of these configs shares
-SHARED = {"recompute_checkpoint_every_layer": True, "optimizer_state_offchip": True, "replicated_tensor_sharding": True,
-          "enable_half_partials": True}
+SHARED = {"recompute_checkpoint_every_layer": True, "optimizer_state_offchip": True,
+          "replicated_tensor_sharding": True, "enable_half_partials": True}
 BERT_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
 
 RUNS = [
-    # https://huggingface.co/Graphcore/bert-large-ipu/blob/main/ipu_config.json; pre-training, examples/language-modeling
-    # README (phase 1: micro-batch 8 at 128 tokens; phase 2: 2 at 512)
+    # https://huggingface.co/Graphcore/bert-large-ipu/blob/main/ipu_config.json; pre-training,
+    # examples/language-modeling README (phase 1: micro-batch 8 at 128 tokens; phase 2: 2 at 512)
     ("BertForPreTraining", transformers.BertConfig(**BERT_LARGE),
      dict(SHARED, embedding_serialization_factor=2, gradient_accumulation_steps=16, ipus_per_replica=4,
           layers_per_ipu=[3, 7, 7, 7], matmul_proportion=[0.15, 0.18, 0.20, 0.25]), [(8, 128), (2, 512)]),
@@ -41,8 +41,9 @@ RUNS = [
     # https://huggingface.co/Graphcore/wav2vec2-base-ipu/blob/main/ipu_config.json (4 IPUs); the wav2vec2 notebook and
     # examples/speech-pretraining README: micro-batch 1 of 249,600 samples
     ("Wav2Vec2ForPreTraining", transformers.Wav2Vec2Config(),
-     dict(SHARED, optimizer_state_offchip=False, recompute_checkpoint_every_layer=False, gradient_accumulation_steps=32,
-          ipus_per_replica=4, layers_per_ipu=[6, 5, 5, 7], matmul_proportion=[0.2, 1.0, 1.0, 1.0]), [(1, 249_600)]),
+     dict(SHARED, optimizer_state_offchip=False, recompute_checkpoint_every_layer=False,
+          gradient_accumulation_steps=32, ipus_per_replica=4, layers_per_ipu=[6, 5, 5, 7],
+          matmul_proportion=[0.2, 1.0, 1.0, 1.0]), [(1, 249_600)]),
 ]
 
 

@@ -8,8 +8,7 @@ import random
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement import balance
-from optimum_ipu_ext.placement import placement as placement_module
+from optimum_ipu_ext.placement import balance, placement as placement_module
 from placement_fixtures import tiny_model
 
 

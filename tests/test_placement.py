@@ -125,7 +125,7 @@ def test_a_config_field_left_out_takes_its_default_and_null_is_left_out():
     assert (config.num_layers, config.d_model, config.num_decoder_layers) == (3, 512, 3)
     assert ModelConfig({"num_decoder_layers": 2, "num_layers": 3}, config.defaults).num_decoder_layers == 2
     with pytest.raises(AttributeError, match="'vocab_size' has no default"):
-        config.vocab_size
+        _ = config.vocab_size
 
 
 def test_the_number_of_labels_is_that_of_their_names():

@@ -68,11 +68,12 @@ def test_a_checkpoint_lacking_a_layer_is_not_this_config_s(tmp_path):
     rewrite(folder, lambda name: None if name.startswith("bert.encoder.layer.2.") else name)
     with pytest.raises(PlacementError) as raised:
         PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder)
-    assert str(raised.value) == (f"Cannot place {folder}: its checkpoint holds no parameter of `bert.encoder.layer.2`, "
-                                 "one of the 3 layers its config.json gives it: the checkpoint is not this config's.")
+    assert str(raised.value) == (f"Cannot place {folder}: its checkpoint holds no parameter of "
+                                 "`bert.encoder.layer.2`, one of the 3 layers its config.json gives it: the "
+                                 "checkpoint is not this config's.")
 
 
-# --- balancing --------------------------------------------------------------------------------------------------------
+# --- balancing ---------------------------------------------------------------------------------------------------
 
 
 def compositions(layers, ipus):
@@ -143,8 +144,8 @@ BALANCED_CASES = [
     ("HubertForCTC", {}, {"layers_per_ipu": [-1, -1, -1], "optimizer_state_offchip": True}, False),
     # the inference build's generation split leaves the training build one executor
     ("T5ForConditionalGeneration", {"num_layers": 3}, {"layers_per_ipu": [-1, -1, -1, -1]}, False),
-    ("T5ForConditionalGeneration", {"num_layers": 3}, {"layers_per_ipu": [-1, -1, -1],
-                                                       "inference_parallelize_kwargs": {"for_generation": True}}, False),
+    ("T5ForConditionalGeneration", {"num_layers": 3},
+     {"layers_per_ipu": [-1, -1, -1], "inference_parallelize_kwargs": {"for_generation": True}}, False),
     ("T5ForConditionalGeneration", {"num_layers": 3, "num_decoder_layers": 3},
      {"inference_layers_per_ipu": [1, 2, 2, 1], "inference_parallelize_kwargs": {"for_generation": True}}, True),
     ("WhisperForConditionalGeneration", {"encoder_layers": 3, "decoder_layers": 2},
@@ -164,7 +165,8 @@ BALANCED_CASES = [
 @pytest.mark.parametrize("architecture, model_config, ipu_settings, for_inference", BALANCED_CASES)
 def test_the_balanced_split_is_the_best_upstream_accepts(architecture, model_config, ipu_settings, for_inference):
     config = dict(tiny_model(architecture).config.to_dict(), **model_config)
-    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture, for_inference=for_inference)
+    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture,
+                                                         for_inference=for_inference)
     balanced = placement.balanced()
     best = best_by_brute_force(placement)
     assert (list(balanced.layers_per_ipu), max(ipu.on_chip_bytes for ipu in balanced.ipus)) == best
@@ -176,7 +178,8 @@ def test_the_balanced_split_is_the_best_upstream_accepts(architecture, model_con
 ])
 def test_the_balance_costs_each_split_as_its_placement_does(architecture, model_config, ipu_settings, for_inference):
     config = dict(tiny_model(architecture).config.to_dict(), **model_config)
-    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture, for_inference=for_inference)
+    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture,
+                                                         for_inference=for_inference)
     planner, ipus = placement._planner, len(placement.ipus)
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
     encoder = layer_counts(planner.architecture, planner.config).get((planner.architecture.generation or [None])[0])
@@ -197,7 +200,8 @@ def test_the_balance_costs_each_split_as_its_placement_does(architecture, model_
 
 
 def test_one_ipu_is_balanced_already():
-    placement = PlainIPUConfig().placement(tiny_model("BertForMaskedLM").config.to_dict(), architecture="BertForMaskedLM")
+    placement = PlainIPUConfig().placement(tiny_model("BertForMaskedLM").config.to_dict(),
+                                           architecture="BertForMaskedLM")
     assert placement.balanced() is placement
 
 
@@ -206,6 +210,6 @@ def test_lxmert_has_no_split_to_balance():
     placement = PlainIPUConfig(layers_per_ipu=[-1] * 4).placement(config, architecture="LxmertForQuestionAnswering")
     with pytest.raises(PlacementError) as raised:
         placement.balanced()
-    assert str(raised.value) == ("Cannot place lxmert: LxmertForQuestionAnswering's parallelize() places its layers on "
-                                 "IPUs of its own choosing, whatever `layers_per_ipu` says: there is no split to "
+    assert str(raised.value) == ("Cannot place lxmert: LxmertForQuestionAnswering's parallelize() places its layers "
+                                 "on IPUs of its own choosing, whatever `layers_per_ipu` says: there is no split to "
                                  "balance.")

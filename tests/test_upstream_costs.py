@@ -10,13 +10,13 @@ that a formula naming the wrong size fails. Collected on the IPU-host stack only
 import json
 
 import pytest
-from placement_models import TINY_MODELS
-from upstream_costs import step_paths, upstream_costs
-from upstream_placement import _original_model
 
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.cost_rows import AUDIO, COSTS, ENCODER_DECODER, IMAGE, SPEECH_RECOGNITION
 from optimum_ipu_ext.placement.costs import block_costs, resolve_shape
+from placement_models import TINY_MODELS
+from upstream_costs import step_paths, upstream_costs
+from upstream_placement import _original_model
 
 ACTIVATION_TOLERANCE = 0.10
 FLOPS_TOLERANCE = 0.05

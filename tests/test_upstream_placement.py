@@ -12,7 +12,6 @@ import math
 from functools import lru_cache
 
 import pytest
-from safetensors.torch import save_file
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from placement_models import TINY_MODELS

@@ -19,17 +19,17 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from unittest import mock
 
 import torch
-from doubles import installed
-from placement_models import TINY_MODELS, _classes, _text, _tokens
 from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
-from upstream_placement import _ipu_config, _one_thread, _original_model, _Trace, _tracing, upstream_modules
 
+from doubles import installed
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
 from optimum_ipu_ext.placement.costs import MULTIPLE_CHOICES
 from optimum_ipu_ext.placement.layout import _steps
 from optimum_ipu_ext.placement.rules import Block
+from placement_models import TINY_MODELS, _classes, _text, _tokens
+from upstream_placement import _ipu_config, _one_thread, _original_model, _Trace, _tracing, upstream_modules
 
 AUDIO_MASK_EVERY = 3
 
@@ -73,22 +73,7 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int,
     with the labels `IPUTrainer` feeds."""
     generator = torch.Generator().manual_seed(0)
     if architecture.startswith(("Wav2Vec2", "Hubert")):
-        inputs = {"input_values": torch.randn(batch, length, generator=generator)}
-        frames = length
-        for kernel, stride in zip(config.conv_kernel, config.conv_stride):
-            frames = (frames - kernel) // stride + 1
-        if architecture.endswith("ForCTC"):
-            labels = max(1, frames // CTC_FRAMES_PER_LABEL)
-            inputs["labels"] = _classes(config.vocab_size - 1, generator, batch, labels) + 1
-        elif architecture.endswith("ForSequenceClassification"):
-            inputs["labels"] = _classes(config.num_labels, generator, batch)
-        else:
-            mask = torch.zeros(batch, frames, dtype=torch.bool)
-            mask[:, ::AUDIO_MASK_EVERY] = True
-            inputs["mask_time_indices"] = mask
-            inputs["sampled_negative_indices"] = torch.randint(0, frames, (batch, frames, config.num_negatives),
-                                                               generator=generator)
-        return inputs
+        return _audio_inputs(architecture, config, batch, length, generator)
     if architecture.startswith("Whisper"):
         frames = 2 * config.max_source_positions  # the encoder takes no other length
         return {"input_features": torch.randn(batch, config.num_mel_bins, frames, generator=generator),
@@ -125,6 +110,27 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int,
         labels = _tokens(config, generator, batch, decoder_length)
         start = torch.full((batch, 1), config.decoder_start_token_id, dtype=torch.long)
         inputs.update(labels=labels, decoder_input_ids=torch.cat([start, labels[:, :-1]], dim=1))
+    return inputs
+
+
+def _audio_inputs(architecture: str, config: Any, batch: int, length: int,
+                  generator: torch.Generator) -> Dict[str, torch.Tensor]:
+    """A speech model's batch of `length` samples, with the labels or the masks of its head."""
+    inputs = {"input_values": torch.randn(batch, length, generator=generator)}
+    frames = length
+    for kernel, stride in zip(config.conv_kernel, config.conv_stride):
+        frames = (frames - kernel) // stride + 1
+    if architecture.endswith("ForCTC"):
+        labels = max(1, frames // CTC_FRAMES_PER_LABEL)
+        inputs["labels"] = _classes(config.vocab_size - 1, generator, batch, labels) + 1
+    elif architecture.endswith("ForSequenceClassification"):
+        inputs["labels"] = _classes(config.num_labels, generator, batch)
+    else:
+        mask = torch.zeros(batch, frames, dtype=torch.bool)
+        mask[:, ::AUDIO_MASK_EVERY] = True
+        inputs["mask_time_indices"] = mask
+        inputs["sampled_negative_indices"] = torch.randint(0, frames, (batch, frames, config.num_negatives),
+                                                           generator=generator)
     return inputs
 
 

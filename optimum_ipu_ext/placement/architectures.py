@@ -17,11 +17,11 @@ from .bodies import (
     DISTILBERT_DEFAULTS,
     GPT2_DEFAULTS,
     GROUPBERT_DEFAULTS,
+    HUBERT_DEFAULTS,
     LXMERT_DEFAULTS,
     MPNET_DEFAULTS,
     MT5_DEFAULTS,
     ROBERTA_DEFAULTS,
-    HUBERT_DEFAULTS,
     T5_DEFAULTS,
     VIT_DEFAULTS,
     WAV2VEC2_DEFAULTS,
@@ -34,16 +34,16 @@ from .bodies import (
     distilbert_body,
     gpt2_body,
     groupbert_body,
+    linear as _linear,
     lxmert_body,
     mpnet_body,
+    norm as _norm,
     speech_body,
     t5_body,
+    under as _under,
     vit_body,
     whisper_body,
 )
-from .bodies import linear as _linear
-from .bodies import norm as _norm
-from .bodies import under as _under
 from .rules import LAST, Architecture, Block, FirstSplitIPU, LayerIPU, Layers, ModelConfig, Run, Step, WhenConfig
 
 
@@ -68,8 +68,8 @@ def _prediction_head(head: str, word_embeddings: str, transform: str = "transfor
     """An MLM head: a dense layer and a norm, then a decoder tied to the word embeddings, with a bias of its own."""
 
     def shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-        found = {**_linear(f"{head}.{transform}", c.hidden_size, c.hidden_size), **_norm(f"{head}.{norm}", c.hidden_size),
-                 f"{head}.{bias}": (c.vocab_size,)}
+        found = {**_linear(f"{head}.{transform}", c.hidden_size, c.hidden_size),
+                 **_norm(f"{head}.{norm}", c.hidden_size), f"{head}.{bias}": (c.vocab_size,)}
         if not c.tie_word_embeddings:
             found[f"{head}.{decoder}.weight"] = (c.vocab_size, c.hidden_size)
         return found
@@ -135,7 +135,8 @@ def _bert_pretraining_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
 
 def _bert_like(family: str, model_type: str, defaults: Mapping[str, Any], body: Body,
                after_layers: Tuple[Step, ...] = (),
-               pooled: Tuple[str, ...] = ("ForSequenceClassification", "ForMultipleChoice")) -> Dict[str, Architecture]:
+               pooled: Tuple[str, ...] = ("ForSequenceClassification", "ForMultipleChoice"),
+               ) -> Dict[str, Architecture]:
     """BERT and GroupBERT (whose encoder ends with a norm, and whose every head keeps the pooler)."""
     classifier = Block("Classifier", "cls")
     rows = _encoder_family(family, model_type, "bert", defaults, body, pooled=pooled, after_layers=after_layers,
@@ -239,7 +240,8 @@ DISTILBERT = {
         "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "dim")),
 }
 
-_DEBERTA_MLM_SHAPES, _DEBERTA_MLM_TIES = _prediction_head("cls.predictions", "deberta.embeddings.word_embeddings.weight")
+_DEBERTA_MLM_SHAPES, _DEBERTA_MLM_TIES = _prediction_head("cls.predictions",
+                                                          "deberta.embeddings.word_embeddings.weight")
 
 
 def _deberta(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Architecture:
@@ -406,8 +408,9 @@ WHISPER = {
 
 # transformers 5 renamed ViT's layers; a checkpoint it saves is read with the names of 4.29.2
 VIT_RENAMES = (
-    (r"^vit\.layers\.(\d+)\.attention\.([qkv])_proj\.", lambda match: "vit.encoder.layer.{}.attention.attention.{}.".format(
-        match.group(1), {"q": "query", "k": "key", "v": "value"}[match.group(2)])),
+    (r"^vit\.layers\.(\d+)\.attention\.([qkv])_proj\.",
+     lambda match: "vit.encoder.layer.{}.attention.attention.{}.".format(
+         match.group(1), {"q": "query", "k": "key", "v": "value"}[match.group(2)])),
     (r"^vit\.layers\.(\d+)\.attention\.o_proj\.", r"vit.encoder.layer.\1.attention.output.dense."),
     (r"^vit\.layers\.(\d+)\.mlp\.fc1\.", r"vit.encoder.layer.\1.intermediate.dense."),
     (r"^vit\.layers\.(\d+)\.mlp\.fc2\.", r"vit.encoder.layer.\1.output.dense."),
@@ -430,7 +433,8 @@ VISION = {
                 stage_prelude="convnext.encoder.stages.{stage}.downsampling_layer"),
          Block("LayerNorm", "convnext.layernorm", LAST), Block("Classifier", "classifier", LAST)),
         CONVNEXT_DEFAULTS, convnext_body,
-        heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_sizes[-1]) if c.num_labels else {}}),
+        heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_sizes[-1])
+               if c.num_labels else {}}),
 }
 
 # --- speech: HuBERT, Wav2Vec2 --------------------------------------------------------------------------------------
@@ -506,7 +510,8 @@ SPEECH = {
          Block(None, "projector", LAST), Block(None, "classifier", LAST)),
         HUBERT_DEFAULTS, HUBERT_BODY,
         heads={"projector": _hubert_classifier_shapes,
-               "layer_weights": lambda c: {"layer_weights": (c.num_hidden_layers + 1,)} if c.use_weighted_layer_sum else {}},
+               "layer_weights": lambda c: {"layer_weights": (c.num_hidden_layers + 1,)}
+               if c.use_weighted_layer_sum else {}},
         renames=WEIGHT_NORM_RENAMES),
     "HubertForCTC": _ctc("Hubert", "hubert", "hubert", HUBERT_DEFAULTS, HUBERT_BODY),
     "Wav2Vec2ForCTC": _ctc("Wav2Vec2", "wav2vec2", "wav2vec2", WAV2VEC2_DEFAULTS, WAV2VEC2_BODY,

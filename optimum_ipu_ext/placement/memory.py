@@ -13,6 +13,7 @@ a lower bound, since activations, pipeline stashes, code and exchange buffers co
 from typing import Any, Dict, NamedTuple, Tuple
 
 from ..options.build import build_plan
+
 IPU_MEMORY_BYTES = 1472 * 624 * 1024
 
 _LOCATIONS = {"weights": "setWeightLocation", "accumulators": "setAccumulatorLocation",

@@ -240,4 +240,5 @@ class Architecture(NamedTuple):
 
     def tied(self, config: ModelConfig) -> Dict[str, str]:
         """`{alias: parameter}` of the weights tied under this config."""
-        return {alias: target for alias, (target, field) in self.ties.items() if field is None or getattr(config, field)}
+        return {alias: target for alias, (target, field) in self.ties.items()
+                if field is None or getattr(config, field)}

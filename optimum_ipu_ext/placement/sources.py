@@ -10,9 +10,9 @@ leaves torch alone).
 import os
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
-from ..settings.sources import is_local
-from ..settings.rules import check_rules
 from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
+from ..settings.rules import check_rules
+from ..settings.sources import is_local
 from .architectures import ARCHITECTURES
 from .checkpoint import TensorHeader, parse_config, read_folder
 from .costs import block_costs, resolve_shape
@@ -52,7 +52,8 @@ def read_model(model: Any, revision: Optional[str] = None, token: Optional[str] 
         config = model.to_dict()
         return ModelSource(str(getattr(model, "name_or_path", "") or config.get("model_type")), config, _none)
     if not isinstance(model, str):
-        raise TypeError(f"model must be a Hub model id, a folder, a PretrainedConfig or a dict, not {type(model).__name__}")
+        raise TypeError("model must be a Hub model id, a folder, a PretrainedConfig or a dict, not "
+                        f"{type(model).__name__}")
     if os.path.isfile(model):
         return ModelSource(model, read_config(model), _none)
     if is_local(model):
