@@ -45,7 +45,7 @@ def command_show(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     launch = None
     if args.popdist is not None:
         num_instances, instance_index = args.popdist
-        replicas = config.inference_replication_factor if args.inference else config.replication_factor
+        replicas = getattr(config, Mode.of(args.inference).setting("replication_factor"))
         launch = PopDistLaunch(num_replicas=replicas, num_instances=num_instances, instance_index=instance_index)
     data = summary(config, args.source, args.inference, popdist=launch)
     if args.json:
@@ -68,7 +68,7 @@ def command_place(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if target is not None and os.path.exists(target) and not args.force:
         raise CommandError(f"{target}: exists; pass --force to overwrite it")
     config = load(args.source, args.revision, args.set or (), args.pod_type)
-    setting = "inference_layers_per_ipu" if args.inference else "layers_per_ipu"
+    setting = Mode.of(args.inference).setting("layers_per_ipu")
     try:
         current = _placement(args, config, err)
     except PlacementError as error:

@@ -9,6 +9,7 @@ from ..errors import IncompatibleSettingsError, as_json
 from ..options.build import shards_optimizer_state
 from ..sdk.popdist import PopDistLaunch
 from ..settings.migration import migrate_and_warn
+from ..settings.mode import Mode
 from ..settings.rules import MAX_IPUS_PER_PROCESS, reserved_ipus
 from ..settings.table import PHASED_STRATEGIES
 from .output import Stream, one_line
@@ -42,8 +43,7 @@ def summary(
     """What `ipu-config show` reports, as JSON-serializable data; with `popdist`, for that poprun instance."""
     plan = config.options_plan(for_inference=for_inference, popdist=popdist)
 
-    def name(setting: str) -> str:
-        return f"inference_{setting}" if for_inference else setting
+    name = Mode.of(for_inference).setting
 
     def value(setting: str) -> Any:
         return getattr(config, name(setting))
@@ -57,7 +57,7 @@ def summary(
     sharded = shards_optimizer_state(plan)
     return {
         "source": source,
-        "mode": "inference" if for_inference else "training",
+        "mode": str(Mode.of(for_inference)),
         "pipeline": {
             "ipus_per_replica": ipus,
             "layers_per_ipu": value("layers_per_ipu"),

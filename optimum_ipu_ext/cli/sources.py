@@ -17,6 +17,7 @@ from ..config.plain import PlainIPUConfig
 from ..errors import ConfigMigrationWarning, as_json
 from ..settings.files import CONFIG_NAME, dump, read_config_file, write_text_atomically
 from ..settings.migration import migrate
+from ..settings.mode import INFERENCE
 from ..settings.schema import parse_update_string
 from ..settings.sources import HUB, PRESET, is_local, local_config_file, preset, resolve
 from ..settings.table import SETTINGS
@@ -104,7 +105,7 @@ def following_inference(current: Mapping[str, Any], updates: Mapping[str, Any], 
     give it too. One set apart from training's is kept, and a note on stderr says how to make it follow."""
     followed, kept = {}, {}
     for name in PIPELINE_SETTINGS:
-        twin = f"inference_{name}"
+        twin = INFERENCE.setting(name)
         if name not in updates or twin in updates or updates[name] in (current[name], current[twin]):
             continue
         if current[twin] == current[name]:
