@@ -288,15 +288,72 @@ def test_a_null_embedding_factor_fails_where_parallelize_compares_it_with_1():
                      serialized_embedding_splits_per_ipu=[1, 1]).ipus == 2
 
 
-@pytest.mark.parametrize("setting", ["serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu"])
-def test_mt5_s_weights_split_over_ipus_are_not_sized(setting):
-    with pytest.raises(PlacementError) as raised:
-        layout_of("MT5ForConditionalGeneration", layers_per_ipu=[-1, -1], **{setting: [1, 1]})
-    assert (raised.value.setting, raised.value.problem) == (
-        setting, "[1, 1] splits MT5ForConditionalGeneration's weights over IPUs, which the placement does not size")
-    with pytest.raises(PlacementError) as raised:
-        layout_of("MT5ForConditionalGeneration", for_inference=True, **{f"inference_{setting}": [1]})
-    assert raised.value.setting == f"inference_{setting}"
+MT5_SPLIT_BLOCKS = [
+    ({"serialized_embedding_splits_per_ipu": [2, 2, 0, 0]},
+     [["Embedding-0-1", "Encoder0"], ["Embedding-2-3", "Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0"],
+      ["Decoder1", "Decoder Stack Final LayerNorm", "LM Head Output"]],
+     {"shared.split_embeddings.0": 0, "shared.split_embeddings.1": 0, "shared.split_embeddings.2": 1,
+      "shared.split_embeddings.3": 1, "lm_head": 3}),
+    ({"serialized_embedding_splits_per_ipu": [1, 0, 0, 0], "projection_serialization_factor": 4},
+     [["Embedding", "Encoder0"], ["Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0"],
+      ["Decoder1", "Decoder Stack Final LayerNorm", "LM Head Output"]],
+     {"shared": 0, "lm_head": 3}),  # one split: no SerializedEmbedding; a factor without splits: one block
+    ({"serialized_projection_splits_per_ipu": [0, 0, 1, 3]},
+     [["Embedding", "Encoder0"], ["Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0", "Linear-0"],
+      ["Decoder1", "Decoder Stack Final LayerNorm", "Linear-1-3"]],
+     {"lm_head.split_linear_layers.0": 2, "lm_head.split_linear_layers.1": 3, "lm_head.split_linear_layers.2": 3,
+      "lm_head.split_linear_layers.3": 3,
+      "lm_head": 3}),
+]
+
+
+@pytest.mark.parametrize("splits, blocks, ipus", MT5_SPLIT_BLOCKS)
+def test_mt5_s_split_weights_begin_a_block_on_each_ipu_of_their_share(splits, blocks, ipus):
+    layout = layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, layers_per_ipu=[1, 1, 1, 1], **splits)
+    assert layout.blocks == blocks
+    claims = layout.claims["model"]
+    assert {path: claims[path].ipu for path in ipus} == ipus
+    assert not any(path.startswith(("shared.split", "lm_head.split")) and path not in ipus for path in claims)
+
+
+def test_the_inference_build_splits_with_the_inference_settings():
+    layout = layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, True, layers_per_ipu=[1, 1, 1, 1],
+                       serialized_embedding_splits_per_ipu=[2, 2, 0, 0], inference_layers_per_ipu=[2, 2],
+                       inference_serialized_projection_splits_per_ipu=[1, 1])
+    assert layout.blocks == [["Embedding", "Encoder0", "Encoder1", "Encoder Stack Final LayerNorm", "Linear-0"],
+                             ["Decoder0", "Decoder1", "Decoder Stack Final LayerNorm", "Linear-1"]]
+
+
+def test_a_generation_build_gives_the_decoder_its_share_of_the_projection():
+    layout = layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, True, inference_layers_per_ipu=[1, 1, 1, 1],
+                       inference_serialized_embedding_splits_per_ipu=[1, 1, 0, 0],
+                       inference_serialized_projection_splits_per_ipu=[0, 0, 1, 1], **T5_GENERATION)
+    assert [executor.name for executor in layout.executors] == ["encoder", "decoder"]
+    assert {path: claim.ipu for path, claim in layout.claims["encoder"].items() if "split" in path} == {
+        "shared.split_embeddings.0": 0, "shared.split_embeddings.1": 1}
+    # the decoder numbers its IPUs from its own first, and reads the whole list of the embedding's splits
+    assert {path: claim.ipu for path, claim in layout.claims["decoder"].items() if "split" in path} == {
+        "shared.split_embeddings.0": 2, "shared.split_embeddings.1": 3, "lm_head.split_linear_layers.0": 2,
+        "lm_head.split_linear_layers.1": 3}
+
+
+def test_parallelized_parameters_hold_each_part_of_a_split_weight():
+    row = ARCHITECTURES["MT5ForConditionalGeneration"]
+    config = row.config({"vocab_size": 64, "d_model": 16, "num_layers": 1, "num_decoder_layers": 1})
+    parameters = from_config(row, config)
+    split = parallelized("m", row, parameters, settings(layers_per_ipu=[1, 1], serialized_embedding_splits_per_ipu=[
+        3, 1], serialized_projection_splits_per_ipu=[0, 2]))
+    assert {name: shape for name, shape in split.shapes.items() if "split" in name} == {
+        **{f"shared.split_embeddings.{part}.weight": (16, 16) for part in range(4)},
+        "lm_head.split_linear_layers.0.weight": (32, 16), "lm_head.split_linear_layers.1.weight": (32, 16)}
+    assert "shared.weight" not in split.shapes and "lm_head.weight" not in split.shapes
+    assert "shared.weight" not in split.aliases
+    assert sum(split.elements(name) for name in split.shapes) == sum(parameters.elements(name)
+                                                                    for name in parameters.shapes)
+    # the inference build reads the inference settings
+    whole = parallelized("m", row, parameters, settings(layers_per_ipu=[1, 1], serialized_embedding_splits_per_ipu=[
+        3, 1]), for_inference=True)
+    assert whole.shapes == parameters.shapes
 
 
 WHISPER = {"encoder_layers": 2, "decoder_layers": 2}
@@ -326,14 +383,37 @@ T5_GENERATION = {"inference_parallelize_kwargs": {"for_generation": True}}
     (lambda: layout_of("GPT2LMHeadModel", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1]),
      "Cannot place m with `embedding_serialization_factor`: it is null, as `serialized_embedding_splits_per_ipu` is "
      "given, and GPT2LMHeadModel's parallelize() compares it with 1, which fails."),
-    (lambda: layout_of("MT5ForConditionalGeneration", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1]),
-     "Cannot place m with `serialized_embedding_splits_per_ipu`: [1, 1] splits MT5ForConditionalGeneration's weights "
-     "over IPUs, which the placement does not size."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"tie_word_embeddings": True}, layers_per_ipu=[-1, -1],
+                       serialized_embedding_splits_per_ipu=[1, 1]),
+     "Cannot place m with `serialized_embedding_splits_per_ipu`: [1, 1] splits `shared`, and "
+     "MT5ForConditionalGeneration's parallelize() splits no weight tied to another (`tie_word_embeddings` is true)."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"tie_word_embeddings": True}, layers_per_ipu=[-1, -1],
+                       embedding_serialization_factor=2),
+     "Cannot place m with `embedding_serialization_factor`: 2 splits `shared`, and MT5ForConditionalGeneration's "
+     "parallelize() splits no weight tied to another (`tie_word_embeddings` is true)."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"tie_word_embeddings": True}, True,
+                       inference_layers_per_ipu=[-1, -1], inference_serialized_projection_splits_per_ipu=[0, 1]),
+     "Cannot place m with `inference_serialized_projection_splits_per_ipu`: [0, 1] splits `lm_head`, and "
+     "MT5ForConditionalGeneration's parallelize() splits no weight tied to another (`tie_word_embeddings` is true)."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, True, inference_layers_per_ipu=[1, 1, 1, 1],
+                       inference_serialized_embedding_splits_per_ipu=[0, 1, 1, 0], **T5_GENERATION),
+     "Cannot place m with `inference_serialized_embedding_splits_per_ipu`: [0, 1, 1, 0] puts splits of `shared` "
+     "outside the encoder's IPUs 0-1, where a generation build keeps them all."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, True, inference_layers_per_ipu=[1, 1, 1, 1],
+                       inference_serialized_projection_splits_per_ipu=[0, 1, 1, 0], **T5_GENERATION),
+     "Cannot place m with `inference_serialized_projection_splits_per_ipu`: [0, 1, 1, 0] puts splits of `lm_head` "
+     "outside the decoder's IPUs 2-3, where a generation build keeps them all."),
+    (lambda: parallelized("m", ARCHITECTURES["MT5ForConditionalGeneration"], Parameters({"lm_head.weight": (6, 4)}, {}),
+                          settings(layers_per_ipu=[1, 1], serialized_projection_splits_per_ipu=[2, 2])),
+     "Cannot place m with `serialized_projection_splits_per_ipu`: 4 parts do not divide the 6 rows of "
+     "`lm_head.weight`, which MT5ForConditionalGeneration's parallelize() splits into that many."),
     (lambda: layout_of("LxmertForQuestionAnswering", {"l_layers": 2, "r_layers": 1, "x_layers": 1},
                        layers_per_ipu=[-1, -1]),
      'Cannot place m with `ipus_per_replica`: LxmertForQuestionAnswering\'s parallelize() places its block '
      '"Visual layer0" on IPU 2, and the pipeline has 2 IPUs.'),
-], ids=["two-ipus", "no-cut", "splits", "kwargs", "quantized", "null-factor", "mt5-splits", "lxmert"])
+], ids=["two-ipus", "no-cut", "splits", "kwargs", "quantized", "null-factor", "mt5-tied-splits",
+                            "mt5-tied-factor", "mt5-tied-projection", "mt5-embedding-on-decoder",
+                            "mt5-projection-on-encoder", "mt5-projection-rows", "lxmert"])
 def test_each_refusal_says_what_upstream_cannot_do_for_which_model(refused, message):
     with pytest.raises(PlacementError) as raised:
         refused()

@@ -10,7 +10,7 @@ import itertools
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import PlacementError, as_json
-from .rules import Architecture, Block, FirstSplitIPU, LastIPU, LayerIPU, Layers, ModelConfig, Run, WhenConfig
+from .rules import Architecture, Block, FirstSplitIPU, LastIPU, LayerIPU, Layers, ModelConfig, Run, Split, WhenConfig
 
 
 def expand_layers_per_ipu(model: str, layers_per_ipu: Sequence[int], ipus: int, layers: int, setting: str) -> List[int]:
@@ -112,7 +112,7 @@ def _steps(architecture: Architecture, config: ModelConfig):
                                   step.ipu, executor=step.executor)
                     yield block, step.group, index
                     index += 1
-        elif config.holds(step.when):
+        elif isinstance(step, Split) or config.holds(step.when):
             yield step, None, None
 
 
@@ -155,7 +155,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     given = list(settings[setting] if layers_per_ipu is None else layers_per_ipu)
     kwargs = settings[f"{prefix}parallelize_kwargs"] or {}
     _check_kwargs(model, architecture, kwargs, f"{prefix}parallelize_kwargs")
-    _check_settings(model, architecture, settings, prefix)
+    _check_settings(model, architecture, config, settings, prefix)
     steps = list(_steps(architecture, config))
     counts = layer_counts(architecture, config)
     group_ipus, executors = _layers_on_ipus(model, architecture, counts, given, ipus, setting, kwargs)
@@ -164,9 +164,10 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     claims: Dict[str, Dict[str, Claim]] = {executor.name: {} for executor in executors}
     order = itertools.count()
     with_blocks = architecture.blocks_on_one_ipu or ipus > 1
+    _check_split_shares(model, architecture, settings, prefix, executors)
     for executor in executors:
         ipu, origin = executor.first_ipu, ("ipu", executor.first_ipu)  # before the first block: the first IPU
-        for step, group, index in steps:
+        for step, group, index in _with_splits(steps, settings, prefix, executor):
             if len(executors) > 1 and step.executor not in (None, executor.name):
                 continue
             if isinstance(step, Block):
@@ -211,6 +212,66 @@ def _layers_on_ipus(model: str, architecture: Architecture, counts: Mapping[str,
     decoder_ipus = _layer_ipus(expand_layers_per_ipu(model, expanded[cut:], ipus - cut, counts[decoder], setting))
     return ({encoder: encoder_ipus, decoder: [cut + ipu for ipu in decoder_ipus]},
             (Executor("encoder", 0, cut), Executor("decoder", cut, ipus - cut)))
+
+
+class SplitShares(NamedTuple):
+    """How `parallelize()` splits a `Split` step's module: into `factor` parts, `per_ipu[i]` of them on IPU i."""
+
+    factor: int
+    per_ipu: List[int]
+
+
+def split_shares(step: Split, settings: Mapping[str, Any], prefix: str) -> Optional[SplitShares]:
+    """The split of `step`'s module under these settings, or None where `parallelize()` keeps it whole."""
+    per_ipu = settings[prefix + step.setting]
+    if per_ipu is None:
+        return None
+    factor = settings[prefix + step.factor] or sum(per_ipu)
+    return SplitShares(factor, list(per_ipu)) if factor > 1 else None
+
+
+def _with_splits(steps, settings: Mapping[str, Any], prefix: str, executor: Executor):
+    """The steps with each `Split` replaced by its parts, as its settings place them for this executor, or by its
+    whole module's block."""
+    for step, group, index in steps:
+        if not isinstance(step, Split):
+            yield step, group, index
+            continue
+        shares = split_shares(step, settings, prefix)
+        if shares is None:
+            yield step.whole, None, None
+            continue
+        per_ipu = shares.per_ipu[executor.first_ipu:executor.first_ipu + executor.ipus] if step.own_share else shares.per_ipu
+        for ipu, count in enumerate(per_ipu):
+            first = sum(per_ipu[:ipu])
+            for part in range(first, first + count):
+                path = f"{step.path}.{step.parts}.{part}"
+                if part == first:
+                    parts = f"{first}-{first + count - 1}" if count > 1 else f"{first}"
+                    yield Block(f"{step.label}-{parts}", path, ipu, executor=step.whole.executor), None, None
+                else:
+                    yield Run(path, executor=step.whole.executor), None, None
+        yield Run(step.path, executor=step.whole.executor), None, None  # what follows the parts: a bias
+
+
+def _check_split_shares(model: str, architecture: Architecture, settings: Mapping[str, Any], prefix: str,
+                        executors: Sequence[Executor]) -> None:
+    """A generation build keeps a split embedding on the encoder's IPUs and a split projection on the decoder's,
+    as `split_encoder_decoder_ipu_config` requires."""
+    if len(executors) < 2:
+        return
+    for step in architecture.steps:
+        shares = split_shares(step, settings, prefix) if isinstance(step, Split) else None
+        if shares is None:
+            continue
+        owner = executors[1] if step.own_share else executors[0]
+        outside = [count for ipu, count in enumerate(shares.per_ipu)
+                   if count and not owner.first_ipu <= ipu < owner.first_ipu + owner.ipus]
+        if outside:
+            raise PlacementError(
+                model, f"{as_json(shares.per_ipu)} puts splits of `{step.path}` outside the {owner.name}'s IPUs "
+                f"{owner.first_ipu}-{owner.first_ipu + owner.ipus - 1}, where a generation build keeps them all",
+                prefix + step.setting)
 
 
 def _add_block(names: List[Optional[str]], name: Optional[str]) -> None:
@@ -265,15 +326,31 @@ def _check_kwargs(model: str, architecture: Architecture, kwargs: Mapping[str, A
                              "which the placement does not size", setting)
 
 
-def _check_settings(model: str, architecture: Architecture, settings: Mapping[str, Any], prefix: str) -> None:
+def _check_settings(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
+                    prefix: str) -> None:
     if architecture.reads_embedding_factor and settings["embedding_serialization_factor"] is None:
         raise PlacementError(model, f"it is null, as `serialized_embedding_splits_per_ipu` is given, and "
                              f"{architecture.name}'s parallelize() compares it with 1, which fails",
                              "embedding_serialization_factor")
-    for name in architecture.unmodelled:
-        if settings[prefix + name] is not None:
-            raise PlacementError(model, f"{as_json(settings[prefix + name])} splits {architecture.name}'s weights over "
-                                 "IPUs, which the placement does not size", prefix + name)
+    if architecture.untied_splits and config.tie_word_embeddings:
+        for step in architecture.steps:
+            if isinstance(step, Split):
+                _check_untied(model, architecture, step, settings, prefix)
+
+
+def _check_untied(model: str, architecture: Architecture, step: Split, settings: Mapping[str, Any],
+                  prefix: str) -> None:
+    """`parallelize()` refuses to split the tied embedding (a factor, or the sum of its splits, above 1) and to
+    give the tied projection splits at all."""
+    given = settings[prefix + step.setting]
+    if step.own_share and given is not None:
+        setting, value = step.setting, given
+    elif not step.own_share and (settings[prefix + step.factor] or sum(given or ())) > 1:
+        setting, value = (step.factor, settings[prefix + step.factor]) if given is None else (step.setting, given)
+    else:
+        return
+    raise PlacementError(model, f"{as_json(value)} splits `{step.path}`, and {architecture.name}'s parallelize() "
+                         "splits no weight tied to another (`tie_word_embeddings` is true)", prefix + setting)
 
 
 def first_uses(layout: Layout, names: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Claim]]:
