@@ -231,3 +231,37 @@ def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_infere
     model = dict(TINY_MODELS[architecture].config, **(model_config or {}))
     with pytest.raises(upstream_refusal()):
         upstream_placement(architecture, model, ipu_settings, for_inference, for_generation)
+
+
+# --- weights split over IPUs (MT5's SerializedEmbedding and SplitProjection) -----------------------------------------
+
+MT5_SPLITS = [
+    {"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [2, 2, 0, 0]},
+    {"layers_per_ipu": [1, 1, 1, 1], "serialized_projection_splits_per_ipu": [0, 0, 1, 3]},
+    {"layers_per_ipu": [0, 2, 2, 0], "serialized_embedding_splits_per_ipu": [1, 3, 0, 0],
+     "serialized_projection_splits_per_ipu": [0, 0, 2, 2]},
+]
+
+
+def spread_of(placement):
+    """`{original parameter: {IPU: elements}}` of the parts of each weight split over IPUs, as the harness
+    reports them."""
+    parameters = placement._planner.parameters
+    spread = {}
+    for name, ipus in placement.parameter_ipus().items():
+        if ".split_" in name:
+            (ipu,) = ipus
+            whole = spread.setdefault(name.split(".split_")[0] + ".weight", {})
+            whole[ipu] = whole.get(ipu, 0) + parameters.elements(name)
+    return spread
+
+
+@pytest.mark.parametrize("settings", MT5_SPLITS)
+def test_a_weight_split_over_ipus_is_placed_as_upstream_places_it(settings, tmp_path_factory):
+    reference, placement = reference_and_ours("MT5ForConditionalGeneration", tmp_path_factory, settings)
+    assert spread_of(placement) == {name: {int(ipu): count for ipu, count in ipus.items()}
+                                    for name, ipus in reference["spread"].items()}
+    whole = {name: ipus for name, ipus in placement.parameter_ipus().items() if ".split_" not in name}
+    assert whole == {name: (ipu,) for name, ipu in reference["parameters"].items()}
+    assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
+    assert sum(ipu.parameters for ipu in placement.ipus) == sum(reference["parameter_counts"].values())
