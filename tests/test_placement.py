@@ -304,6 +304,10 @@ MT5_SPLIT_BLOCKS = [
      {"lm_head.split_linear_layers.0": 2, "lm_head.split_linear_layers.1": 3, "lm_head.split_linear_layers.2": 3,
       "lm_head.split_linear_layers.3": 3,
       "lm_head": 3}),
+    ({"serialized_projection_splits_per_ipu": [0, 0, 1, 0]},  # one split: the head whole, on the last IPU
+     [["Embedding", "Encoder0"], ["Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0"],
+      ["Decoder1", "Decoder Stack Final LayerNorm", "LM Head Output"]],
+     {"shared": 0, "lm_head": 3}),
 ]
 
 
@@ -314,6 +318,13 @@ def test_mt5_s_split_weights_begin_a_block_on_each_ipu_of_their_share(splits, bl
     claims = layout.claims["model"]
     assert {path: claims[path].ipu for path in ipus} == ipus
     assert not any(path.startswith(("shared.split", "lm_head.split")) and path not in ipus for path in claims)
+
+
+def test_a_tied_embedding_split_in_one_part_is_not_split():
+    layout = layout_of("MT5ForConditionalGeneration", {"num_layers": 1, "tie_word_embeddings": True},
+                       layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 0])
+    assert layout.blocks == [["Embedding", "Encoder0", "Encoder Stack Final LayerNorm", "LM Head Output"],
+                             ["Decoder0", "Decoder Stack Final LayerNorm"]]
 
 
 def test_the_inference_build_splits_with_the_inference_settings():

@@ -221,6 +221,27 @@ def upstream_refusal():
      False, False, None, "serialized_projection_splits_per_ipu", ["splits it over several IPUs"]),
     ("BertForQuestionAnswering", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
      False, False, None, "embedding_serialization_factor", ["it is null", "compares it with 1"]),
+    ("T5ForConditionalGeneration", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
+     False, False, None, "embedding_serialization_factor", ["it is null", "compares it with 1"]),
+    ("BartForConditionalGeneration", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
+     False, False, None, "embedding_serialization_factor", ["it is null", "compares it with 1"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
+     False, False, {"tie_word_embeddings": True}, "serialized_embedding_splits_per_ipu",
+     ["splits no weight tied to another"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [-1, -1], "embedding_serialization_factor": 2},
+     False, False, {"tie_word_embeddings": True}, "embedding_serialization_factor", ["splits no weight tied"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [-1, -1], "serialized_projection_splits_per_ipu": [0, 1]},
+     False, False, {"tie_word_embeddings": True}, "serialized_projection_splits_per_ipu", ["splits no weight tied"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [1, 1, 1, 1], "serialized_projection_splits_per_ipu": [0, 0, 1, 2]},
+     False, False, None, "serialized_projection_splits_per_ipu", ["3 parts do not divide the 64 rows"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [0, 3, 0, 0]},
+     False, False, None, "serialized_embedding_splits_per_ipu", ["3 parts do not divide the 64 rows"]),
+    ("MT5ForConditionalGeneration", {"inference_layers_per_ipu": [1, 1, 1, 1],
+                                     "inference_serialized_embedding_splits_per_ipu": [0, 1, 1, 0]},
+     True, True, None, "inference_serialized_embedding_splits_per_ipu", ["outside the encoder's IPUs 0-1"]),
+    ("MT5ForConditionalGeneration", {"inference_layers_per_ipu": [1, 1, 1, 1],
+                                     "inference_serialized_projection_splits_per_ipu": [0, 1, 1, 0]},
+     True, True, None, "inference_serialized_projection_splits_per_ipu", ["outside the decoder's IPUs 2-3"]),
 ])
 def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_inference, for_generation, model_config,
                                           setting, words, tmp_path_factory):
@@ -236,32 +257,49 @@ def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_infere
 # --- weights split over IPUs (MT5's SerializedEmbedding and SplitProjection) -----------------------------------------
 
 MT5_SPLITS = [
-    {"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [2, 2, 0, 0]},
-    {"layers_per_ipu": [1, 1, 1, 1], "serialized_projection_splits_per_ipu": [0, 0, 1, 3]},
-    {"layers_per_ipu": [0, 2, 2, 0], "serialized_embedding_splits_per_ipu": [1, 3, 0, 0],
-     "serialized_projection_splits_per_ipu": [0, 0, 2, 2]},
+    ({"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [2, 2, 0, 0]}, False, False),
+    ({"layers_per_ipu": [1, 1, 1, 1], "serialized_projection_splits_per_ipu": [0, 0, 1, 3]}, False, False),
+    ({"layers_per_ipu": [0, 2, 2, 0], "serialized_embedding_splits_per_ipu": [1, 3, 0, 0],
+      "serialized_projection_splits_per_ipu": [0, 0, 2, 2]}, False, False),
+    ({"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [2, 2, 0, 0],
+      "inference_layers_per_ipu": [2, 2], "inference_serialized_projection_splits_per_ipu": [1, 1]}, True, False),
+    ({"inference_layers_per_ipu": [1, 1, 1, 1], "inference_serialized_embedding_splits_per_ipu": [1, 3, 0, 0],
+      "inference_serialized_projection_splits_per_ipu": [0, 0, 2, 2]}, True, True),
 ]
 
 
 def spread_of(placement):
-    """`{original parameter: {IPU: elements}}` of the parts of each weight split over IPUs, as the harness
-    reports them."""
+    """`{original parameter: {IPU: elements}}` of the parts of each weight split over IPUs, summed over the
+    executors that use them."""
     parameters = placement._planner.parameters
     spread = {}
     for name, ipus in placement.parameter_ipus().items():
         if ".split_" in name:
-            (ipu,) = ipus
             whole = spread.setdefault(name.split(".split_")[0] + ".weight", {})
-            whole[ipu] = whole.get(ipu, 0) + parameters.elements(name)
+            for ipu in ipus:
+                whole[ipu] = whole.get(ipu, 0) + parameters.elements(name)
     return spread
 
 
-@pytest.mark.parametrize("settings", MT5_SPLITS)
-def test_a_weight_split_over_ipus_is_placed_as_upstream_places_it(settings, tmp_path_factory):
-    reference, placement = reference_and_ours("MT5ForConditionalGeneration", tmp_path_factory, settings)
-    assert spread_of(placement) == {name: {int(ipu): count for ipu, count in ipus.items()}
-                                    for name, ipus in reference["spread"].items()}
+def reference_spread(reference):
+    """The same of the reference, its IPUs numbered in the pipeline."""
+    spread = {}
+    for executor, first_ipu in executor_placements(reference):
+        for name, ipus in executor["spread"].items():
+            whole = spread.setdefault(name, {})
+            for ipu, count in ipus.items():
+                whole[first_ipu + int(ipu)] = whole.get(first_ipu + int(ipu), 0) + count
+    return spread
+
+
+@pytest.mark.parametrize("settings, for_inference, for_generation", MT5_SPLITS)
+def test_a_weight_split_over_ipus_is_placed_as_upstream_places_it(settings, for_inference, for_generation,
+                                                                   tmp_path_factory):
+    reference, placement = reference_and_ours("MT5ForConditionalGeneration", tmp_path_factory, settings,
+                                              for_inference, for_generation)
+    assert spread_of(placement) == reference_spread(reference)
     whole = {name: ipus for name, ipus in placement.parameter_ipus().items() if ".split_" not in name}
-    assert whole == {name: (ipu,) for name, ipu in reference["parameters"].items()}
-    assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
-    assert sum(ipu.parameters for ipu in placement.ipus) == sum(reference["parameter_counts"].values())
+    assert whole == expected_ipus(reference, placement)
+    if not for_generation:
+        assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
+        assert sum(ipu.parameters for ipu in placement.ipus) == sum(reference["parameter_counts"].values())

@@ -226,7 +226,7 @@ def split_shares(step: Split, settings: Mapping[str, Any], prefix: str) -> Optio
     per_ipu = settings[prefix + step.setting]
     if per_ipu is None:
         return None
-    factor = settings[prefix + step.factor] or sum(per_ipu)
+    factor = sum(per_ipu)  # the config gives no factor with the splits
     return SplitShares(factor, list(per_ipu)) if factor > 1 else None
 
 

@@ -139,9 +139,8 @@ def _split(model: str, architecture: Architecture, step: Split, settings: Mappin
     rows, *rest = shapes.pop(weight)
     aliases.pop(weight, None)
     if rows % shares.factor:
-        setting = step.factor if settings[prefix + step.factor] else step.setting
         raise PlacementError(
             model, f"{shares.factor} parts do not divide the {rows} rows of `{weight}`, which "
-            f"{architecture.name}'s parallelize() splits into that many", prefix + setting)
+            f"{architecture.name}'s parallelize() splits into that many", prefix + step.setting)
     for part in range(shares.factor):
         shapes[f"{step.path}.{step.parts}.{part}.weight"] = (rows // shares.factor, *rest)

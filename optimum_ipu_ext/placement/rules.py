@@ -99,8 +99,8 @@ class Layers(NamedTuple):
 
 
 class Split(NamedTuple):
-    """A module whose weight `parallelize()` splits along its rows into `factor` parts `{path}.{parts}.{i}` where
-    the per-IPU list `setting` is given and `factor` (its setting, else the sum of the list) is above 1, as
+    """A module whose weight `parallelize()` splits along its rows into parts `{path}.{parts}.{i}` where the
+    per-IPU list `setting` is given and sums to more than 1 (the config then leaves the `factor` setting null), as
     `SerializedEmbedding.parallelize` / `SplitProjection.parallelize` place them: the first part of each IPU's share
     begins a block `{label}-{first part}[-{last part}]` there, the others run after it. Otherwise: `whole`.
 
