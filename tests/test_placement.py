@@ -414,7 +414,8 @@ T5_GENERATION = {"inference_parallelize_kwargs": {"for_generation": True}}
                        inference_serialized_projection_splits_per_ipu=[0, 1, 1, 0], **T5_GENERATION),
      "Cannot place m with `inference_serialized_projection_splits_per_ipu`: [0, 1, 1, 0] puts splits of `lm_head` "
      "outside the decoder's IPUs 2-3, where a generation build keeps them all."),
-    (lambda: parallelized("m", ARCHITECTURES["MT5ForConditionalGeneration"], Parameters({"lm_head.weight": (6, 4)}, {}),
+    (lambda: parallelized("m", ARCHITECTURES["MT5ForConditionalGeneration"],
+                          Parameters({"lm_head.weight": (6, 4)}, {}),
                           settings(layers_per_ipu=[1, 1], serialized_projection_splits_per_ipu=[2, 2])),
      "Cannot place m with `serialized_projection_splits_per_ipu`: 4 parts do not divide the 6 rows of "
      "`lm_head.weight`, which MT5ForConditionalGeneration's parallelize() splits into that many."),

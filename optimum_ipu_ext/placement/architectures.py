@@ -43,7 +43,19 @@ from .bodies import (
 from .bodies import linear as _linear
 from .bodies import norm as _norm
 from .bodies import under as _under
-from .rules import LAST, Architecture, Block, FirstSplitIPU, LayerIPU, Layers, ModelConfig, Run, Split, Step, WhenConfig
+from .rules import (
+    LAST,
+    Architecture,
+    Block,
+    FirstSplitIPU,
+    LayerIPU,
+    Layers,
+    ModelConfig,
+    Run,
+    Split,
+    Step,
+    WhenConfig,
+)
 
 
 def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:

@@ -241,7 +241,9 @@ def _with_splits(steps, settings: Mapping[str, Any], prefix: str, executor: Exec
         if shares is None:
             yield step.whole, None, None
             continue
-        per_ipu = shares.per_ipu[executor.first_ipu:executor.first_ipu + executor.ipus] if step.own_share else shares.per_ipu
+        per_ipu = shares.per_ipu
+        if step.own_share:
+            per_ipu = per_ipu[executor.first_ipu:executor.first_ipu + executor.ipus]
         for ipu, count in enumerate(per_ipu):
             first = sum(per_ipu[:ipu])
             for part in range(first, first + count):
