@@ -121,7 +121,8 @@ def test_a_generation_build_needs_two_ipus():
 
 
 def test_a_config_field_left_out_takes_its_default_and_null_is_left_out():
-    config = ModelConfig({"num_layers": 3, "d_model": None}, {"d_model": 512, "num_decoder_layers": lambda c: c.num_layers})
+    config = ModelConfig({"num_layers": 3, "d_model": None},
+                         {"d_model": 512, "num_decoder_layers": lambda c: c.num_layers})
     assert (config.num_layers, config.d_model, config.num_decoder_layers) == (3, 512, 3)
     assert ModelConfig({"num_decoder_layers": 2, "num_layers": 3}, config.defaults).num_decoder_layers == 2
     with pytest.raises(AttributeError, match="'vocab_size' has no default"):
@@ -208,7 +209,8 @@ def test_convnext_takes_every_stage_s_layers_and_downsamples_on_the_previous_lay
     layout = layout_of("ConvNextForImageClassification", {"depths": [1, 2]}, layers_per_ipu=[1, 2])
     assert layout.blocks == [["Embedding", "Encoder_stage_0_layer_0"],
                              ["Encoder_stage_1_layer_0", "Encoder_stage_1_layer_1", "LayerNorm", "Classifier"]]
-    assert ipus_of(layout, "convnext.encoder.stages.1.downsampling_layer", "convnext.encoder.stages.1.layers.0") == [0, 1]
+    assert ipus_of(layout, "convnext.encoder.stages.1.downsampling_layer",
+                   "convnext.encoder.stages.1.layers.0") == [0, 1]
 
 
 def test_the_speech_models_list_their_convolutions_and_heads_as_layers():
@@ -260,7 +262,8 @@ def test_a_generation_build_runs_encoder_and_decoder_as_executors_of_their_own()
     assert layout.claims["decoder"]["lm_head"].ipu == 2
     assert "decoder.block.0" not in layout.claims["encoder"] and "encoder.block.0" not in layout.claims["decoder"]
     assert layout.blocks == [["Embedding", "Encoder0"], ["Encoder1", "Encoder Stack Final LayerNorm"],
-                             ["Embedding", "Decoder0", "LM Head Output"], ["Decoder1", "Decoder Stack Final LayerNorm"]]
+                             ["Embedding", "Decoder0", "LM Head Output"],
+                             ["Decoder1", "Decoder Stack Final LayerNorm"]]
     assert layout_of("MT5ForConditionalGeneration", config, True, layers_per_ipu=[2, 1, 1], **kwargs).claims[
         "decoder"]["lm_head"].ipu == 2
 
@@ -274,8 +277,8 @@ def test_parallelize_keyword_arguments_are_those_upstream_takes():
         layout_of("MT5ForConditionalGeneration", parallelize_kwargs={"use_cache": True})
     assert layout_of("T5ForConditionalGeneration", parallelize_kwargs={"use_cache": True, "max_length": 4}).ipus == 1
     with pytest.raises(PlacementError, match="use_group_quantized_linears"):
-        layout_of("WhisperForConditionalGeneration", inference_parallelize_kwargs={"use_group_quantized_linears": True},
-                  for_inference=True)
+        layout_of("WhisperForConditionalGeneration",
+                  inference_parallelize_kwargs={"use_group_quantized_linears": True}, for_inference=True)
 
 
 def test_a_null_embedding_factor_fails_where_parallelize_compares_it_with_1():
@@ -288,15 +291,83 @@ def test_a_null_embedding_factor_fails_where_parallelize_compares_it_with_1():
                      serialized_embedding_splits_per_ipu=[1, 1]).ipus == 2
 
 
-@pytest.mark.parametrize("setting", ["serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu"])
-def test_mt5_s_weights_split_over_ipus_are_not_sized(setting):
-    with pytest.raises(PlacementError) as raised:
-        layout_of("MT5ForConditionalGeneration", layers_per_ipu=[-1, -1], **{setting: [1, 1]})
-    assert (raised.value.setting, raised.value.problem) == (
-        setting, "[1, 1] splits MT5ForConditionalGeneration's weights over IPUs, which the placement does not size")
-    with pytest.raises(PlacementError) as raised:
-        layout_of("MT5ForConditionalGeneration", for_inference=True, **{f"inference_{setting}": [1]})
-    assert raised.value.setting == f"inference_{setting}"
+MT5_SPLIT_BLOCKS = [
+    ({"serialized_embedding_splits_per_ipu": [2, 2, 0, 0]},
+     [["Embedding-0-1", "Encoder0"], ["Embedding-2-3", "Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0"],
+      ["Decoder1", "Decoder Stack Final LayerNorm", "LM Head Output"]],
+     {"shared.split_embeddings.0": 0, "shared.split_embeddings.1": 0, "shared.split_embeddings.2": 1,
+      "shared.split_embeddings.3": 1, "lm_head": 3}),
+    ({"serialized_embedding_splits_per_ipu": [1, 0, 0, 0], "projection_serialization_factor": 4},
+     [["Embedding", "Encoder0"], ["Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0"],
+      ["Decoder1", "Decoder Stack Final LayerNorm", "LM Head Output"]],
+     {"shared": 0, "lm_head": 3}),  # one split: no SerializedEmbedding; a factor without splits: one block
+    ({"serialized_projection_splits_per_ipu": [0, 0, 1, 3]},
+     [["Embedding", "Encoder0"], ["Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0", "Linear-0"],
+      ["Decoder1", "Decoder Stack Final LayerNorm", "Linear-1-3"]],
+     {"lm_head.split_linear_layers.0": 2, "lm_head.split_linear_layers.1": 3, "lm_head.split_linear_layers.2": 3,
+      "lm_head.split_linear_layers.3": 3,
+      "lm_head": 3}),
+    ({"serialized_projection_splits_per_ipu": [0, 0, 1, 0]},  # one split: the head whole, on the last IPU
+     [["Embedding", "Encoder0"], ["Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0"],
+      ["Decoder1", "Decoder Stack Final LayerNorm", "LM Head Output"]],
+     {"shared": 0, "lm_head": 3}),
+]
+
+
+@pytest.mark.parametrize("splits, blocks, ipus", MT5_SPLIT_BLOCKS)
+def test_mt5_s_split_weights_begin_a_block_on_each_ipu_of_their_share(splits, blocks, ipus):
+    layout = layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, layers_per_ipu=[1, 1, 1, 1], **splits)
+    assert layout.blocks == blocks
+    claims = layout.claims["model"]
+    assert {path: claims[path].ipu for path in ipus} == ipus
+    assert not any(path.startswith(("shared.split", "lm_head.split")) and path not in ipus for path in claims)
+
+
+def test_a_tied_embedding_split_in_one_part_is_not_split():
+    layout = layout_of("MT5ForConditionalGeneration", {"num_layers": 1, "tie_word_embeddings": True},
+                       layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 0])
+    assert layout.blocks == [["Embedding", "Encoder0", "Encoder Stack Final LayerNorm", "LM Head Output"],
+                             ["Decoder0", "Decoder Stack Final LayerNorm"]]
+
+
+def test_the_inference_build_splits_with_the_inference_settings():
+    layout = layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, True, layers_per_ipu=[1, 1, 1, 1],
+                       serialized_embedding_splits_per_ipu=[2, 2, 0, 0], inference_layers_per_ipu=[2, 2],
+                       inference_serialized_projection_splits_per_ipu=[1, 1])
+    assert layout.blocks == [["Embedding", "Encoder0", "Encoder1", "Encoder Stack Final LayerNorm", "Linear-0"],
+                             ["Decoder0", "Decoder1", "Decoder Stack Final LayerNorm", "Linear-1"]]
+
+
+def test_a_generation_build_gives_the_decoder_its_share_of_the_projection():
+    layout = layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, True, inference_layers_per_ipu=[1, 1, 1, 1],
+                       inference_serialized_embedding_splits_per_ipu=[1, 1, 0, 0],
+                       inference_serialized_projection_splits_per_ipu=[0, 0, 1, 1], **T5_GENERATION)
+    assert [executor.name for executor in layout.executors] == ["encoder", "decoder"]
+    assert {path: claim.ipu for path, claim in layout.claims["encoder"].items() if "split" in path} == {
+        "shared.split_embeddings.0": 0, "shared.split_embeddings.1": 1}
+    # the decoder numbers its IPUs from its own first, and reads the whole list of the embedding's splits
+    assert {path: claim.ipu for path, claim in layout.claims["decoder"].items() if "split" in path} == {
+        "shared.split_embeddings.0": 2, "shared.split_embeddings.1": 3, "lm_head.split_linear_layers.0": 2,
+        "lm_head.split_linear_layers.1": 3}
+
+
+def test_parallelized_parameters_hold_each_part_of_a_split_weight():
+    row = ARCHITECTURES["MT5ForConditionalGeneration"]
+    config = row.config({"vocab_size": 64, "d_model": 16, "num_layers": 1, "num_decoder_layers": 1})
+    parameters = from_config(row, config)
+    split = parallelized("m", row, parameters, settings(layers_per_ipu=[1, 1], serialized_embedding_splits_per_ipu=[
+        3, 1], serialized_projection_splits_per_ipu=[0, 2]))
+    assert {name: shape for name, shape in split.shapes.items() if "split" in name} == {
+        **{f"shared.split_embeddings.{part}.weight": (16, 16) for part in range(4)},
+        "lm_head.split_linear_layers.0.weight": (32, 16), "lm_head.split_linear_layers.1.weight": (32, 16)}
+    assert "shared.weight" not in split.shapes and "lm_head.weight" not in split.shapes
+    assert "shared.weight" not in split.aliases
+    assert sum(split.elements(name) for name in split.shapes) == sum(parameters.elements(name)
+                                                                    for name in parameters.shapes)
+    # the inference build reads the inference settings
+    whole = parallelized("m", row, parameters, settings(layers_per_ipu=[1, 1], serialized_embedding_splits_per_ipu=[
+        3, 1]), for_inference=True)
+    assert whole.shapes == parameters.shapes
 
 
 WHISPER = {"encoder_layers": 2, "decoder_layers": 2}
@@ -326,14 +397,38 @@ T5_GENERATION = {"inference_parallelize_kwargs": {"for_generation": True}}
     (lambda: layout_of("GPT2LMHeadModel", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1]),
      "Cannot place m with `embedding_serialization_factor`: it is null, as `serialized_embedding_splits_per_ipu` is "
      "given, and GPT2LMHeadModel's parallelize() compares it with 1, which fails."),
-    (lambda: layout_of("MT5ForConditionalGeneration", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1]),
-     "Cannot place m with `serialized_embedding_splits_per_ipu`: [1, 1] splits MT5ForConditionalGeneration's weights "
-     "over IPUs, which the placement does not size."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"tie_word_embeddings": True}, layers_per_ipu=[-1, -1],
+                       serialized_embedding_splits_per_ipu=[1, 1]),
+     "Cannot place m with `serialized_embedding_splits_per_ipu`: [1, 1] splits `shared`, and "
+     "MT5ForConditionalGeneration's parallelize() splits no weight tied to another (`tie_word_embeddings` is true)."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"tie_word_embeddings": True}, layers_per_ipu=[-1, -1],
+                       embedding_serialization_factor=2),
+     "Cannot place m with `embedding_serialization_factor`: 2 splits `shared`, and MT5ForConditionalGeneration's "
+     "parallelize() splits no weight tied to another (`tie_word_embeddings` is true)."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"tie_word_embeddings": True}, True,
+                       inference_layers_per_ipu=[-1, -1], inference_serialized_projection_splits_per_ipu=[0, 1]),
+     "Cannot place m with `inference_serialized_projection_splits_per_ipu`: [0, 1] splits `lm_head`, and "
+     "MT5ForConditionalGeneration's parallelize() splits no weight tied to another (`tie_word_embeddings` is true)."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, True, inference_layers_per_ipu=[1, 1, 1, 1],
+                       inference_serialized_embedding_splits_per_ipu=[0, 1, 1, 0], **T5_GENERATION),
+     "Cannot place m with `inference_serialized_embedding_splits_per_ipu`: [0, 1, 1, 0] puts splits of `shared` "
+     "outside the encoder's IPUs 0-1, where a generation build keeps them all."),
+    (lambda: layout_of("MT5ForConditionalGeneration", {"num_layers": 2}, True, inference_layers_per_ipu=[1, 1, 1, 1],
+                       inference_serialized_projection_splits_per_ipu=[0, 1, 1, 0], **T5_GENERATION),
+     "Cannot place m with `inference_serialized_projection_splits_per_ipu`: [0, 1, 1, 0] puts splits of `lm_head` "
+     "outside the decoder's IPUs 2-3, where a generation build keeps them all."),
+    (lambda: parallelized("m", ARCHITECTURES["MT5ForConditionalGeneration"],
+                          Parameters({"lm_head.weight": (6, 4)}, {}),
+                          settings(layers_per_ipu=[1, 1], serialized_projection_splits_per_ipu=[2, 2])),
+     "Cannot place m with `serialized_projection_splits_per_ipu`: 4 parts do not divide the 6 rows of "
+     "`lm_head.weight`, which MT5ForConditionalGeneration's parallelize() splits into that many."),
     (lambda: layout_of("LxmertForQuestionAnswering", {"l_layers": 2, "r_layers": 1, "x_layers": 1},
                        layers_per_ipu=[-1, -1]),
      'Cannot place m with `ipus_per_replica`: LxmertForQuestionAnswering\'s parallelize() places its block '
      '"Visual layer0" on IPU 2, and the pipeline has 2 IPUs.'),
-], ids=["two-ipus", "no-cut", "splits", "kwargs", "quantized", "null-factor", "mt5-splits", "lxmert"])
+], ids=["two-ipus", "no-cut", "splits", "kwargs", "quantized", "null-factor", "mt5-tied-splits",
+                            "mt5-tied-factor", "mt5-tied-projection", "mt5-embedding-on-decoder",
+                            "mt5-projection-on-encoder", "mt5-projection-rows", "lxmert"])
 def test_each_refusal_says_what_upstream_cannot_do_for_which_model(refused, message):
     with pytest.raises(PlacementError) as raised:
         refused()
@@ -376,8 +471,9 @@ def test_a_conditional_encoder_runs_encoder_and_decoder_as_one_executor():
      1, {"shared.weight": [("ipu", 0), ("ipu", 1)], "encoder.block.1.layer.0.SelfAttention.q.weight": [("layer", 1)],
          "decoder.block.0.layer.0.SelfAttention.q.weight": [("layer", 2)], "lm_head.weight": [("ipu", 1)],
          "decoder.final_layer_norm.weight": [("layer", 3)]}),
-    ("WhisperForConditionalGeneration", WHISPER, {"layers_per_ipu": [-1, -1], "serialized_projection_splits_per_ipu": [0, 2]},
-     False, None, {"proj_out.weight": [("ipu", 1)], "model.decoder.layers.0.fc1.weight": [("layer", 2)]}),
+    ("WhisperForConditionalGeneration", WHISPER,
+     {"layers_per_ipu": [-1, -1], "serialized_projection_splits_per_ipu": [0, 2]}, False, None,
+     {"proj_out.weight": [("ipu", 1)], "model.decoder.layers.0.fc1.weight": [("layer", 2)]}),
     ("WhisperForConditionalGeneration", WHISPER, {"layers_per_ipu": [-1, -1]}, False, None,
      {"proj_out.weight": [("layer", 2)]}),
 ])
@@ -416,7 +512,8 @@ def test_a_bare_model_s_checkpoint_loads_under_the_base_prefix_and_the_other_way
         "embeddings.x.weight": "bert.embeddings.x.weight", "qa_outputs.bias": "qa_outputs.bias"}
     assert loaded_names(ARCHITECTURES["BertModel"], ["bert.embeddings.x.weight", "cls.y"]) == {
         "bert.embeddings.x.weight": "embeddings.x.weight", "cls.y": "cls.y"}
-    assert loaded_names(row, ["bert.a", "qa_outputs.bias"]) == {"bert.a": "bert.a", "qa_outputs.bias": "qa_outputs.bias"}
+    assert loaded_names(row, ["bert.a", "qa_outputs.bias"]) == {"bert.a": "bert.a",
+                                                                "qa_outputs.bias": "qa_outputs.bias"}
 
 
 def test_old_and_new_names_load_as_transformers_4_29_names_them():
@@ -492,13 +589,15 @@ def test_an_embedding_split_into_parts_must_divide():
     assert (raised.value.setting, raised.value.model) == ("embedding_serialization_factor", "bert")
     assert raised.value.problem == ("2 does not divide the 63 rows of `bert.embeddings.word_embeddings.weight`, "
                                     "which BertForSequenceClassification's parallelize() splits into that many parts")
-    assert parallelized("bert", row, parameters, settings(embedding_serialization_factor=3)).shapes == parameters.shapes
+    serialized = parallelized("bert", row, parameters, settings(embedding_serialization_factor=3))
+    assert serialized.shapes == parameters.shapes
     null_factor = settings(layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1])
     assert null_factor["embedding_serialization_factor"] is None
     assert parallelized("bert", row, parameters, null_factor).shapes == parameters.shapes  # null: not serialized
     # the masked LM's head is serialized instead, with no such check
     mlm = ARCHITECTURES["BertForMaskedLM"]
-    assert parallelized("bert", mlm, parameters, settings(embedding_serialization_factor=2)).shapes == parameters.shapes
+    serialized = parallelized("bert", mlm, parameters, settings(embedding_serialization_factor=2))
+    assert serialized.shapes == parameters.shapes
 
 
 def test_the_pipelined_mpnet_mlm_keeps_a_copy_of_its_word_embeddings_unless_serialized():
@@ -521,7 +620,8 @@ def test_the_pipelined_mpnet_mlm_keeps_a_copy_of_its_word_embeddings_unless_seri
     ("Wav2Vec2ForCTC", {}, "wav2vec2.feature_extractor", True),
     ("Wav2Vec2ForCTC", {}, "wav2vec2.feature_projection.projection.weight", False),
     ("Wav2Vec2ForCTC", {}, "wav2vec2.feature_extractor_head.weight", False),
-    ("DistilBertForMaskedLM", {"sinusoidal_pos_embds": True}, "distilbert.embeddings.position_embeddings.weight", True),
+    ("DistilBertForMaskedLM", {"sinusoidal_pos_embds": True}, "distilbert.embeddings.position_embeddings.weight",
+     True),
     ("DistilBertForMaskedLM", {}, "distilbert.embeddings.position_embeddings.weight", False),
 ])
 def test_a_parameter_is_frozen_in_a_frozen_module_where_its_condition_holds(architecture, config, name, frozen):
@@ -691,7 +791,8 @@ def test_a_bar_shows_the_share_of_the_ipu_s_memory():
 
 
 def test_the_text_has_one_row_per_ipu_a_verdict_and_the_assumptions(tmp_path):
-    placement = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8).placement(bert_base(tmp_path / "bert"))
+    config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
+    placement = config.placement(bert_base(tmp_path / "bert"))
     assert str(placement) == f"""\
 {tmp_path / 'bert'}: BertForMaskedLM, training, layers_per_ipu [6, 6]
 
@@ -709,7 +810,8 @@ def tagged(text, name):
 
 
 def test_an_ipu_over_its_memory_is_named_in_red(tmp_path):
-    placement = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8).placement(bert_base(tmp_path / "bert"))
+    config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
+    placement = config.placement(bert_base(tmp_path / "bert"))
     over = dataclasses.replace(placement, ipu_memory_bytes=600 << 20)
     text = render(over, tagged)
     assert "<red>  0</red>  Embedding, Encoder0-5" in text and "  1  Encoder6-11" in text
@@ -743,7 +845,8 @@ def test_the_comparison_s_verdict_and_headers_are_bold(tmp_path):
 
 
 def test_the_balanced_split_is_shown_beside_the_config_s(tmp_path):
-    placement = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8).placement(bert_base(tmp_path / "bert"))
+    config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
+    placement = config.placement(bert_base(tmp_path / "bert"))
     balanced = placement.balanced()
     # per layer 7,087,872 parameters, and on IPU 0 the embeddings and the head: 24,459,834
     assert balanced.layers_per_ipu == (4, 8)
@@ -788,10 +891,13 @@ def test_refusals_of_a_placement_s_other_splits_and_parameters_name_the_model(tm
     placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder)
     with pytest.raises(PlacementError) as raised:
         placement.with_layers_per_ipu([2, 2])
-    assert str(raised.value) == f"Cannot place {folder} with `layers_per_ipu`: [2, 2] places 4 layers and the model has 3."
+    assert str(raised.value) == (f"Cannot place {folder} with `layers_per_ipu`: [2, 2] places 4 layers and the model "
+                                 "has 3.")
     with pytest.raises(PlacementError) as raised:
-        PlainIPUConfig(embedding_serialization_factor=2).placement(folder, architecture="BertForSequenceClassification")
-    assert str(raised.value).startswith(f"Cannot place {folder} with `embedding_serialization_factor`: 2 does not divide")
+        PlainIPUConfig(embedding_serialization_factor=2).placement(folder,
+                                                                   architecture="BertForSequenceClassification")
+    assert str(raised.value).startswith(f"Cannot place {folder} with `embedding_serialization_factor`: 2 does not "
+                                        "divide")
 
 
 def test_the_same_placement_on_both_config_classes(tmp_path):

@@ -179,6 +179,7 @@ IN_TRANSFORMERS_5 = {
     ("MPNetForMaskedLM", "sizes"): {"lm_head.decoder.bias": (50,)},
     ("RobertaForMaskedLM", "sizes"): {"lm_head.decoder.bias": (50,)},
     ("MT5ForConditionalGeneration", "defaults"): {"lm_head.weight": None},
+    ("MT5ForConditionalGeneration", "mt5-small"): {"lm_head.weight": None},
     ("T5ForConditionalGeneration", "flan-t5-xl"): {"lm_head.weight": None},
 }
 
@@ -270,6 +271,7 @@ FULL_SIZE = Path(__file__).resolve().parent / "full_size"
 FULL_SIZE_PARAMETERS = {
     "bert-large-uncased": 335_174_458, "gpt2-medium": 354_823_168, "t5-small": 60_506_624,
     "flan-t5-xl": 2_849_757_184, "whisper-small": 241_734_912, "wav2vec2-base": 95_044_608,
+    "mt5-small": 300_176_768,
 }
 
 

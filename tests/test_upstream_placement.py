@@ -120,7 +120,7 @@ def assert_same(reference, placement):
     assert sorted(placement._planner.frozen) == sorted(reference["frozen"])
 
 
-# --- every architecture ------------------------------------------------------------------------------------------------
+# --- every architecture -------------------------------------------------------------------------------------------
 
 # 3 IPUs, the middle one a wildcard, the last one with no layer: heads on the last IPU, and what runs after the last
 # layer on the middle one; LXMERT places itself on 4
@@ -141,8 +141,9 @@ def test_one_ipu_takes_everything(architecture, tmp_path_factory):
     assert len(placement.ipus) == 1
 
 
-@pytest.mark.parametrize("architecture", ["BertForQuestionAnswering", "GPT2ForTokenClassification", "DebertaForMaskedLM",
-                                          "BartForSequenceClassification", "ConvNextForImageClassification"])
+@pytest.mark.parametrize("architecture", ["BertForQuestionAnswering", "GPT2ForTokenClassification",
+                                          "DebertaForMaskedLM", "BartForSequenceClassification",
+                                          "ConvNextForImageClassification"])
 def test_a_first_ipu_with_no_layer(architecture, tmp_path_factory):
     assert_same(*reference_and_ours(architecture, tmp_path_factory, {"layers_per_ipu": [0, -1]}))
 
@@ -178,7 +179,7 @@ def test_accumulating_replicated_and_sharded_builds_place_the_same_and_size_thei
         assert (ipu.on_chip_bytes, ipu.streaming_bytes) == (4 * ipu.parameters, math.ceil(6 * ipu.parameters / 4))
 
 
-# --- what parallelize() changes ---------------------------------------------------------------------------------------
+# --- what parallelize() changes -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("architecture", ["GPT2LMHeadModel", "GPT2ForSequenceClassification"])
@@ -198,7 +199,7 @@ def test_a_serialized_head_is_placed_as_upstream_places_it(architecture, tmp_pat
                                     {"layers_per_ipu": [-1, -1], "embedding_serialization_factor": 2}))
 
 
-# --- refusals ---------------------------------------------------------------------------------------------------------
+# --- refusals -----------------------------------------------------------------------------------------------------
 
 
 def upstream_refusal():
@@ -220,6 +221,29 @@ def upstream_refusal():
      False, False, None, "serialized_projection_splits_per_ipu", ["splits it over several IPUs"]),
     ("BertForQuestionAnswering", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
      False, False, None, "embedding_serialization_factor", ["it is null", "compares it with 1"]),
+    ("T5ForConditionalGeneration", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
+     False, False, None, "embedding_serialization_factor", ["it is null", "compares it with 1"]),
+    ("BartForConditionalGeneration", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
+     False, False, None, "embedding_serialization_factor", ["it is null", "compares it with 1"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [-1, -1], "serialized_embedding_splits_per_ipu": [1, 1]},
+     False, False, {"tie_word_embeddings": True}, "serialized_embedding_splits_per_ipu",
+     ["splits no weight tied to another"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [-1, -1], "embedding_serialization_factor": 2},
+     False, False, {"tie_word_embeddings": True}, "embedding_serialization_factor", ["splits no weight tied"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [-1, -1], "serialized_projection_splits_per_ipu": [0, 1]},
+     False, False, {"tie_word_embeddings": True}, "serialized_projection_splits_per_ipu", ["splits no weight tied"]),
+    ("MT5ForConditionalGeneration",
+     {"layers_per_ipu": [1, 1, 1, 1], "serialized_projection_splits_per_ipu": [0, 0, 1, 2]},
+     False, False, None, "serialized_projection_splits_per_ipu", ["3 parts do not divide the 64 rows"]),
+    ("MT5ForConditionalGeneration",
+     {"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [0, 3, 0, 0]},
+     False, False, None, "serialized_embedding_splits_per_ipu", ["3 parts do not divide the 64 rows"]),
+    ("MT5ForConditionalGeneration", {"inference_layers_per_ipu": [1, 1, 1, 1],
+                                     "inference_serialized_embedding_splits_per_ipu": [0, 1, 1, 0]},
+     True, True, None, "inference_serialized_embedding_splits_per_ipu", ["outside the encoder's IPUs 0-1"]),
+    ("MT5ForConditionalGeneration", {"inference_layers_per_ipu": [1, 1, 1, 1],
+                                     "inference_serialized_projection_splits_per_ipu": [0, 1, 1, 0]},
+     True, True, None, "inference_serialized_projection_splits_per_ipu", ["outside the decoder's IPUs 2-3"]),
 ])
 def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_inference, for_generation, model_config,
                                           setting, words, tmp_path_factory):
@@ -230,3 +254,54 @@ def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_infere
     model = dict(TINY_MODELS[architecture].config, **(model_config or {}))
     with pytest.raises(upstream_refusal()):
         upstream_placement(architecture, model, ipu_settings, for_inference, for_generation)
+
+
+# --- weights split over IPUs (MT5's SerializedEmbedding and SplitProjection) -----------------------------------------
+
+MT5_SPLITS = [
+    ({"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [2, 2, 0, 0]}, False, False),
+    ({"layers_per_ipu": [1, 1, 1, 1], "serialized_projection_splits_per_ipu": [0, 0, 1, 3]}, False, False),
+    ({"layers_per_ipu": [0, 2, 2, 0], "serialized_embedding_splits_per_ipu": [1, 3, 0, 0],
+      "serialized_projection_splits_per_ipu": [0, 0, 2, 2]}, False, False),
+    ({"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [2, 2, 0, 0],
+      "inference_layers_per_ipu": [2, 2], "inference_serialized_projection_splits_per_ipu": [1, 1]}, True, False),
+    ({"inference_layers_per_ipu": [1, 1, 1, 1], "inference_serialized_embedding_splits_per_ipu": [1, 3, 0, 0],
+      "inference_serialized_projection_splits_per_ipu": [0, 0, 2, 2]}, True, True),
+]
+
+
+def spread_of(placement):
+    """`{original parameter: {IPU: elements}}` of the parts of each weight split over IPUs, summed over the
+    executors that use them."""
+    parameters = placement._planner.parameters
+    spread = {}
+    for name, ipus in placement.parameter_ipus().items():
+        if ".split_" in name:
+            whole = spread.setdefault(name.split(".split_")[0] + ".weight", {})
+            for ipu in ipus:
+                whole[ipu] = whole.get(ipu, 0) + parameters.elements(name)
+    return spread
+
+
+def reference_spread(reference):
+    """The same of the reference, its IPUs numbered in the pipeline."""
+    spread = {}
+    for executor, first_ipu in executor_placements(reference):
+        for name, ipus in executor["spread"].items():
+            whole = spread.setdefault(name, {})
+            for ipu, count in ipus.items():
+                whole[first_ipu + int(ipu)] = whole.get(first_ipu + int(ipu), 0) + count
+    return spread
+
+
+@pytest.mark.parametrize("settings, for_inference, for_generation", MT5_SPLITS)
+def test_a_weight_split_over_ipus_is_placed_as_upstream_places_it(settings, for_inference, for_generation,
+                                                                   tmp_path_factory):
+    reference, placement = reference_and_ours("MT5ForConditionalGeneration", tmp_path_factory, settings,
+                                              for_inference, for_generation)
+    assert spread_of(placement) == reference_spread(reference)
+    whole = {name: ipus for name, ipus in placement.parameter_ipus().items() if ".split_" not in name}
+    assert whole == expected_ipus(reference, placement)
+    if not for_generation:
+        assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
+        assert sum(ipu.parameters for ipu in placement.ipus) == sum(reference["parameter_counts"].values())

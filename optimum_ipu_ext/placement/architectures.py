@@ -44,7 +44,19 @@ from .bodies import (
     vit_body,
     whisper_body,
 )
-from .rules import LAST, Architecture, Block, FirstSplitIPU, LayerIPU, Layers, ModelConfig, Run, Step, WhenConfig
+from .rules import (
+    LAST,
+    Architecture,
+    Block,
+    FirstSplitIPU,
+    LayerIPU,
+    Layers,
+    ModelConfig,
+    Run,
+    Split,
+    Step,
+    WhenConfig,
+)
 
 
 def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
@@ -367,15 +379,20 @@ T5 = {
     "T5EncoderModel": Architecture(
         "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS, partial(t5_body, False),
         ties={"encoder.embed_tokens.weight": ("shared.weight", None)}),
-    # the LM head goes with the embedding it is tied to, else to the last IPU
+    # the LM head goes with the embedding it is tied to, else to the last IPU; untied, the embedding and the head
+    # may be split over IPUs
     "MT5ForConditionalGeneration": Architecture(
         "MT5ForConditionalGeneration", ("mt5",), "transformer",
-        (*T5_ENCODER, *T5_DECODER,
-         Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder")),
+        (Split("Embedding", "shared", "split_embeddings", "serialized_embedding_splits_per_ipu",
+               "embedding_serialization_factor", T5_ENCODER[0], own_share=False),
+         *T5_ENCODER[1:], *T5_DECODER,
+         Split("Linear", "lm_head", "split_linear_layers", "serialized_projection_splits_per_ipu",
+               "projection_serialization_factor",
+               Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder"),
+               own_share=True)),
         MT5_DEFAULTS, partial(t5_body, True), heads={"lm_head": _t5_lm_head},
         ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
-        kwargs=("for_generation",), generation=("encoder", "decoder"),
-        unmodelled=("serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu")),
+        kwargs=("for_generation",), generation=("encoder", "decoder"), untied_splits=True),
 }
 
 # the decoder's embedding and the output projection tied to it go where the decoder starts, or where

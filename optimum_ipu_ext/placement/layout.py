@@ -10,10 +10,11 @@ import itertools
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import PlacementError, as_json
-from .rules import Architecture, Block, FirstSplitIPU, LastIPU, LayerIPU, Layers, ModelConfig, Run, WhenConfig
+from .rules import Architecture, Block, FirstSplitIPU, LastIPU, LayerIPU, Layers, ModelConfig, Run, Split, WhenConfig
 
 
-def expand_layers_per_ipu(model: str, layers_per_ipu: Sequence[int], ipus: int, layers: int, setting: str) -> List[int]:
+def expand_layers_per_ipu(model: str, layers_per_ipu: Sequence[int], ipus: int, layers: int,
+                          setting: str) -> List[int]:
     """The layers on each IPU, `-1` wildcards spread as optimum-graphcore's `_expand_layers_per_ipu_wildcard`
     spreads them (the remainder to the last wildcard IPU); one IPU takes every layer, whatever `layers_per_ipu`.
 
@@ -27,13 +28,14 @@ def expand_layers_per_ipu(model: str, layers_per_ipu: Sequence[int], ipus: int, 
         expanded = [-1] * ipus
     ipus_setting = setting.replace("layers_per_ipu", "ipus_per_replica")
     if len(expanded) != ipus:
-        raise PlacementError(model, f"{as_json(list(layers_per_ipu))} has {len(expanded)} entries, and `{ipus_setting}` "
-                             f"is {ipus}", setting)
+        raise PlacementError(model, f"{as_json(list(layers_per_ipu))} has {len(expanded)} entries, and "
+                             f"`{ipus_setting}` is {ipus}", setting)
     wildcards = [index for index, count in enumerate(expanded) if count == -1]
     given = sum(count for count in expanded if count != -1)
     if not wildcards:
         if given != layers:
-            raise PlacementError(model, f"{as_json(expanded)} places {given} layers and the model has {layers}", setting)
+            raise PlacementError(model, f"{as_json(expanded)} places {given} layers and the model has {layers}",
+                                 setting)
         return expanded
     if given > layers:
         raise PlacementError(model, f"{as_json(expanded)} places {given} layers besides its wildcards, and the model "
@@ -60,8 +62,8 @@ def encoder_decoder_cut(model: str, expanded: Sequence[int], encoder_layers: int
     if not powers:
         raise PlacementError(
             model, f"{as_json(list(expanded))} does not end the encoder's {encoder_layers} layers on IPU 1, 2, 4, 8, "
-            "... : a generation build runs the encoder on its own IPUs, a power of two of them, and the decoder on the "
-            "others",
+            "... : a generation build runs the encoder on its own IPUs, a power of two of them, and the decoder on "
+            "the others",
             setting)
     return max(powers)
 
@@ -128,7 +130,7 @@ def _steps(architecture: Architecture, config: ModelConfig):
                                   step.ipu, executor=step.executor)
                     yield block, step.group, index
                     index += 1
-        elif config.holds(step.when):
+        elif isinstance(step, Split) or config.holds(step.when):
             yield step, None, None
 
 
@@ -171,7 +173,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     given = list(settings[setting] if layers_per_ipu is None else layers_per_ipu)
     kwargs = settings[f"{prefix}parallelize_kwargs"] or {}
     _check_kwargs(model, architecture, kwargs, f"{prefix}parallelize_kwargs")
-    _check_settings(model, architecture, settings, prefix)
+    _check_settings(model, architecture, config, settings, prefix)
     steps = list(_steps(architecture, config))
     counts = layer_counts(architecture, config)
     group_ipus, executors = _layers_on_ipus(model, architecture, counts, given, ipus, setting, kwargs)
@@ -181,9 +183,10 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     order = itertools.count()
     forward: List[ForwardStep] = []
     with_blocks = architecture.blocks_on_one_ipu or ipus > 1
+    _check_split_shares(model, architecture, settings, prefix, executors)
     for executor in executors:
         ipu, origin = executor.first_ipu, ("ipu", executor.first_ipu)  # before the first block: the first IPU
-        for step, group, index in steps:
+        for step, group, index in _with_splits(steps, settings, prefix, executor):
             if len(executors) > 1 and step.executor not in (None, executor.name):
                 continue
             if isinstance(step, Block):
@@ -234,6 +237,68 @@ def _layers_on_ipus(model: str, architecture: Architecture, counts: Mapping[str,
             (Executor("encoder", 0, cut), Executor("decoder", cut, ipus - cut)))
 
 
+class SplitShares(NamedTuple):
+    """How `parallelize()` splits a `Split` step's module: into `factor` parts, `per_ipu[i]` of them on IPU i."""
+
+    factor: int
+    per_ipu: List[int]
+
+
+def split_shares(step: Split, settings: Mapping[str, Any], prefix: str) -> Optional[SplitShares]:
+    """The split of `step`'s module under these settings, or None where `parallelize()` keeps it whole."""
+    per_ipu = settings[prefix + step.setting]
+    if per_ipu is None:
+        return None
+    factor = sum(per_ipu)  # the config gives no factor with the splits
+    return SplitShares(factor, list(per_ipu)) if factor > 1 else None
+
+
+def _with_splits(steps, settings: Mapping[str, Any], prefix: str, executor: Executor):
+    """The steps with each `Split` replaced by its parts, as its settings place them for this executor, or by its
+    whole module's block."""
+    for step, group, index in steps:
+        if not isinstance(step, Split):
+            yield step, group, index
+            continue
+        shares = split_shares(step, settings, prefix)
+        if shares is None:
+            yield step.whole, None, None
+            continue
+        per_ipu = shares.per_ipu
+        if step.own_share:
+            per_ipu = per_ipu[executor.first_ipu:executor.first_ipu + executor.ipus]
+        for ipu, count in enumerate(per_ipu):
+            first = sum(per_ipu[:ipu])
+            for part in range(first, first + count):
+                path = f"{step.path}.{step.parts}.{part}"
+                if part == first:
+                    parts = f"{first}-{first + count - 1}" if count > 1 else f"{first}"
+                    yield Block(f"{step.label}-{parts}", path, ipu, executor=step.whole.executor), None, None
+                else:
+                    yield Run(path, executor=step.whole.executor), None, None
+        yield Run(step.path, executor=step.whole.executor), None, None  # what follows the parts: a bias
+
+
+def _check_split_shares(model: str, architecture: Architecture, settings: Mapping[str, Any], prefix: str,
+                        executors: Sequence[Executor]) -> None:
+    """A generation build keeps a split embedding on the encoder's IPUs and a split projection on the decoder's,
+    as `split_encoder_decoder_ipu_config` requires."""
+    if len(executors) < 2:
+        return
+    for step in architecture.steps:
+        shares = split_shares(step, settings, prefix) if isinstance(step, Split) else None
+        if shares is None:
+            continue
+        owner = executors[1] if step.own_share else executors[0]
+        outside = [count for ipu, count in enumerate(shares.per_ipu)
+                   if count and not owner.first_ipu <= ipu < owner.first_ipu + owner.ipus]
+        if outside:
+            raise PlacementError(
+                model, f"{as_json(shares.per_ipu)} puts splits of `{step.path}` outside the {owner.name}'s IPUs "
+                f"{owner.first_ipu}-{owner.first_ipu + owner.ipus - 1}, where a generation build keeps them all",
+                prefix + step.setting)
+
+
 def _add_block(names: List[Optional[str]], name: Optional[str]) -> None:
     """Lists a block on its IPU once (upstream gives several modules one block name: BART's "Embedding")."""
     if name is None or name not in names:
@@ -271,8 +336,8 @@ def _chosen_rule(model: str, rule: Any, config: ModelConfig, settings: Mapping[s
         return rule.otherwise
     used = [ipu for ipu, count in enumerate(splits) if count]
     if len(used) > 1:
-        raise PlacementError(model, f"{as_json(splits)} splits it over several IPUs, and the model keeps all its splits on "
-                             "one", f"{prefix}{rule.setting}")
+        raise PlacementError(model, f"{as_json(splits)} splits it over several IPUs, and the model keeps all its "
+                             "splits on one", f"{prefix}{rule.setting}")
     return used[0]
 
 
@@ -286,15 +351,31 @@ def _check_kwargs(model: str, architecture: Architecture, kwargs: Mapping[str, A
                              "which the placement does not size", setting)
 
 
-def _check_settings(model: str, architecture: Architecture, settings: Mapping[str, Any], prefix: str) -> None:
+def _check_settings(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
+                    prefix: str) -> None:
     if architecture.reads_embedding_factor and settings["embedding_serialization_factor"] is None:
         raise PlacementError(model, f"it is null, as `serialized_embedding_splits_per_ipu` is given, and "
                              f"{architecture.name}'s parallelize() compares it with 1, which fails",
                              "embedding_serialization_factor")
-    for name in architecture.unmodelled:
-        if settings[prefix + name] is not None:
-            raise PlacementError(model, f"{as_json(settings[prefix + name])} splits {architecture.name}'s weights over "
-                                 "IPUs, which the placement does not size", prefix + name)
+    if architecture.untied_splits and config.tie_word_embeddings:
+        for step in architecture.steps:
+            if isinstance(step, Split):
+                _check_untied(model, architecture, step, settings, prefix)
+
+
+def _check_untied(model: str, architecture: Architecture, step: Split, settings: Mapping[str, Any],
+                  prefix: str) -> None:
+    """`parallelize()` refuses to split the tied embedding (a factor, or the sum of its splits, above 1) and to
+    give the tied projection splits at all."""
+    given = settings[prefix + step.setting]
+    if step.own_share and given is not None:
+        setting, value = step.setting, given
+    elif not step.own_share and (settings[prefix + step.factor] or sum(given or ())) > 1:
+        setting, value = (step.factor, settings[prefix + step.factor]) if given is None else (step.setting, given)
+    else:
+        return
+    raise PlacementError(model, f"{as_json(value)} splits `{step.path}`, and {architecture.name}'s parallelize() "
+                         "splits no weight tied to another (`tie_word_embeddings` is true)", prefix + setting)
 
 
 def first_uses(layout: Layout, names: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Claim]]:

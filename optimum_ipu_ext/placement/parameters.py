@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Tuple
 
 from ..errors import PlacementError
 from .architectures import BUFFER_PATTERN
-from .rules import Architecture, ModelConfig
+from .layout import split_shares
+from .rules import Architecture, ModelConfig, Split
 
 _BUFFERS = re.compile(BUFFER_PATTERN)
 # transformers' old names of a norm's weight and bias
@@ -97,11 +98,13 @@ def _aliases(ties: Mapping[str, str]) -> Dict[str, List[str]]:
 
 
 def parallelized(model: str, architecture: Architecture, parameters: Parameters,
-                 settings: Mapping[str, Any]) -> Parameters:
+                 settings: Mapping[str, Any], for_inference: bool = False) -> Parameters:
     """The parameters after `parallelize()`: a vocabulary padded to a multiple of `embedding_serialization_factor`
-    (GPT-2), the copies a pipelined model holds; checks that a serialized embedding's rows divide by the factor.
+    (GPT-2), the copies a pipelined model holds, the parts of a weight split over IPUs; checks that a serialized
+    embedding's rows divide by the factor.
 
-    `embedding_serialization_factor` is read as upstream's models read it: the training setting, in both modes.
+    `embedding_serialization_factor` is read as upstream's models read it: the training setting, in both modes;
+    the settings of a split (`Split` steps) as MT5 reads them: those of the mode.
     """
     factor = settings["embedding_serialization_factor"] or 1
     shapes = dict(parameters.shapes)
@@ -119,4 +122,25 @@ def parallelized(model: str, architecture: Architecture, parameters: Parameters,
         if applies(settings) and source in shapes:
             shapes[copy] = shapes[source]
             aliases[source] = [alias for alias in aliases.get(source, []) if alias != copy]
+    prefix = "inference_" if for_inference else ""
+    for step in architecture.steps:
+        if isinstance(step, Split):
+            _split(model, architecture, step, settings, prefix, shapes, aliases)
     return Parameters(shapes, aliases)
+
+
+def _split(model: str, architecture: Architecture, step: Split, settings: Mapping[str, Any], prefix: str,
+           shapes: Shapes, aliases: Dict[str, List[str]]) -> None:
+    """Replaces the weight of a module `parallelize()` splits by its parts, each a share of its rows."""
+    shares = split_shares(step, settings, prefix)
+    weight = f"{step.path}.weight"
+    if shares is None or weight not in shapes:
+        return
+    rows, *rest = shapes.pop(weight)
+    aliases.pop(weight, None)
+    if rows % shares.factor:
+        raise PlacementError(
+            model, f"{shares.factor} parts do not divide the {rows} rows of `{weight}`, which "
+            f"{architecture.name}'s parallelize() splits into that many", prefix + step.setting)
+    for part in range(shares.factor):
+        shapes[f"{step.path}.{step.parts}.{part}.weight"] = (rows // shares.factor, *rest)

@@ -44,7 +44,8 @@ def place(model: str, architecture: Architecture, values: Mapping[str, Any], set
     config = architecture.config(values, model)
     lay_out(model, architecture, config, settings, for_inference)
     shape, costs = measure(architecture, config) if measure is not None else (None, None)
-    parameters = parallelized(model, architecture, shapes(architecture, config), settings)
+    parameters = parallelized(model, architecture, shapes(architecture, config), settings,
+                              for_inference)
     _check_layers(model, architecture, config, parameters)
     frozen = frozenset(name for name in parameters.shapes if _frozen(architecture, config, name))
     planner = Planner(model, architecture, config, settings, for_inference, parameters,

@@ -9,6 +9,8 @@ A row's `steps` are the model's modules in the order its forward pass runs them:
 - `Run(path)`: a module outside every block: it runs on the IPU of the block that began last (IPU 0 before the
   first block).
 - `Layers(...)`: one `Block` per layer of a group of the layer list upstream passes to `get_layer_ipu`.
+- `Split(...)`: a module `parallelize()` may split into parts spread over IPUs (`SerializedEmbedding`,
+  `SplitProjection`), else a `Block`.
 
 A parameter belongs to the step with the longest path that holds it (a tied weight: to the first such step of any
 of its names), and goes to the IPU that step runs on. Paths are as transformers 4.29.2 names modules.
@@ -96,7 +98,25 @@ class Layers(NamedTuple):
     executor: Optional[str] = None
 
 
-Step = Union[Block, Run, Layers]
+class Split(NamedTuple):
+    """A module whose weight `parallelize()` splits along its rows into parts `{path}.{parts}.{i}` where the
+    per-IPU list `setting` is given and sums to more than 1 (the config then leaves the `factor` setting null), as
+    `SerializedEmbedding.parallelize` / `SplitProjection.parallelize` place them: the first part of each IPU's share
+    begins a block `{label}-{first part}[-{last part}]` there, the others run after it. Otherwise: `whole`.
+
+    `own_share`: in a generation build each executor takes its own IPUs' share of the list (the projection);
+    else the whole list, numbered from the executor's first IPU, as upstream reads it (the embedding)."""
+
+    label: str
+    path: str
+    parts: str
+    setting: str
+    factor: str
+    whole: Block
+    own_share: bool
+
+
+Step = Union[Block, Run, Layers, Split]
 
 
 # --- the model's config.json ----------------------------------------------------------------------------------------
@@ -208,8 +228,9 @@ class Architecture(NamedTuple):
     - `serialized_embedding`: the embedding `parallelize()` splits into `embedding_serialization_factor` parts,
       which must divide its rows; `padded_embedding`: the one it pads to a multiple of the factor instead (GPT-2);
     - `reads_embedding_factor`: whether its `parallelize()` compares `embedding_serialization_factor` with 1 (which
-      fails where the factor is null, as it is with `serialized_embedding_splits_per_ipu`); `unmodelled`: settings
-      whose effect on it the placement does not model, refused when set;
+      fails where the factor is null, as it is with `serialized_embedding_splits_per_ipu`);
+    - `untied_splits`: whether `parallelize()` refuses a split embedding or projection (`Split` steps) where the
+      word embeddings are tied (MT5);
     - `kwargs`: the keyword arguments its `parallelize()` takes (`"*"`: any), `generation`: the encoder and decoder
       layer groups a `for_generation=True` build splits into two executors, or None;
     - `renames`: `(pattern, replacement)` regular expressions mapping names a newer transformers writes in
@@ -230,7 +251,7 @@ class Architecture(NamedTuple):
     serialized_embedding: Optional[str] = None
     padded_embedding: Optional[str] = None
     reads_embedding_factor: bool = False
-    unmodelled: Tuple[str, ...] = ()
+    untied_splits: bool = False
     kwargs: Tuple[str, ...] = ()
     generation: Optional[Tuple[str, str]] = None
     renames: Tuple[Tuple[str, str], ...] = ()
