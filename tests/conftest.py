@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from doubles import installed, load_upstream_ipu_configuration
-from hub_fixtures import *  # noqa: F401,F403
+from hub_fixtures import *  # noqa: F403 (the Hub fixtures, for every test)
 
 SEED_PATH = Path(__file__).resolve().parents[2] / "shared/seed/ipu_config.py"
 
