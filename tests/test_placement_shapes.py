@@ -83,7 +83,7 @@ VARIANTS = {
     },
     "vit": {
         "sizes": dict(hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
-                      image_size=[28, 16], patch_size=8, num_channels=1, qkv_bias=False,
+                      image_size=[28, 20], patch_size=8, num_channels=1, qkv_bias=False,
                       id2label={0: "a", 1: "b", 2: "c"}),
     },
     "convnext": {
@@ -346,4 +346,13 @@ def test_deberta_s_attention_types_are_a_list_or_a_string_such_as_p2c_or_c2p():
     def shapes(kinds):
         return formula("DebertaForMaskedLM", dict(config_values("DebertaForMaskedLM", "tiny"), pos_att_type=kinds))
 
-    assert shapes(" C2P | p2c") == shapes(["c2p", "p2c"]) != shapes(["c2p"]) != shapes("p2c") == shapes(["p2c"])
+    assert shapes(" C2P|p2c") == shapes(["c2p", "p2c"]) != shapes(["c2p"]) != shapes("p2c") == shapes(["p2c"])
+
+
+def test_bert_s_relative_positions_add_a_distance_embedding_to_each_self_attention():
+    """Pinned as data too: transformers 5, which cannot build them, runs the mutation tests."""
+    values = dict(config_values("BertForMaskedLM", "relative"), **VARIANTS["bert"]["cross-attention"])
+    added = set(formula("BertForMaskedLM", values)) - set(formula("BertForMaskedLM", config_values("BertForMaskedLM",
+                                                                                                   "cross-attention")))
+    assert {name: formula("BertForMaskedLM", values)[name] for name in added} == {
+        f"bert.encoder.layer.{layer}.attention.self.distance_embedding.weight": (63, 8) for layer in range(3)}
