@@ -10,6 +10,7 @@ import itertools
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import PlacementError, as_json
+from ..settings.mode import Mode
 from .rules import Architecture, Block, FirstSplitIPU, LastIPU, LayerIPU, Layers, ModelConfig, Run, Split, WhenConfig
 
 
@@ -167,13 +168,13 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     Raises:
         PlacementError: naming the setting, where upstream's `parallelize()` refuses the config for this model.
     """
-    prefix = "inference_" if for_inference else ""
-    setting = f"{prefix}layers_per_ipu"
-    ipus = settings[f"{prefix}ipus_per_replica"]
+    mode = Mode.of(for_inference)
+    setting = mode.setting("layers_per_ipu")
+    ipus = settings[mode.setting("ipus_per_replica")]
     given = list(settings[setting] if layers_per_ipu is None else layers_per_ipu)
-    kwargs = settings[f"{prefix}parallelize_kwargs"] or {}
-    _check_kwargs(model, architecture, kwargs, f"{prefix}parallelize_kwargs")
-    _check_settings(model, architecture, config, settings, prefix)
+    kwargs = settings[mode.setting("parallelize_kwargs")] or {}
+    _check_kwargs(model, architecture, kwargs, mode.setting("parallelize_kwargs"))
+    _check_settings(model, architecture, config, settings, mode)
     steps = list(_steps(architecture, config))
     counts = layer_counts(architecture, config)
     group_ipus, executors = _layers_on_ipus(model, architecture, counts, given, ipus, setting, kwargs)
@@ -183,16 +184,16 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     order = itertools.count()
     forward: List[ForwardStep] = []
     with_blocks = architecture.blocks_on_one_ipu or ipus > 1
-    _check_split_shares(model, architecture, settings, prefix, executors)
+    _check_split_shares(model, architecture, settings, mode, executors)
     for executor in executors:
         ipu, origin = executor.first_ipu, ("ipu", executor.first_ipu)  # before the first block: the first IPU
-        for step, group, index in _with_splits(steps, settings, prefix, executor):
+        for step, group, index in _with_splits(steps, settings, mode, executor):
             if len(executors) > 1 and step.executor not in (None, executor.name):
                 continue
             if isinstance(step, Block):
                 if group is None:
                     block_ipu, block_origin = _resolve(model, step.ipu, executor, group_ipus, offsets, config,
-                                                       settings, prefix)
+                                                       settings, mode)
                 else:
                     block_ipu = group_ipus[group][index]
                     block_origin = ("ipu", block_ipu) if step.ipu is not None else ("layer", offsets[group] + index)
@@ -200,7 +201,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
                     raise PlacementError(
                         model, f"{architecture.name}'s parallelize() places its block "
                         f"{as_json(step.name or step.path)} on IPU {block_ipu}, and the pipeline has {ipus} IPUs",
-                        f"{prefix}ipus_per_replica")
+                        mode.setting("ipus_per_replica"))
                 if with_blocks:
                     _add_block(blocks[block_ipu], step.name)
                     if step.called:
@@ -244,23 +245,23 @@ class SplitShares(NamedTuple):
     per_ipu: List[int]
 
 
-def split_shares(step: Split, settings: Mapping[str, Any], prefix: str) -> Optional[SplitShares]:
+def split_shares(step: Split, settings: Mapping[str, Any], mode: Mode) -> Optional[SplitShares]:
     """The split of `step`'s module under these settings, or None where `parallelize()` keeps it whole."""
-    per_ipu = settings[prefix + step.setting]
+    per_ipu = settings[mode.setting(step.setting)]
     if per_ipu is None:
         return None
     factor = sum(per_ipu)  # the config gives no factor with the splits
     return SplitShares(factor, list(per_ipu)) if factor > 1 else None
 
 
-def _with_splits(steps, settings: Mapping[str, Any], prefix: str, executor: Executor):
+def _with_splits(steps, settings: Mapping[str, Any], mode: Mode, executor: Executor):
     """The steps with each `Split` replaced by its parts, as its settings place them for this executor, or by its
     whole module's block."""
     for step, group, index in steps:
         if not isinstance(step, Split):
             yield step, group, index
             continue
-        shares = split_shares(step, settings, prefix)
+        shares = split_shares(step, settings, mode)
         if shares is None:
             yield step.whole, None, None
             continue
@@ -279,14 +280,14 @@ def _with_splits(steps, settings: Mapping[str, Any], prefix: str, executor: Exec
         yield Run(step.path, executor=step.whole.executor), None, None  # what follows the parts: a bias
 
 
-def _check_split_shares(model: str, architecture: Architecture, settings: Mapping[str, Any], prefix: str,
+def _check_split_shares(model: str, architecture: Architecture, settings: Mapping[str, Any], mode: Mode,
                         executors: Sequence[Executor]) -> None:
     """A generation build keeps a split embedding on the encoder's IPUs and a split projection on the decoder's,
     as `split_encoder_decoder_ipu_config` requires."""
     if len(executors) < 2:
         return
     for step in architecture.steps:
-        shares = split_shares(step, settings, prefix) if isinstance(step, Split) else None
+        shares = split_shares(step, settings, mode) if isinstance(step, Split) else None
         if shares is None:
             continue
         owner = executors[1] if step.own_share else executors[0]
@@ -296,7 +297,7 @@ def _check_split_shares(model: str, architecture: Architecture, settings: Mappin
             raise PlacementError(
                 model, f"{as_json(shares.per_ipu)} puts splits of `{step.path}` outside the {owner.name}'s IPUs "
                 f"{owner.first_ipu}-{owner.first_ipu + owner.ipus - 1}, where a generation build keeps them all",
-                prefix + step.setting)
+                mode.setting(step.setting))
 
 
 def _add_block(names: List[Optional[str]], name: Optional[str]) -> None:
@@ -316,10 +317,10 @@ def _fixed_ipu(architecture: Architecture, group: str) -> int:
 
 def _resolve(model: str, rule: Any, executor: Executor, group_ipus: Mapping[str, List[int]],
              offsets: Mapping[str, int], config: ModelConfig, settings: Mapping[str, Any],
-             prefix: str) -> Tuple[int, Tuple[str, int]]:
+             mode: Mode) -> Tuple[int, Tuple[str, int]]:
     """The IPU (of the pipeline) a block's rule gives, and its origin (see `Claim`)."""
     while isinstance(rule, (WhenConfig, FirstSplitIPU)):
-        rule = _chosen_rule(model, rule, config, settings, prefix)
+        rule = _chosen_rule(model, rule, config, settings, mode)
     if isinstance(rule, LayerIPU):
         index = rule.index % len(group_ipus[rule.group])
         return group_ipus[rule.group][index], ("layer", offsets[rule.group] + index)
@@ -327,17 +328,17 @@ def _resolve(model: str, rule: Any, executor: Executor, group_ipus: Mapping[str,
     return ipu, ("ipu", ipu)
 
 
-def _chosen_rule(model: str, rule: Any, config: ModelConfig, settings: Mapping[str, Any], prefix: str) -> Any:
+def _chosen_rule(model: str, rule: Any, config: ModelConfig, settings: Mapping[str, Any], mode: Mode) -> Any:
     """The rule a conditional one stands for under this config and these settings."""
     if isinstance(rule, WhenConfig):
         return rule.then if getattr(config, rule.field) else rule.otherwise
-    splits = settings[f"{prefix}{rule.setting}"]
+    splits = settings[mode.setting(rule.setting)]
     if splits is None:
         return rule.otherwise
     used = [ipu for ipu, count in enumerate(splits) if count]
     if len(used) > 1:
         raise PlacementError(model, f"{as_json(splits)} splits it over several IPUs, and the model keeps all its "
-                             "splits on one", f"{prefix}{rule.setting}")
+                             "splits on one", mode.setting(rule.setting))
     return used[0]
 
 
@@ -352,7 +353,7 @@ def _check_kwargs(model: str, architecture: Architecture, kwargs: Mapping[str, A
 
 
 def _check_settings(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
-                    prefix: str) -> None:
+                    mode: Mode) -> None:
     if architecture.reads_embedding_factor and settings["embedding_serialization_factor"] is None:
         raise PlacementError(model, f"it is null, as `serialized_embedding_splits_per_ipu` is given, and "
                              f"{architecture.name}'s parallelize() compares it with 1, which fails",
@@ -360,22 +361,22 @@ def _check_settings(model: str, architecture: Architecture, config: ModelConfig,
     if architecture.untied_splits and config.tie_word_embeddings:
         for step in architecture.steps:
             if isinstance(step, Split):
-                _check_untied(model, architecture, step, settings, prefix)
+                _check_untied(model, architecture, step, settings, mode)
 
 
 def _check_untied(model: str, architecture: Architecture, step: Split, settings: Mapping[str, Any],
-                  prefix: str) -> None:
+                  mode: Mode) -> None:
     """`parallelize()` refuses to split the tied embedding (a factor, or the sum of its splits, above 1) and to
     give the tied projection splits at all."""
-    given = settings[prefix + step.setting]
+    given = settings[mode.setting(step.setting)]
     if step.own_share and given is not None:
         setting, value = step.setting, given
-    elif not step.own_share and (settings[prefix + step.factor] or sum(given or ())) > 1:
-        setting, value = (step.factor, settings[prefix + step.factor]) if given is None else (step.setting, given)
+    elif not step.own_share and (settings[mode.setting(step.factor)] or sum(given or ())) > 1:
+        setting, value = (step.factor, settings[mode.setting(step.factor)]) if given is None else (step.setting, given)
     else:
         return
     raise PlacementError(model, f"{as_json(value)} splits `{step.path}`, and {architecture.name}'s parallelize() "
-                         "splits no weight tied to another (`tie_word_embeddings` is true)", prefix + setting)
+                         "splits no weight tied to another (`tie_word_embeddings` is true)", mode.setting(setting))
 
 
 def first_uses(layout: Layout, names: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Claim]]:
@@ -418,8 +419,8 @@ def reference_layout(model: str, architecture: Architecture, config: ModelConfig
                      for_inference: bool, cut: Optional[int]) -> Layout:
     """The layout of the even split (`-1` on every IPU), or in a generation build of a split whose encoder takes
     `cut` IPUs: its steps have the origins of any such split's."""
-    prefix = "inference_" if for_inference else ""
-    ipus = settings[f"{prefix}ipus_per_replica"]
+    mode = Mode.of(for_inference)
+    ipus = settings[mode.setting("ipus_per_replica")]
     split: List[int] = [-1] * ipus
     if cut is not None:
         counts = layer_counts(architecture, config)

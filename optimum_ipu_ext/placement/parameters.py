@@ -9,6 +9,7 @@ import re
 from typing import Any, Dict, List, Mapping, NamedTuple, Tuple
 
 from ..errors import PlacementError
+from ..settings.mode import Mode
 from .architectures import BUFFER_PATTERN
 from .layout import split_shares
 from .rules import Architecture, ModelConfig, Split
@@ -122,17 +123,17 @@ def parallelized(model: str, architecture: Architecture, parameters: Parameters,
         if applies(settings) and source in shapes:
             shapes[copy] = shapes[source]
             aliases[source] = [alias for alias in aliases.get(source, []) if alias != copy]
-    prefix = "inference_" if for_inference else ""
+    mode = Mode.of(for_inference)
     for step in architecture.steps:
         if isinstance(step, Split):
-            _split(model, architecture, step, settings, prefix, shapes, aliases)
+            _split(model, architecture, step, settings, mode, shapes, aliases)
     return Parameters(shapes, aliases)
 
 
-def _split(model: str, architecture: Architecture, step: Split, settings: Mapping[str, Any], prefix: str,
+def _split(model: str, architecture: Architecture, step: Split, settings: Mapping[str, Any], mode: Mode,
            shapes: Shapes, aliases: Dict[str, List[str]]) -> None:
     """Replaces the weight of a module `parallelize()` splits by its parts, each a share of its rows."""
-    shares = split_shares(step, settings, prefix)
+    shares = split_shares(step, settings, mode)
     weight = f"{step.path}.weight"
     if shares is None or weight not in shapes:
         return
@@ -141,6 +142,6 @@ def _split(model: str, architecture: Architecture, step: Split, settings: Mappin
     if rows % shares.factor:
         raise PlacementError(
             model, f"{shares.factor} parts do not divide the {rows} rows of `{weight}`, which "
-            f"{architecture.name}'s parallelize() splits into that many", prefix + step.setting)
+            f"{architecture.name}'s parallelize() splits into that many", mode.setting(step.setting))
     for part in range(shares.factor):
         shapes[f"{step.path}.{step.parts}.{part}.weight"] = (rows // shares.factor, *rest)
