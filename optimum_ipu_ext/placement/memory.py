@@ -13,6 +13,7 @@ a lower bound, since activations, pipeline stashes, code and exchange buffers co
 from typing import Any, Dict, NamedTuple, Tuple
 
 from ..options.build import build_plan
+from ..settings.mode import Mode
 
 IPU_MEMORY_BYTES = 1472 * 624 * 1024
 
@@ -76,7 +77,7 @@ class MemoryModel(NamedTuple):
 def memory_model(settings: Dict[str, Any], for_inference: bool, fp32: bool) -> MemoryModel:
     """The memory model of a config's build (`settings`: its `vars()`), read off the options `to_options()` makes."""
     plan = build_plan(settings, for_inference)
-    replicas = settings["inference_replication_factor" if for_inference else "replication_factor"]
+    replicas = settings[Mode.of(for_inference).setting("replication_factor")]
     storage = {}
     for kind, method in _LOCATIONS.items():
         location = plan.argument(f"TensorLocations.{method}")

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import InvalidSettingError, PlacementError
+from ..settings.mode import Mode
 from . import balance
 from .layout import (
     Layout,
@@ -141,7 +142,7 @@ class Planner:
 
     def _cuts(self, ipus: int) -> List[Optional[int]]:
         """The numbers of IPUs the encoder may take in a generation build (powers of two); [None] for others."""
-        kwargs = self.settings[("inference_" if self.for_inference else "") + "parallelize_kwargs"] or {}
+        kwargs = self.settings[Mode.of(self.for_inference).setting("parallelize_kwargs")] or {}
         if not generation_split(self.architecture, kwargs):
             return [None]
         return [cut for cut in (1 << power for power in range(ipus.bit_length())) if cut < ipus]
@@ -177,7 +178,7 @@ class SplitCosts:
 
     def __init__(self, planner: Planner, cut: Optional[int]):
         self.planner = planner
-        ipus = planner.settings[("inference_" if planner.for_inference else "") + "ipus_per_replica"]
+        ipus = planner.settings[Mode.of(planner.for_inference).setting("ipus_per_replica")]
         layers = sum(layer_counts(planner.architecture, planner.config).values())
         self.fixed = [[0, 0] for _ in range(ipus)]  # [trained, frozen] parameters
         self.following = [[0, 0] for _ in range(layers + 1)]  # of each layer, as prefix sums
