@@ -19,7 +19,7 @@ from ..settings.files import CONFIG_NAME, dump, read_config_file, write_text_ato
 from ..settings.migration import migrate
 from ..settings.mode import INFERENCE
 from ..settings.schema import parse_update_string
-from ..settings.sources import HUB, PRESET, is_local, local_config_file, preset, resolve
+from ..settings.sources import HUB, LOCAL, PRESET, local_config_file, preset, resolve
 from ..settings.table import SETTINGS
 from .output import PROG, Stream, one_line, progress
 
@@ -58,10 +58,10 @@ def load(source: str, revision: Optional[str] = None, updates: Sequence[str] = (
 
 def load_dict(source: str, revision: Optional[str] = None) -> Dict[str, Any]:
     """The saved settings of a source, as the class reads them before checking them."""
-    bundled = preset(source)
-    if bundled is not None:
-        return bundled
-    if is_local(source):
+    where = resolve(source)
+    if where == PRESET:
+        return preset(source)
+    if where == LOCAL:
         return read_config_file(local_config_file(source))
     from ..config.configuration import IPUConfig
     from ..hub.compat import load_arguments

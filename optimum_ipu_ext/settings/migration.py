@@ -1,7 +1,8 @@
 """What the `ipu_config.json` of an earlier optimum-graphcore release becomes in 0.7.1's terms.
 
 Pure functions over the raw dictionary of a file: no I/O. `migrate` returns the migrated dictionary and one
-`Migration` per key it changed; the loaders warn with each (`warn`), `ipu-config upgrade` writes the dictionary.
+`Migration` per key it changed; the loaders warn with each (`migrate_and_warn`), `ipu-config upgrade` writes the
+dictionary.
 A file that is also valid for optimum-graphcore 0.7.1 comes back unchanged, with no migration.
 """
 
@@ -13,7 +14,7 @@ from ..errors import (
     InvalidSettingError,
     SettingTypeError,
     as_json,
-    warn as warn_at_caller,
+    warn,
 )
 from .legacy import LEGACY_KEYS, LegacyKey
 from .schema import describe, type_checker
@@ -103,7 +104,7 @@ def carry_over_legacy_keys(values: Dict[str, Any], source: Optional[str] = None)
     carried = legacy_keys_carried_over(values, source)
     values.clear()
     values.update(carried.config)
-    warn(carried.migrations)
+    _warn_each(carried.migrations)
 
 
 def legacy_keys_carried_over(values: Dict[str, Any], source: Optional[str] = None) -> Migrated:
@@ -140,10 +141,10 @@ def legacy_keys_carried_over(values: Dict[str, Any], source: Optional[str] = Non
     return Migrated(config, migrations)
 
 
-def warn(migrations: List[Migration]) -> None:
+def _warn_each(migrations: List[Migration]) -> None:
     """One `ConfigMigrationWarning` (a `FutureWarning`) per migration, at the caller's line."""
     for migration in migrations:
-        warn_at_caller(migration.message, ConfigMigrationWarning)
+        warn(migration.message, ConfigMigrationWarning)
 
 
 def _is_per_pod_type(value: Any) -> bool:
@@ -189,5 +190,5 @@ def migrate_and_warn(raw: Dict[str, Any], source: Optional[str] = None,
                      pod_type: Optional[str] = None) -> Dict[str, Any]:
     """`migrate(raw, source, pod_type)`'s settings, after a warning per migration at the caller's line."""
     migrated = migrate(raw, source, pod_type)
-    warn(migrated.migrations)
+    _warn_each(migrated.migrations)
     return migrated.config

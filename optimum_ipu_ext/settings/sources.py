@@ -4,7 +4,7 @@ The API (`from_pretrained`), every command and the placement ask here, and nowhe
 import difflib
 import json
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from ..errors import NO_SUCH_PATH, ConfigFileError
 from .files import CONFIG_NAME
@@ -35,10 +35,14 @@ def resolve(source: Union[str, os.PathLike]) -> str:
     return PRESET if os.path.isfile(preset_file(str(source))) else HUB
 
 
+def preset_names() -> List[str]:
+    """The names of the bundled presets, sorted."""
+    return sorted(entry[: -len(".json")] for entry in os.listdir(PRESETS_FOLDER) if entry.endswith(".json"))
+
+
 def presets() -> Dict[str, str]:
     """{name: JSON text} of the bundled presets, by name."""
-    names = sorted(entry[: -len(".json")] for entry in os.listdir(PRESETS_FOLDER) if entry.endswith(".json"))
-    return {name: _read(preset_file(name)) for name in names}
+    return {name: _read(preset_file(name)) for name in preset_names()}
 
 
 def preset_file(name: str) -> str:
@@ -61,7 +65,7 @@ def close_preset(source: str) -> Optional[str]:
     (`org/name`) is a Hub repository's, never a preset's."""
     if "/" in source:
         return None
-    close = difflib.get_close_matches(source, presets(), n=1, cutoff=0.8)
+    close = difflib.get_close_matches(source, preset_names(), n=1, cutoff=0.8)
     return close[0] if close else None
 
 
