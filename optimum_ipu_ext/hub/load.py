@@ -140,7 +140,6 @@ def load_promptly(source: Optional[HubSource], load: Callable[..., T]) -> T:
     return outcome["value"]
 
 
-
 @contextlib.contextmanager
 def load_errors(source: Optional[HubSource]) -> Iterator[None]:
     """Re-raises what loading from `source` raised as an error of this package that says what happened."""
