@@ -10,6 +10,7 @@ import pytest
 
 from cli_helpers import run
 from doubles import state
+from markers import NOT_UNDER_MUTMUT
 from optimum_ipu_ext import (
     ConfigFileError,
     ConfigMigrationWarning,
@@ -297,6 +298,7 @@ def test_the_table_of_format_changes_names_each_release():
 
 # Loading: warnings at the caller's line, pod_type, save_pretrained
 
+@NOT_UNDER_MUTMUT
 @pytest.mark.parametrize("load", ["from_pretrained", "plain"])
 def test_the_warnings_point_at_the_callers_line_and_are_future_warnings(tmp_path, load):
     path = write(tmp_path, {"replication_factor": PER_POD, "decompose_grad_sum": True})
@@ -309,6 +311,7 @@ def test_the_warnings_point_at_the_callers_line_and_are_future_warnings(tmp_path
     assert config.replication_factor == 1 and config.popart_options == {"decomposeGradSum": True}
 
 
+@NOT_UNDER_MUTMUT
 def test_a_legacy_key_given_to_the_constructor_warns_at_the_callers_line(tmp_path):
     with pytest.warns(ConfigMigrationWarning) as caught:
         IPUConfig(random_seed=3)
@@ -462,6 +465,7 @@ def test_pull_writes_the_migrated_config_of_the_pod_type(capsys, old_hub_config,
         assert IPUConfig.from_pretrained(str(tmp_path / "out")).replication_factor == 8
 
 
+@NOT_UNDER_MUTMUT
 @pytest.mark.filterwarnings("ignore::FutureWarning:huggingface_hub")
 def test_from_pretrained_migrates_a_hub_config_naming_the_repository(old_hub_config):
     with pytest.warns(ConfigMigrationWarning) as caught:
