@@ -198,12 +198,12 @@ def test_output_is_plain_off_a_terminal_and_styled_on_one(tmp_path):
 
 
 def test_ctrl_c_exits_130_without_a_traceback(capsys, monkeypatch):
-    from optimum_ipu_ext.cli import commands
+    from optimum_ipu_ext.cli.commands import show
 
     def interrupted(args, out, err):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(commands, "command_show", interrupted)
+    monkeypatch.setattr(show, "run", interrupted)
     assert run(capsys, "show", PRESET) == (130, "", "")
 
 

@@ -12,7 +12,7 @@ import pytest
 from cli_helpers import run, run_alone
 from doubles import installed
 from optimum_ipu_ext import BuilderError, PlainIPUConfig
-from optimum_ipu_ext.cli import import_source, named_value
+from optimum_ipu_ext.cli.arguments import import_source, named_value
 from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
 FOLDER = Path(__file__).resolve().parent / "builders" / "recorded"

@@ -557,7 +557,9 @@ def test_validate_of_many_files_checks_each(tmp_path, capsys):
 def test_the_core_imports_no_transformers_torch_optimum_or_hub():
     code = (
         "import sys; import optimum_ipu_ext.settings.files, optimum_ipu_ext.settings.rules, "
-        "optimum_ipu_ext.settings.documents, optimum_ipu_ext.cli.commands; "
+        "optimum_ipu_ext.settings.documents, optimum_ipu_ext.cli.commands, optimum_ipu_ext.cli.sources, "
+        "optimum_ipu_ext.cli.reports, optimum_ipu_ext.options.option_file_import, optimum_ipu_ext.placement.report, "
+        "optimum_ipu_ext.placement.architectures, optimum_ipu_ext.recorder; "
         "print(sorted({name.split('.')[0] for name in sys.modules} & "
         "{'transformers', 'torch', 'optimum', 'huggingface_hub', 'poptorch', 'popart', 'popdist'}))"
     )

@@ -1,0 +1,108 @@
+"""The arguments several `ipu-config` commands share, each declared once, and the argparse types of the others.
+
+Imports only the standard library, so that building the parser (`--help`, usage errors) stays fast.
+"""
+
+import argparse
+import json
+from typing import Any, Optional, Tuple
+
+SOURCE_HELP = "a JSON file, a directory holding ipu_config.json, or a Hub repository id"
+POD_TYPE_HELP = ("for a file of optimum-graphcore 0.2.1-0.6.0: take the values given for this pod type (pod4, pod8, "
+                 "pod16, pod32, pod64, pod128, pod256) where a setting has one per pod type (default: their "
+                 "\"default\")")
+SET_HELP = ("set a setting, written as in IPUConfig.update_from_string: true, 4, 0.1, [0.1 0.2], null, name; "
+            "repeat it, or separate assignments with commas")
+REVISION_HELP = "branch, tag or commit, for a Hub repository"
+FORCE_HELP = "overwrite an existing ipu_config.json"
+JSON_HELP = "print the same as JSON"
+DEBUG_HELP = "show the traceback of an error"
+TOKEN_NOTE = "The Hub token is the one `hf auth login` stores, or HF_TOKEN."
+
+
+def assignment(text: str) -> str:
+    """The argparse type of `--set`: `KEY=VALUE` (values are read and checked by the class later)."""
+    key, equals, _ = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
+
+
+def instance(text: str) -> Tuple[int, int]:
+    """The argparse type of `--popdist`: `NUM_INSTANCES:INDEX`, two integers."""
+    count, colon, index = text.partition(":")
+    if not (colon and count.strip().isdecimal() and index.strip().isdecimal()):
+        raise argparse.ArgumentTypeError(f"expected NUM_INSTANCES:INDEX, e.g. 4:1, got {text!r}")
+    return int(count), int(index)
+
+
+def import_source(text: str) -> Tuple[str, Optional[str]]:
+    """The argparse type of what `import` reads: a builder, `PATH.py:FUNCTION` (split at the last colon), as
+    `(path, function)`; any other path is a poptorch option file, `(path, None)`."""
+    path, colon, function = text.rpartition(":")
+    if (colon and path.strip().endswith(".py")) or text.strip().endswith(".py"):
+        if not (colon and function.strip().isidentifier()):
+            raise argparse.ArgumentTypeError(
+                f"expected PATH.py:FUNCTION for a builder, e.g. builders/bert.py:get_options, got {text!r}"
+            )
+        return path, function.strip()
+    return text, None
+
+
+def named_value(text: str) -> Tuple[str, Any]:
+    """The argparse type of `--arg` and `--kwarg`: `NAME=VALUE`, VALUE read as JSON (4, true, [1, 2], "x"), else
+    kept as text."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME a Python name, got {text!r}")
+    try:
+        return name.strip(), json.loads(value)
+    except ValueError:
+        return name.strip(), value
+
+
+def add_debug_option(parser: argparse.ArgumentParser, default: Any = False) -> None:
+    """`--debug`; a command's parser gives it the default `argparse.SUPPRESS`, so that it keeps the one given
+    before the command."""
+    parser.add_argument("--debug", action="store_true", default=default, help=DEBUG_HELP)
+
+
+def add_command_parser(subparsers, name: str, description: str, **kwargs) -> argparse.ArgumentParser:
+    """The parser of command `name`, with `--debug`; the parsed arguments carry it as `parser`, for usage errors
+    found after parsing."""
+    parser = subparsers.add_parser(name, help=description, description=description, **kwargs)
+    add_debug_option(parser, default=argparse.SUPPRESS)
+    parser.set_defaults(parser=parser)
+    return parser
+
+
+def add_source_argument(parser: argparse.ArgumentParser, dest: str = "source", metavar: str = "SOURCE",
+                        **kwargs) -> None:
+    """A configuration to read: a file, a directory, a preset or a Hub repository."""
+    parser.add_argument(dest, metavar=metavar, help=SOURCE_HELP, **kwargs)
+
+
+def add_set_option(parser: argparse.ArgumentParser, help: str = SET_HELP) -> None:
+    """`--set KEY=VALUE`, repeatable: the settings to change."""
+    parser.add_argument("--set", action="append", type=assignment, metavar="KEY=VALUE", help=help)
+
+
+def add_force_option(parser: argparse.ArgumentParser, help: str = FORCE_HELP) -> None:
+    """`--force`: overwrite what the command writes."""
+    parser.add_argument("--force", action="store_true", help=help)
+
+
+def add_revision_option(parser: argparse.ArgumentParser, help: str = REVISION_HELP,
+                        metavar: Optional[str] = None) -> None:
+    """`--revision`: the branch, tag or commit of a Hub repository."""
+    parser.add_argument("--revision", metavar=metavar, help=help)
+
+
+def add_json_option(parser: argparse.ArgumentParser, help: str = JSON_HELP) -> None:
+    """`--json`: print the report as JSON."""
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def add_pod_type_option(parser: argparse.ArgumentParser, help: str = POD_TYPE_HELP) -> None:
+    """`--pod-type POD`: which of an earlier release's per-pod-type values to take."""
+    parser.add_argument("--pod-type", metavar="POD", help=help)

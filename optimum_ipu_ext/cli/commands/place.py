@@ -1,0 +1,125 @@
+"""`ipu-config place`: a model placed on the config's IPUs, optionally balanced and written back."""
+
+import argparse
+import contextlib
+import os
+
+from ...errors import PlacementError, as_json
+from ..arguments import (
+    add_command_parser,
+    add_force_option,
+    add_json_option,
+    add_pod_type_option,
+    add_revision_option,
+    add_set_option,
+    add_source_argument,
+)
+from ..output import PROG, Stream, one_line, progress
+
+
+def register(subparsers) -> None:
+    parser = add_command_parser(
+        subparsers,
+        "place",
+        "Place a model on the config's IPUs as optimum-graphcore's parallelize() does: the blocks, layers and "
+        "parameters of each IPU, the memory they need, and whether each IPU holds them.",
+        epilog="MODEL is a Hub model id or a folder with its config.json; only the headers of its safetensors "
+        "checkpoint are read. Exit codes: 0 placed, 1 a config that cannot be placed for this model (with --check: "
+        "or an IPU over its memory), 2 usage error.",
+    )
+    add_source_argument(parser, nargs="?", metavar="CONFIG")
+    parser.add_argument("--model", metavar="MODEL", help="a Hub model id, or a folder holding config.json (required)")
+    parser.add_argument("--list-architectures", action="store_true",
+                        help="list the architectures optimum-graphcore 0.7.1 pipelines, which place takes")
+    parser.add_argument("--architecture", metavar="NAME",
+                        help="the class to place, e.g. BertForQuestionAnswering (default: the one config.json names)")
+    parser.add_argument("--inference", action="store_true",
+                        help="place the inference build (inference settings and parallelize kwargs, weights only)")
+    parser.add_argument("--fp32", action="store_true", help="weights in fp32, as IPUTrainer with fp32=True")
+    add_json_option(parser, help="print the placement as JSON")
+    parser.add_argument("--check", action="store_true", help="exit 1 if an IPU's on-chip bytes exceed its memory")
+    parser.add_argument("--micro-batch-size", type=int, metavar="B",
+                        help="count the activations, the pipeline's stashes and the FLOPs of micro-batches of B "
+                        "examples (default 1 when a sequence length is given)")
+    parser.add_argument("--sequence-length", type=int, metavar="S",
+                        help="with the activations: S tokens (default 128); Wav2Vec2/HuBERT: S input samples at 16 "
+                        "kHz (default 16000); Whisper: the feature extractor's frames; refused for images, whose size "
+                        "is config.json's image_size")
+    parser.add_argument("--decoder-sequence-length", type=int, metavar="T",
+                        help="with the activations: an encoder-decoder's decoder takes T tokens (default: S)")
+    parser.add_argument("--balance", nargs="?", const="memory", choices=("memory", "time"),
+                        help="propose the layers_per_ipu that makes the largest on-chip figure smallest (memory, the "
+                        "default), or the slowest IPU fastest among the splits that fit (time: needs the activations)")
+    parser.add_argument("--write", metavar="OUT_DIR", help="with --balance: write the config with the proposed split "
+                        "to OUT_DIR/ipu_config.json")
+    add_force_option(parser, help="with --write: overwrite an existing ipu_config.json")
+    add_set_option(parser)
+    add_revision_option(parser, help="branch, tag or commit of CONFIG, for a Hub repository")
+    add_pod_type_option(parser)
+    parser.add_argument("--model-revision", metavar="REVISION", help="branch, tag or commit of MODEL, on the Hub")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    from ...placement.architectures import ARCHITECTURES
+    from ...placement.report import render, render_comparison
+    from ...settings.mode import Mode
+    from ..sources import CONFIG_NAME, CommandError, load, write_config
+
+    if args.list_architectures:
+        for name in ARCHITECTURES:
+            out.write(name)
+        return 0
+    if args.source is None or args.model is None:
+        args.parser.error("CONFIG and --model are required, unless --list-architectures is given")
+    if args.write is not None and not args.balance:
+        args.parser.error("--write saves the balanced split: give --balance too")
+    target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
+    if target is not None and os.path.exists(target) and not args.force:
+        raise CommandError(f"{target}: exists; pass --force to overwrite it")
+    config = load(args.source, args.revision, args.set or (), args.pod_type)
+    setting = Mode.of(args.inference).setting("layers_per_ipu")
+    try:
+        current = _placement(args, config, err)
+    except PlacementError as error:
+        if not (args.balance and error.setting == setting):
+            raise CommandError(f"{args.source}: {one_line(error)}") from error
+        # a split of the wrong size is balanced from an even one over the same IPUs
+        ipus = getattr(config, setting.replace("layers_per_ipu", "ipus_per_replica"))
+        err.write(f"{PROG}: note: {args.source}: {one_line(error)} Balancing from {as_json([-1] * ipus)}.")
+        setattr(config, setting, [-1] * ipus)
+        current = None
+    try:
+        balanced = (current or _placement(args, config, err)).balanced(args.balance) if args.balance else current
+    except PlacementError as error:
+        raise CommandError(f"{args.source}: {one_line(error)}") from error
+    if target is not None:  # before any output: a reader may go away
+        setattr(config, setting, list(balanced.layers_per_ipu))
+        write_config(config, args.write, args.force)
+    if args.json:
+        out.write(balanced.to_json_string().rstrip("\n"))
+    elif current is None:
+        out.write(render(balanced, out.style))
+    else:
+        out.write(render(current, out.style))
+        if args.balance:
+            out.write()
+            out.write(render_comparison(current, balanced, out.style, args.balance))
+    if target is not None:
+        err.write(f"Wrote {target} with {setting} {list(balanced.layers_per_ipu)}")
+    return 1 if args.check and not balanced.fits else 0
+
+
+def _placement(args: argparse.Namespace, config, err: Stream):
+    """The placement of `--model` on `config`, a Hub model read behind a spinner."""
+    from ...settings.sources import is_local
+    from ..sources import get_token, quiet_client
+
+    hub = not is_local(args.model)
+    if hub:
+        quiet_client()
+    with progress(err, f"Reading {args.model}") if hub else contextlib.nullcontext():
+        return config.placement(args.model, architecture=args.architecture, for_inference=args.inference,
+                                fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None,
+                                micro_batch_size=args.micro_batch_size, sequence_length=args.sequence_length,
+                                decoder_sequence_length=args.decoder_sequence_length)
