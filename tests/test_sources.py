@@ -29,7 +29,7 @@ def test_the_presets_are_the_json_files_of_the_configs_folder():
     shipped = sorted(path.stem for path in (REPOSITORY / "configs").glob("*.json"))
     assert list(presets()) == shipped and PRESET_NAME in shipped
     assert json.loads(presets()[PRESET_NAME]) == PRESET_SETTINGS
-    assert Path(preset_file(PRESET_NAME)).resolve() == (REPOSITORY / "configs" / f"{PRESET_NAME}.json").resolve()
+    assert Path(preset_file(PRESET_NAME)) == REPOSITORY / "optimum_ipu_ext" / "presets" / f"{PRESET_NAME}.json"
 
 
 @pytest.mark.parametrize("name, where", [
