@@ -27,7 +27,7 @@ TESTS = ROOT / "tests"
 PRESET = ROOT / "configs" / "pipelined-2ipu.json"
 SCRIPT = Path(sys.executable).with_name("ipu-config")
 PEER = (
-    "import sys; sys.path.insert(0, sys.argv[1]); from doubles import load_upstream_ipu_configuration; "
+    "import sys; sys.path.insert(0, sys.argv[1]); from support.doubles import load_upstream_ipu_configuration; "
     "cls = load_upstream_ipu_configuration().IPUConfig\n"
     "for path in sys.argv[2:]: cls.from_pretrained(path)"
 )

@@ -24,9 +24,9 @@ from typing import Any, Callable, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from doubles import installed, load_upstream_ipu_configuration  # noqa: E402
 from optimum_ipu_ext import IPUConfig  # noqa: E402
 from optimum_ipu_ext.sdk.plan import OptionsPlan, TempFile  # noqa: E402
+from support.doubles import installed, load_upstream_ipu_configuration  # noqa: E402
 
 CONFIG = {
     "layers_per_ipu": [3, 5, 4, 4],

@@ -1,7 +1,7 @@
 """Time to the answer when the Hub is down or failing: `IPUConfig` against transformers' `PretrainedConfig`.
 
 Each load runs in a fresh interpreter (timed from the `from_pretrained` call to its answer: the config, or the
-error) against a local Hub (tests/hub_server.py, on 127.0.0.1) that either answers every request with
+error) against a local Hub (tests/support/hub_server.py, on 127.0.0.1) that either answers every request with
 500 Internal Server Error or is stopped (connections refused), with a cold cache (nothing cached: the answer is an
 error) and a warm one (the file cached by an earlier load: the answer is the cached copy). Both classes run on the
 same server, with the client's real retries and back-off.
@@ -25,7 +25,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from hub_server import HubServer  # noqa: E402
+from support.hub_server import HubServer  # noqa: E402
 
 GOALS = {"cold": 10.0, "warm": 3.0}
 REPEATS = 5

@@ -1,6 +1,6 @@
 """HTTP requests per Hub operation: `IPUConfig` against transformers' own `PretrainedConfig`, on a local Hub.
 
-Both run the same operations on the same server (tests/hub_server.py, on 127.0.0.1): push to a new repository,
+Both run the same operations on the same server (tests/support/hub_server.py, on 127.0.0.1): push to a new repository,
 push an update, load with a cold cache, load with a warm cache, and load with `HF_HUB_OFFLINE=1` (in a fresh
 interpreter, as the client reads the variable at import). The count is the number of requests the server answered.
 Goal: no more requests than the peer, and none offline.
@@ -24,7 +24,7 @@ import tempfile
 TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
 sys.path.insert(0, TESTS)
 
-from hub_server import HubServer  # noqa: E402
+from support.hub_server import HubServer  # noqa: E402
 
 OURS_CONFIG = {"layers_per_ipu": [2, 2], "replication_factor": 4, "recomputation_mode": "pipeline"}
 OFFLINE_LOAD = """
@@ -94,8 +94,8 @@ def placement_reads(server, work, checkpoint):
     the server sent on our cold read, their size))."""
     from transformers import PretrainedConfig
 
-    from hub_fixtures import tiny_model_files  # imported once the environment points at the local server
     from optimum_ipu_ext.placement.hub_model import hub_model
+    from support.hub_fixtures import tiny_model_files  # imported once the environment points at the local server
 
     files = tiny_model_files(checkpoint)
     weights = [path for path in files if path.endswith(".safetensors")]

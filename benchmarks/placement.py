@@ -8,7 +8,7 @@ that micro-batch under PyTorch's accounting (`saved_tensors_hooks`, `FlopCounter
 Then of `ipu-config place` on full-size models known by their config.json alone (tests/full_size: bert-large,
 gpt2-medium, t5-small, flan-t5-xl, whisper-small, wav2vec2-base), sized by the formulas of their architecture, against
 the way it sized them before: the same command with the model transformers builds on the meta device
-(tests/meta_models.py), which imports torch and transformers.
+(tests/support/meta_models.py), which imports torch and transformers.
 
 `ipu-config place` reads the checkpoint's header only, or the config.json alone, and imports neither torch nor
 transformers. Both sides read the same config.json and the bundled preset (the peer without the settings
@@ -51,7 +51,7 @@ from cli import medians  # noqa: E402  (benchmarks/cli.py: commands run in alter
 PEER = """
 import importlib, os, sys, types
 sys.path.insert(0, sys.argv[1])
-from doubles import installed, load_upstream_ipu_configuration
+from support.doubles import installed, load_upstream_ipu_configuration
 upstream = load_upstream_ipu_configuration()
 package = types.ModuleType("optimum.graphcore")
 package.__path__ = [os.path.dirname(upstream.__file__)]
@@ -72,7 +72,7 @@ with installed():
 META_DEVICE = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from meta_models import built_on_the_meta_device
+from support.meta_models import built_on_the_meta_device
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext.placement import sources
 sources.parameter_shapes = built_on_the_meta_device
@@ -101,7 +101,7 @@ print(sum(kept.values()), flops.get_total_flops())
 
 def bert_base(folder: str) -> str:
     sys.path.insert(0, str(TESTS))
-    from placement_fixtures import bert_base as write
+    from support.placement_fixtures import bert_base as write
 
     return write(folder)
 

@@ -18,16 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from doubles import installed, load_upstream_ipu_configuration
-from hub_fixtures import *  # noqa: F403 (the Hub fixtures, for every test)
+from support.doubles import installed, load_upstream_ipu_configuration
+from support.hub_fixtures import *  # noqa: F403 (the Hub fixtures, for every test)
+from support.stack import TEST_BASE
 
 SEED_PATH = Path(__file__).resolve().parents[2] / "shared/seed/ipu_config.py"
 
-TEST_BASE = os.environ.get("OPTIMUM_IPU_EXT_TEST_BASE", "bundled")
-if TEST_BASE not in ("bundled", "upstream"):
-    raise pytest.UsageError(f"OPTIMUM_IPU_EXT_TEST_BASE={TEST_BASE!r}: allowed values are 'bundled', 'upstream'")
-
-UPSTREAM_ONLY_TESTS = ["test_upstream_*.py"]
+# in any folder of tests/: fnmatch's `*` matches `/` too
+UPSTREAM_ONLY_TESTS = ["*/test_upstream_*.py"]
 
 if TEST_BASE == "upstream":
     _upstream = load_upstream_ipu_configuration()
@@ -83,16 +81,16 @@ def seed_module():
     if not SEED_PATH.is_file():
         if os.environ.get("CI") == "true":  # CI clones the project with ../shared beside it: the seed must be there
             pytest.fail(f"seed build not found at {SEED_PATH}, where CI has it")
-        pytest.skip(f"compares tests/builders/seed_build.py with the hand-written build it reproduces, which the "
-                    f"project keeps beside its own clone, not in the repository ({SEED_PATH} is not here)")
+        pytest.skip(f"compares tests/support/builders/seed_build.py with the hand-written build it reproduces, which "
+                    f"the project keeps beside its own clone, not in the repository ({SEED_PATH} is not here)")
     return _load(SEED_PATH, "seed_ipu_config")
 
 
 @pytest.fixture(scope="module")
 def seed_build():
-    """tests/builders/seed_build.py: the project's own builder equivalent to the original seed build, loaded as a
-    builder file is (it imports poptorch and popart at the top)."""
-    return _load(Path(__file__).resolve().parent / "builders" / "seed_build.py", "seed_build")
+    """tests/support/builders/seed_build.py: the project's own builder equivalent to the original seed build, loaded as
+    a builder file is (it imports poptorch and popart at the top)."""
+    return _load(Path(__file__).resolve().parent / "support" / "builders" / "seed_build.py", "seed_build")
 
 
 def _load(path: Path, name: str):

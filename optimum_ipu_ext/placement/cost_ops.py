@@ -2,7 +2,7 @@
 tensors autograd keeps for the backward pass and its FLOPs, as formulas (Python expressions) of the model's config.json
 and the input shape; and `step_cost()`, which sums a table.
 
-The rules (tested against optimum-graphcore 0.7.1's own pipelined models, see tests/test_upstream_costs.py):
+The rules (tested against optimum-graphcore 0.7.1's own pipelined models, see tests/placement/test_upstream_costs.py):
 
 - activations: each tensor autograd keeps once per step, parameters (and views of them) and buffers not counted; a
   floating element is 2 bytes (4 with `fp32`), an integer one 4 (int32 on the IPU), a bool 1; dropout masks are not

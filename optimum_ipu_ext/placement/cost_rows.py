@@ -8,7 +8,7 @@ layer: the index of a layer in its group (`last`: the index of the last one).
 
 Read off the forward passes of transformers 4.29.2 and optimum-graphcore 0.7.1's overrides (BERT, GroupBERT and
 MPNet attend with one fused query-key-value weight, concatenated in each pass and kept), and checked against them by
-tests/test_upstream_costs.py.
+tests/placement/test_upstream_costs.py.
 """
 
 import re

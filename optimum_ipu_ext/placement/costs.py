@@ -5,7 +5,7 @@ model of `place` (activations, stash, recomputation, FLOPs).
 its placement, keyed by the step's module path as the placement's layout names it (`Layout.claims`), from the tables
 of cost_rows.py. No torch, no model: a few thousand formula evaluations for the largest models.
 
-The rules (tested against optimum-graphcore 0.7.1's own pipelined models by tests/test_upstream_costs.py):
+The rules (tested against optimum-graphcore 0.7.1's own pipelined models by tests/placement/test_upstream_costs.py):
 
 - `activation_bytes`: the tensors autograd keeps, each storage once per step, parameters, views of them and buffers
   not counted; a floating element 2 bytes (4 with `fp32`), an integer one 4 (int32 on the IPU), a bool 1; dropout

@@ -18,8 +18,8 @@ composite=True)`). A composite row also needs, in `options/build.py`, the lines 
 its reader beside them (`read_...`), which `options/readback.py`'s `_read_settings` calls; and, where it must agree
 with other settings, its rule in `settings/rules.py`, worded in `documents.py`'s `RULES`. Nothing else: the config
 classes, the CLI and the documents read the rows. (A setting of optimum-graphcore's own is also a parameter of
-`config/bundled_base.py`'s constructor, as upstream's signature has it; `tests/test_base_signature.py` checks both
-against the rows.)
+`config/bundled_base.py`'s constructor, as upstream's signature has it; `tests/config/test_base_signature.py` checks
+both against the rows.)
 """
 
 import math

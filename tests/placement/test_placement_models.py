@@ -1,0 +1,215 @@
+"""The placement on the tiny models of every architecture transformers has here: the parameters it counts are the
+model's `named_parameters()`, whether read from its checkpoint, from a checkpoint lacking its head or holding only
+the bare model, or from its config alone; and `--balance` is the best split a brute force over all finds."""
+
+import itertools
+import os
+import random
+
+import pytest
+import transformers
+from safetensors.torch import load_file, save_file
+
+from optimum_ipu_ext import PlacementError, PlainIPUConfig
+from optimum_ipu_ext.placement import balance
+from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.layout import encoder_decoder_cut, layer_counts
+from optimum_ipu_ext.placement.placement import SplitCosts
+from support.placement_fixtures import saved_tiny_model, tiny_model
+from support.placement_models import TINY_MODELS
+
+IN_TRANSFORMERS = [name for name in TINY_MODELS if hasattr(transformers, name)]
+FOUR_IPUS = PlainIPUConfig(layers_per_ipu=[-1] * 4)
+
+
+def parameters(placement):
+    return sum(ipu.parameters for ipu in placement.ipus)
+
+
+def expected_parameters(architecture):
+    """The model's parameters, each tied weight once, and the copy a pipelined model holds of one."""
+    model = tiny_model(architecture)
+    named = dict(model.named_parameters())
+    copies = ARCHITECTURES[architecture].copies
+    return sum(parameter.numel() for parameter in named.values()) + sum(named[source].numel()
+                                                                         for source, _ in copies.values())
+
+
+def rewrite(folder, keep):
+    path = os.path.join(folder, "model.safetensors")
+    tensors = load_file(path)
+    save_file({keep(name): tensor for name, tensor in tensors.items() if keep(name)}, path, metadata={"format": "pt"})
+
+
+@pytest.mark.parametrize("architecture", IN_TRANSFORMERS)
+def test_the_parameters_are_the_model_s_from_every_source(architecture, tmp_path):
+    row = ARCHITECTURES[architecture]
+    expected = expected_parameters(architecture)
+    folder = saved_tiny_model(architecture, tmp_path / "model")
+    assert parameters(FOUR_IPUS.placement(folder)) == expected
+    config = tiny_model(architecture).config.to_dict()
+    assert parameters(FOUR_IPUS.placement(config)) == expected  # sized by the formulas of config.json
+
+    def bare(name):  # a checkpoint of the base model: its names without the prefix, no head
+        prefix = row.prefix + "."
+        return name[len(prefix):] if name.startswith(prefix) else None
+
+    if any(name.startswith(row.prefix + ".") for name in load_file(os.path.join(folder, "model.safetensors"))):
+        rewrite(folder, bare)
+        assert parameters(FOUR_IPUS.placement(folder)) == expected
+    folder = saved_tiny_model(architecture, tmp_path / "headless")
+    rewrite(folder, lambda name: None if any(name == path or name.startswith(path + ".") for path in row.heads)
+            else name)
+    assert parameters(FOUR_IPUS.placement(folder)) == expected
+
+
+def test_a_checkpoint_lacking_a_layer_is_not_this_config_s(tmp_path):
+    folder = saved_tiny_model("BertForMaskedLM", tmp_path / "model")
+    rewrite(folder, lambda name: None if name.startswith("bert.encoder.layer.2.") else name)
+    with pytest.raises(PlacementError) as raised:
+        PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder)
+    assert str(raised.value) == (f"Cannot place {folder}: its checkpoint holds no parameter of "
+                                 "`bert.encoder.layer.2`, one of the 3 layers its config.json gives it: the "
+                                 "checkpoint is not this config's.")
+
+
+# --- balancing ---------------------------------------------------------------------------------------------------
+
+
+def compositions(layers, ipus):
+    """Every split of `layers` over `ipus` IPUs, each taking 0 or more."""
+    return [[b - a for a, b in zip((0, *cut), (*cut, layers))]
+            for cut in itertools.combinations_with_replacement(range(layers + 1), ipus - 1)]
+
+
+def brute_force(layers, ipus, cost, current, some_layer_within=0):
+    return min(((split, max(cost(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for ipu in range(ipus)))
+                for split in compositions(layers, ipus) if some_layer_within == 0 or sum(split[:some_layer_within])),
+               key=lambda found: (found[1], balance.distance(found[0], current), found[0]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_best_split_of_any_costs_is_the_brute_force_s(seed):
+    generator = random.Random(seed)
+    layers, ipus = generator.randint(1, 7), generator.randint(1, 4)
+    fixed = [generator.choice([0, 0, 5, 30]) for _ in range(ipus)]
+    weights = [generator.choice([1, 2, 10]) for _ in range(layers)]
+    current = generator.choice(compositions(layers, ipus))
+    some_layer_within = generator.choice([0, 0, 1, 2, 3, 4])
+
+    def cost(ipu, first, end):
+        return fixed[ipu] + sum(weights[first:end])
+
+    assert (balance.best_split(layers, ipus, cost, current, some_layer_within=some_layer_within)
+            == brute_force(layers, ipus, cost, current, some_layer_within))
+
+
+def test_the_first_ipus_take_a_layer_between_them_not_each():
+    def cost(ipu, first, end):
+        return [0, 0, 9][ipu] + (end - first) * 10
+    assert balance.best_split(2, 3, cost, [0, 2, 0]) == ([1, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 1, 0], some_layer_within=2) == ([0, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=2) == ([0, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=1) == ([1, 0, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1]) == ([0, 1, 0], 10)
+
+
+def test_of_equally_good_and_close_splits_the_one_with_fewer_layers_first_is_chosen():
+    assert balance.chosen([([2, 1], 5), ([1, 2], 5), ([3, 0], 4)], [2, 1]) == ([3, 0], 4)
+    assert balance.chosen([([2, 1], 5), ([1, 2], 5), ([0, 3], 6)], [0, 0]) == ([1, 2], 5)
+
+
+def best_by_brute_force(placement):
+    """The split of the placement's model a brute force over every split upstream accepts finds best."""
+    layers = sum(len(ipu.layers) for ipu in placement.ipus)
+    found = []
+    for split in compositions(layers, len(placement.ipus)):
+        try:
+            other = placement.with_layers_per_ipu(split)
+        except PlacementError:
+            continue  # a split upstream refuses (an encoder-decoder cut that is not a power of two)
+        found.append((list(other.layers_per_ipu), max(ipu.on_chip_bytes for ipu in other.ipus)))
+    return balance.chosen(found, placement.layers_per_ipu)
+
+
+BALANCED_CASES = [
+    # the training build's own IPUs, not the inference build's
+    ("BertForQuestionAnswering", {"num_hidden_layers": 6}, {"layers_per_ipu": [-1, -1, -1],
+                                                            "inference_layers_per_ipu": [-1]}, False),
+    ("BertForPreTraining", {"num_hidden_layers": 5}, {"layers_per_ipu": [1, -1], "gradient_accumulation_steps": 4},
+     False),
+    ("GPT2LMHeadModel", {"n_layer": 5}, {"layers_per_ipu": [-1, -1, -1, -1]}, False),
+    ("GPT2ForSequenceClassification", {"n_layer": 4}, {"inference_layers_per_ipu": [-1, -1, -1]}, True),
+    ("ConvNextForImageClassification", {"depths": [2, 3]}, {"layers_per_ipu": [-1, -1, -1]}, False),
+    ("HubertForCTC", {}, {"layers_per_ipu": [-1, -1, -1], "optimizer_state_offchip": True}, False),
+    # the inference build's generation split leaves the training build one executor
+    ("T5ForConditionalGeneration", {"num_layers": 3}, {"layers_per_ipu": [-1, -1, -1, -1]}, False),
+    ("T5ForConditionalGeneration", {"num_layers": 3},
+     {"layers_per_ipu": [-1, -1, -1], "inference_parallelize_kwargs": {"for_generation": True}}, False),
+    ("T5ForConditionalGeneration", {"num_layers": 3, "num_decoder_layers": 3},
+     {"inference_layers_per_ipu": [1, 2, 2, 1], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+    ("WhisperForConditionalGeneration", {"encoder_layers": 3, "decoder_layers": 2},
+     {"inference_layers_per_ipu": [3, 1, 1], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+    ("BartForConditionalGeneration", {"encoder_layers": 2, "decoder_layers": 3},
+     {"inference_layers_per_ipu": [1, 1, 1, 2], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+    # the best splits leave the decoder's first IPU empty, its second keeping the encoder on 2 IPUs
+    ("T5ForConditionalGeneration", {"num_layers": 2, "num_decoder_layers": 1},
+     {"inference_layers_per_ipu": [2, 1, 0, 0, 0], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+    ("T5ForConditionalGeneration", {"num_layers": 1, "num_decoder_layers": 1},
+     {"inference_layers_per_ipu": [1, 1, 0, 0, 0], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+    ("BartForConditionalGeneration", {"encoder_layers": 2, "decoder_layers": 2},
+     {"inference_layers_per_ipu": [1, 1, 0, 1, 1], "inference_parallelize_kwargs": {"for_generation": True}}, True),
+]
+
+
+@pytest.mark.parametrize("architecture, model_config, ipu_settings, for_inference", BALANCED_CASES)
+def test_the_balanced_split_is_the_best_upstream_accepts(architecture, model_config, ipu_settings, for_inference):
+    config = dict(tiny_model(architecture).config.to_dict(), **model_config)
+    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture,
+                                                         for_inference=for_inference)
+    balanced = placement.balanced()
+    best = best_by_brute_force(placement)
+    assert (list(balanced.layers_per_ipu), max(ipu.on_chip_bytes for ipu in balanced.ipus)) == best
+    assert balanced.to_dict() == placement.with_layers_per_ipu(best[0]).to_dict()
+
+
+@pytest.mark.parametrize("architecture, model_config, ipu_settings, for_inference", BALANCED_CASES + [
+    ("Wav2Vec2ForCTC", {}, {"layers_per_ipu": [-1, -1, -1], "gradient_accumulation_steps": 4}, False),
+])
+def test_the_balance_costs_each_split_as_its_placement_does(architecture, model_config, ipu_settings, for_inference):
+    config = dict(tiny_model(architecture).config.to_dict(), **model_config)
+    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture,
+                                                         for_inference=for_inference)
+    planner, ipus = placement._planner, len(placement.ipus)
+    layers = sum(len(ipu.layers) for ipu in placement.ipus)
+    encoder = layer_counts(planner.architecture, planner.config).get((planner.architecture.generation or [None])[0])
+    checked = 0
+    for cut in planner._cuts(ipus):
+        cost = SplitCosts(planner, cut).memory
+        for split in compositions(layers, ipus):
+            try:
+                other = placement.with_layers_per_ipu(split)
+                if cut is not None and encoder_decoder_cut("m", split, encoder, "layers_per_ipu") != cut:
+                    continue
+            except PlacementError:
+                continue
+            assert [cost(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for ipu in range(ipus)] == [
+                ipu.on_chip_bytes for ipu in other.ipus], (cut, split)
+            checked += 1
+    assert checked > ipus
+
+
+def test_one_ipu_is_balanced_already():
+    placement = PlainIPUConfig().placement(tiny_model("BertForMaskedLM").config.to_dict(),
+                                           architecture="BertForMaskedLM")
+    assert placement.balanced() is placement
+
+
+def test_lxmert_has_no_split_to_balance():
+    config = dict(tiny_model("LxmertForQuestionAnswering").config.to_dict(), _name_or_path="lxmert")
+    placement = PlainIPUConfig(layers_per_ipu=[-1] * 4).placement(config, architecture="LxmertForQuestionAnswering")
+    with pytest.raises(PlacementError) as raised:
+        placement.balanced()
+    assert str(raised.value) == ("Cannot place lxmert: LxmertForQuestionAnswering's parallelize() places its layers "
+                                 "on IPUs of its own choosing, whatever `layers_per_ipu` says: there is no split to "
+                                 "balance.")

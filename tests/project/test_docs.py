@@ -1,0 +1,347 @@
+"""Every command and snippet of the README and docs/ runs as written, so the documentation cannot rot.
+
+The fenced blocks of each file run in order, in a fresh folder holding the repository's `configs/` and
+`examples/`, sharing one Python namespace:
+
+- ```python: run in this process; a ```text block right after it is its exact standard output.
+- ```console: `$ command` lines, each followed by its exact output (standard output and error, as a terminal
+  shows them); `...` on a line of its own stands for any number of lines.
+- ```bash: each command must succeed.
+- ```json / ```yaml: must parse. A ```text block that follows no ```python block is an illustration.
+
+An HTML comment on the line before a fence changes how the block runs: `<!-- not run: REASON -->`,
+`<!-- run: with the poptorch test doubles -->` (python: `poptorch` and `popart` are the test doubles, on an IPU),
+`<!-- run: against a local test Hub -->` (a Hub server of the tests, with a write token in `HF_TOKEN`),
+`<!-- run: in the checkout -->` (in the repository itself, for `make`). Several go in one comment, comma-separated.
+"""
+
+import ast
+import builtins
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+import yaml
+
+from support.doubles import installed
+from support.hub_fixtures import hub_env
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LANGUAGES = ("python", "console", "bash", "json", "yaml", "text")
+RUN_MODES = ("with the poptorch test doubles", "against a local test Hub", "in the checkout")
+FENCE = re.compile(r"^```(\S*)\s*$")
+MARKER = re.compile(r"^<!-- (not run: .+|run: .+) -->$")
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int  # of the opening fence, counted from 1
+    language: str
+    text: str
+    marker: Optional[str] = None
+    output: Optional["Block"] = None  # the ```text block showing a python block's output
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def modes(self) -> List[str]:
+        if self.marker is None or self.marker.startswith("not run:"):
+            return []
+        return [mode.strip() for mode in self.marker[len("run:"):].split(",")]
+
+
+def blocks(path: Path) -> List[Block]:
+    """The fenced blocks of a Markdown file, each with the marker on the line before it."""
+    found: List[Block] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        end = next(i for i in range(index + 1, len(lines)) if lines[i] == "```")
+        previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+        marker = MARKER.match(previous)
+        block = Block(path, index + 1, opening.group(1), "\n".join(lines[index + 1:end]) + "\n",
+                      marker.group(1) if marker else None)
+        between = lines[found[-1].line:index] if found else []
+        if found and block.language == "text" and found[-1].language == "python" and _only_blank_after_fence(between):
+            found[-1].output = block
+        else:
+            found.append(block)
+        index = end + 1
+    return found
+
+
+def _only_blank_after_fence(lines: List[str]) -> bool:
+    """Whether nothing but the closing fence of the block before and blank lines stands between two blocks."""
+    closing = lines.index("```") if "```" in lines else len(lines)
+    return all(not line.strip() for line in lines[closing + 1:])
+
+
+def matches(expected: List[str], actual: List[str]) -> bool:
+    """Whether `actual` lines are `expected`, a line `...` standing for any number of lines and `...` within a line
+    for any text."""
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(matches(expected[1:], actual[start:]) for start in range(len(actual) + 1))
+    return bool(actual) and _line_matches(expected[0], actual[0]) and matches(expected[1:], actual[1:])
+
+
+def _line_matches(expected: str, actual: str) -> bool:
+    pattern = ".*".join(re.escape(part) for part in expected.split("..."))
+    return re.fullmatch(pattern, actual) is not None
+
+
+def commands(text: str) -> List[str]:
+    """The commands of a shell block: its lines, joined where one ends with a backslash, without comment lines."""
+    joined = text.replace("\\\n", " ")
+    return [line for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def console_steps(text: str) -> List[Tuple[str, List[str]]]:
+    """`(command, expected output lines)` for each `$ command` of a console block."""
+    steps: List[Tuple[str, List[str]]] = []
+    for line in text.replace("\\\n", " ").splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        elif steps:
+            steps[-1][1].append(line)
+        else:
+            raise AssertionError(f"a console block starts with {line!r}, not with a `$ ` command")
+    return steps
+
+
+@dataclass
+class Session:
+    """What the blocks of one file share: their folder, their namespace and, once asked for, a test Hub."""
+
+    folder: Path
+    namespace: Dict[str, object] = field(default_factory=lambda: {"__name__": "__docs__"})
+    hub_environment: Optional[Dict[str, str]] = None
+
+
+def environment(session: Session, block: Block) -> Dict[str, str]:
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+               COLUMNS="120", NO_COLOR="1")
+    # a block runs as in a fresh shell: under `make test` a nested `make` would print "Entering directory" lines
+    for name in ("OPTIMUM_IPU_EXT_TEST_BASE", "MAKELEVEL", "MAKEFLAGS", "MFLAGS"):
+        env.pop(name, None)
+    if "against a local test Hub" in block.modes:
+        env.update(session.hub_environment)
+    return env
+
+
+# Commands that change the machine (its packages, its login): a block holding one must be marked `not run`.
+NEVER_RUN = re.compile(r"^\s*(pip|python\S* -m pip|hf auth|huggingface-cli|sudo|apt)\b")
+
+
+def shell(session: Session, block: Block, command: str) -> subprocess.CompletedProcess:
+    assert not NEVER_RUN.match(command), f"{block.where}: `{command}` changes this machine; mark the block not run"
+    folder = ROOT if "in the checkout" in block.modes else session.folder
+    return subprocess.run(["bash", "-c", command], cwd=str(folder), env=environment(session, block),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+
+
+def run_python(session: Session, block: Block, monkeypatch) -> None:
+    monkeypatch.chdir(session.folder)
+    code = compile(block.text, block.where, "exec")
+    with contextlib.ExitStack() as stack:
+        if "with the poptorch test doubles" in block.modes:
+            stack.enter_context(installed(hardware_version=2))
+        printed = stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        exec(code, session.namespace)
+    if block.output is not None:
+        expected, actual = block.output.text.splitlines(), printed.getvalue().splitlines()
+        assert matches(expected, actual), f"{block.where} printed:\n{printed.getvalue()}"
+
+
+def run_block(session: Session, block: Block, monkeypatch) -> None:
+    if block.language == "python":
+        run_python(session, block, monkeypatch)
+    elif block.language == "console":
+        for command, expected in console_steps(block.text):
+            result = shell(session, block, command)
+            printed = f"{block.where}: `{command}` printed:\n{result.stdout}"
+            assert matches(expected, result.stdout.splitlines()), printed
+    elif block.language == "bash":
+        for command in commands(block.text):
+            result = shell(session, block, command)
+            failed = f"{block.where}: `{command}` exited with {result.returncode}:\n{result.stdout}"
+            assert result.returncode == 0, failed
+    elif block.language == "json":
+        json.loads(block.text)
+    elif block.language == "yaml":
+        yaml.safe_load(block.text)
+
+
+def new_session(tmp_path: Path, request, monkeypatch, document: List[Block]) -> Session:
+    session = Session(tmp_path / "docs")
+    session.folder.mkdir()
+    for name in ("configs", "examples"):
+        shutil.copytree(ROOT / name, session.folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    if any("against a local test Hub" in block.modes for block in document):
+        server = request.getfixturevalue("hub_client")
+        session.hub_environment = dict(hub_env(server, tmp_path / "hf_home"), HF_TOKEN=server.write_token)
+        # transformers 4.x prints a one-time cache migration notice when it first meets a Hub cache without its
+        # version file: as on a machine where it has run before, the file is there
+        cache = Path(session.hub_environment["HF_HUB_CACHE"])
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "version.txt").write_text("1")
+        monkeypatch.setenv("HF_TOKEN", server.write_token)
+    return session
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_block_runs_as_written(path, tmp_path, request, monkeypatch):
+    document = blocks(path)
+    session = new_session(tmp_path, request, monkeypatch, document)
+    for block in document:
+        if block.marker is None or not block.marker.startswith("not run:"):
+            run_block(session, block, monkeypatch)
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_block_is_of_a_kind_the_runner_knows(path):
+    for block in blocks(path):
+        assert block.language in LANGUAGES, f"{block.where}: ```{block.language}"
+        assert all(mode in RUN_MODES for mode in block.modes), f"{block.where}: {block.marker}"
+        if block.marker is not None and block.marker.startswith("not run:"):
+            assert block.marker[len("not run:"):].strip(), f"{block.where}: say why it is not run"
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_name_a_python_block_uses_is_defined(path):
+    """Also the blocks that are not run: each name is defined in the block or an earlier one, or is a builtin."""
+    defined = set(dir(builtins))
+    for block in blocks(path):
+        if block.language != "python":
+            continue
+        undefined = undefined_names(block.text, defined)
+        assert not undefined, f"{block.where} uses names it never defines: {', '.join(sorted(undefined))}"
+        defined |= bound_names(block.text)
+
+
+def bound_names(code: str) -> set:
+    names = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+def undefined_names(code: str, defined: set) -> set:
+    bound = bound_names(code) | defined
+    return {node.id for node in ast.walk(ast.parse(code))
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound}
+
+
+def test_the_install_line_pins_the_torch_the_makefile_uses():
+    pinned = re.search(r"^TORCH := (torch==\S+)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1)
+    install = next(block for block in blocks(ROOT / "README.md") if block.language == "bash")
+    assert re.findall(r"pip install (torch\S*)", install.text) == [pinned] == ["torch==2.13.0"]
+
+
+# The runner itself: what it finds in a document and how it compares output
+
+def test_the_runner_reads_blocks_their_markers_and_the_output_of_python(tmp_path):
+    document = tmp_path / "doc.md"
+    document.write_text(textwrap.dedent("""\
+        Intro.
+
+        ```python
+        print(1)
+        ```
+
+        ```text
+        1
+        ```
+
+        <!-- not run: needs an IPU -->
+        ```bash
+        poprun python train.py
+        ```
+
+        <!-- run: against a local test Hub, with the poptorch test doubles -->
+
+        ```console
+        $ ipu-config show org/cfg
+        ...
+        ```
+
+        ```text
+        an illustration
+        ```
+        """))
+    found = blocks(document)
+    assert [(block.line, block.language, block.marker) for block in found] == [
+        (3, "python", None), (12, "bash", "not run: needs an IPU"),
+        (18, "console", "run: against a local test Hub, with the poptorch test doubles"), (23, "text", None),
+    ]
+    assert found[0].output.text == "1\n" and found[2].modes == ["against a local test Hub",
+                                                                 "with the poptorch test doubles"]
+    assert found[1].modes == [] and found[3].output is None
+
+
+@pytest.mark.parametrize("expected, actual, result", [
+    (["a", "b"], ["a", "b"], True),
+    (["a", "b"], ["a", "c"], False),
+    (["a"], ["a", "b"], False),
+    (["a", "...", "z"], ["a", "b", "c", "z"], True),
+    (["a", "...", "z"], ["a", "z"], True),
+    (["a", "...", "z"], ["a", "b"], False),
+    (["...", "x", "..."], ["a", "x", "b"], True),
+    (["..."], [], True),
+    (["Pushed to org/x: ..."], ["Pushed to org/x: http://hub/commit/1"], True),
+    (["Pushed to org/x: ..."], ["Pushed to org/y: http://hub/commit/1"], False),
+    (["a.b"], ["axb"], False),
+    ([], [], True),
+])
+def test_an_ellipsis_line_stands_for_any_lines(expected, actual, result):
+    assert matches(expected, actual) is result
+
+
+def test_shell_blocks_join_continued_lines_and_skip_comments():
+    assert commands("# first\nmake demo  # the job\nipu-config show \\\n    x.json\n") == [
+        "make demo  # the job", "ipu-config show      x.json"]
+    assert console_steps("$ a\nout\n\n$ b \\\n  c\n") == [("a", ["out", ""]), ("b    c", [])]
+    with pytest.raises(AssertionError, match="not with a `\\$ ` command"):
+        console_steps("output first\n$ a\n")
+
+
+@pytest.mark.parametrize("command", ["pip install -e .", "  pip install torch", "python -m pip install x",
+                                     "python3 -m pip install x", "hf auth login", "sudo make install"])
+def test_commands_that_change_the_machine_are_never_run(command, tmp_path):
+    block = Block(ROOT / "README.md", 1, "bash", command)
+    with pytest.raises(AssertionError, match="changes this machine; mark the block not run"):
+        shell(Session(tmp_path), block, command)
+
+
+def test_a_name_no_block_defines_is_found():
+    assert undefined_names("trainer = IPUTrainer(model=model, args=args)\n", {"IPUTrainer"}) == {"model", "args"}
+    assert undefined_names("import os\nfor name in os.listdir():\n    print(name)\n", {"print"}) == set()
+    assert undefined_names("def f(x):\n    return x + y\n", set()) == {"y"}

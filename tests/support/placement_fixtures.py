@@ -1,0 +1,98 @@
+"""Models for placement tests: checkpoints written from their headers alone (the data is a sparse file of zeros, so a
+checkpoint of gigabytes costs nothing), the tiny models of every architecture saved as transformers saves them, and
+a BERT-base-sized config."""
+
+import json
+import math
+import os
+import struct
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, Mapping, Tuple
+
+from .placement_models import TINY_MODELS
+
+PRESET = str(Path(__file__).resolve().parents[2] / "configs" / "pipelined-2ipu.json")
+
+# bert-base-uncased's config.json, as its repository holds it
+BERT_BASE = {
+    "architectures": ["BertForMaskedLM"], "attention_probs_dropout_prob": 0.1, "gradient_checkpointing": False,
+    "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768, "initializer_range": 0.02,
+    "intermediate_size": 3072, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert",
+    "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0, "position_embedding_type": "absolute",
+    "transformers_version": "4.6.0.dev0", "type_vocab_size": 2, "use_cache": True, "vocab_size": 30522,
+}
+
+
+def write_checkpoint(folder, shapes: Mapping[str, Tuple[int, ...]], config: Mapping = None, dtype: str = "F16") -> str:
+    """A safetensors checkpoint of tensors of these shapes (in `folder/model.safetensors`, with `config` as
+    `config.json`), its data a sparse file of zeros."""
+    os.makedirs(folder, exist_ok=True)
+    width = {"F16": 2, "F32": 4, "I64": 8, "BOOL": 1}[dtype]
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = math.prod(shape) * width
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    path = os.path.join(folder, "model.safetensors")
+    with open(path, "wb") as writer:
+        writer.write(struct.pack("<Q", len(text)) + text)
+        writer.truncate(8 + len(text) + offset)
+    if config is not None:
+        with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as writer:
+            json.dump(dict(config), writer)
+    return str(folder)
+
+
+def bert_shapes(config: Mapping, layers: int = None, head: bool = True) -> Dict[str, Tuple[int, ...]]:
+    """The tensors of a BertForMaskedLM checkpoint of `config` (its pre-training head but the next-sentence one)."""
+    hidden, vocab, inner = config["hidden_size"], config["vocab_size"], config["intermediate_size"]
+    shapes = {
+        "bert.embeddings.word_embeddings.weight": (vocab, hidden),
+        "bert.embeddings.position_embeddings.weight": (config["max_position_embeddings"], hidden),
+        "bert.embeddings.token_type_embeddings.weight": (config["type_vocab_size"], hidden),
+        "bert.embeddings.LayerNorm.weight": (hidden,), "bert.embeddings.LayerNorm.bias": (hidden,),
+        "bert.embeddings.position_ids": (1, config["max_position_embeddings"]),
+    }
+    for layer in range(config["num_hidden_layers"] if layers is None else layers):
+        base = f"bert.encoder.layer.{layer}"
+        linears = {
+            "attention.self.query": (hidden, hidden), "attention.self.key": (hidden, hidden),
+            "attention.self.value": (hidden, hidden), "attention.output.dense": (hidden, hidden),
+            "intermediate.dense": (inner, hidden), "output.dense": (hidden, inner),
+        }
+        for name, (rows, columns) in linears.items():
+            shapes[f"{base}.{name}.weight"] = (rows, columns)
+            shapes[f"{base}.{name}.bias"] = (rows,)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            shapes[f"{base}.{norm}.weight"] = (hidden,)
+            shapes[f"{base}.{norm}.bias"] = (hidden,)
+    if head:
+        shapes.update({"cls.predictions.bias": (vocab,), "cls.predictions.transform.dense.weight": (hidden, hidden),
+                       "cls.predictions.transform.dense.bias": (hidden,),
+                       "cls.predictions.transform.LayerNorm.weight": (hidden,),
+                       "cls.predictions.transform.LayerNorm.bias": (hidden,)})
+    return shapes
+
+
+def bert_base(folder) -> str:
+    """A checkpoint of bert-base-uncased's shapes (as BertForMaskedLM, no pooler), header only."""
+    return write_checkpoint(folder, bert_shapes(BERT_BASE), BERT_BASE)
+
+
+@lru_cache(maxsize=None)
+def tiny_model(architecture: str):
+    """The tiny random model of `architecture` that transformers builds from its `TINY_MODELS` config."""
+    import torch
+    import transformers
+
+    cls = getattr(transformers, architecture)
+    torch.manual_seed(0)
+    return cls(cls.config_class(**TINY_MODELS[architecture].config))
+
+
+def saved_tiny_model(architecture: str, folder) -> str:
+    """`folder` holding the tiny model of `architecture`, saved as transformers saves it (safetensors)."""
+    tiny_model(architecture).save_pretrained(str(folder), safe_serialization=True)
+    return str(folder)
