@@ -1,37 +1,44 @@
-"""Every corpus config whose model is known (tests/data/published_configs) placed on that model at full size, from
-its config.json alone (tests/full_size), in training and inference: its layers as it was published, every parameter
-of the model placed; where upstream refuses it (a layer count of an older release), the one-line refusal."""
+"""Every corpus config (tests/data/published_configs) placed at full size on the model it was published for, from that
+model's config.json alone (tests/full_size), in training and inference: its layers as it was published, every
+parameter of the model placed. Which model and which of its architectures each file was run with is in index.json
+(`model`, with the evidence); a file upstream refuses for its model (a layer count of an older release) is refused in
+one line, and a file that does not load has nothing to place."""
 
+import json
+import math
 import warnings
 
 import pytest
 
+from meta_models import named_shapes
 from optimum_ipu_ext import IPUConfig, PlacementError
-from test_migration import DATA
+from test_migration import DATA, INDEX
+from test_migration import REFUSED as NOT_LOADED
 from test_placement_shapes import FULL_SIZE, FULL_SIZE_PARAMETERS
 
-# corpus file: (the full-size model it was published for, the architecture where its config.json names another,
-# the layers of each IPU)
-PLACED = {
-    "hub__Graphcore__bert-large-ipu@main.json": ("bert-large-uncased", None, (3, 7, 7, 7)),
-    "hub__Graphcore__gpt2-medium-ipu@4063b4ba.json": ("gpt2-medium", None, (3, 7, 7, 7)),
-    "hub__Graphcore__t5-small-ipu@7e8abbc8.json": ("t5-small", None, (0, 4, 4, 4)),
-    "hub__Graphcore__wav2vec2-base-ipu@main.json": ("wav2vec2-base", None, (6, 5, 5, 7)),
-    "hub__Graphcore__wav2vec2-ctc-base-ipu@b0b565b4.json": ("wav2vec2-base", "Wav2Vec2ForCTC", (9, 4, 4, 4)),
-    "hub__Graphcore__whisper-small-ipu@main.json": ("whisper-small", None, (1, 2, 3, 3, 3, 0, 6, 6)),
-    "hub__Graphcore__mt5-small-ipu@main.json": ("mt5-small", None, (0, 8, 8, 0)),
-    "optimum-graphcore__speech-pretraining_base_4-ipu_config@21817077.json": ("wav2vec2-base", None, (6, 5, 5, 7)),
-    "optimum-graphcore__speech-pretraining_base_4-ipu_config@ba3f822c.json": ("wav2vec2-base", None, (6, 5, 5, 7)),
-    "optimum-graphcore__speech-pretraining_base_4-ipu_config@da3cbf3f.json": ("wav2vec2-base", None, (6, 5, 5, 7)),
-    "optimum-graphcore__speech-recognition_base_4-ipu_config@4242bef3.json": ("wav2vec2-base", "Wav2Vec2ForCTC",
-                                                                              (9, 4, 4, 4)),
-    "optimum-graphcore__speech-recognition_base_4-ipu_config@ba3f822c.json": ("wav2vec2-base", "Wav2Vec2ForCTC",
-                                                                              (9, 4, 4, 4)),
-}
-# corpus file: (model, the setting upstream refuses, the refusal)
+MODELS = {entry["file"]: entry["model"] for entry in INDEX}
+# corpus file: (the setting upstream refuses, the refusal)
 REFUSED = {
     "hub__Graphcore__wav2vec2-base-ipu@774002bd.json": (
-        "wav2vec2-base", "layers_per_ipu", "[2, 1, 4, 3, 3, 3, 3, 0] places 19 layers and the model has 23"),
+        "layers_per_ipu", "[2, 1, 4, 3, 3, 3, 3, 0] places 19 layers and the model has 23"),
+}
+PLACED = sorted(name for name, model in MODELS.items() if "full_size" in model and name not in REFUSED)
+# the layers of each IPU of a file whose split has a wildcard (-1, or no split: one wildcard per IPU)
+WILDCARD_LAYERS = {"optimum-graphcore__t5Encoder@a5727597.json": (2, 2, 2, 2, 2, 2)}
+# the parameters of a model with another head than the architecture its config.json names, as transformers 4.29.2
+# builds it (each tied weight once): {(model, architecture): parameters}
+WITH_ANOTHER_HEAD = {
+    ("bart-base", "BartForConditionalGeneration"): 139_420_416,
+    ("bert-base-multilingual-cased", "BertForSequenceClassification"): 177_854_978,
+    ("bert-base-uncased", "BertForPreTraining"): 110_106_428,
+    ("bert-base-uncased", "BertForQuestionAnswering"): 108_893_186,
+    ("hubert-base-ls960", "HubertForSequenceClassification"): 94_569_090,
+    ("roberta-base", "RobertaForMultipleChoice"): 124_646_401,
+    ("roberta-base", "RobertaForQuestionAnswering"): 124_056_578,
+    ("roberta-large", "RobertaForQuestionAnswering"): 354_312_194,
+    ("vit-base-patch16-224-in21k", "ViTForImageClassification"): 85_800_194,
+    ("wav2vec2-base", "Wav2Vec2ForCTC"): 94_396_320,
+    ("wav2vec2-large-960h", "Wav2Vec2ForPreTraining"): 316_167_424,
 }
 
 
@@ -41,14 +48,53 @@ def loaded(name):
         return IPUConfig.from_pretrained(str(DATA / name))
 
 
+def config_json(model):
+    return json.loads((FULL_SIZE / model / "config.json").read_text())
+
+
+def parameters(model, architecture):
+    """The parameters of `model` built as `architecture`."""
+    if config_json(model)["architectures"] == [architecture]:
+        return FULL_SIZE_PARAMETERS[model]
+    return WITH_ANOTHER_HEAD[model, architecture]
+
+
+def published_layers(name, for_inference):
+    """The layers of each IPU as the file gives them."""
+    if name in WILDCARD_LAYERS:
+        return WILDCARD_LAYERS[name]
+    raw = json.loads((DATA / name).read_text())
+    layers = raw.get("inference_layers_per_ipu") if for_inference else None
+    return tuple(layers or raw["layers_per_ipu"])
+
+
+def test_every_corpus_file_names_its_model_or_why_it_is_not_placed():
+    assert sorted(name for name, model in MODELS.items() if "full_size" not in model) == sorted(NOT_LOADED)
+    for name in PLACED + sorted(REFUSED):
+        assert (FULL_SIZE / MODELS[name]["full_size"] / "config.json").is_file(), name
+        assert MODELS[name]["checkpoint"] and MODELS[name]["evidence"], name
+    assert len(PLACED) == 40
+
+
 @pytest.mark.parametrize("for_inference", [False, True], ids=["training", "inference"])
-@pytest.mark.parametrize("name", sorted(PLACED))
+@pytest.mark.parametrize("name", PLACED)
 def test_a_published_config_places_on_its_full_size_model(name, for_inference):
-    model, architecture, layers = PLACED[name]
+    model, architecture = MODELS[name]["full_size"], MODELS[name]["architecture"]
     placement = loaded(name).placement(str(FULL_SIZE / model), architecture=architecture, for_inference=for_inference)
-    assert placement.layers_per_ipu == layers
-    if architecture is None:  # the model of its config.json, whose size its model card gives
-        assert sum(ipu.parameters for ipu in placement.ipus) == FULL_SIZE_PARAMETERS[model]
+    assert placement.layers_per_ipu == published_layers(name, for_inference)
+    assert sum(ipu.parameters for ipu in placement.ipus) == parameters(model, architecture)
+
+
+@pytest.mark.parametrize("model, architecture", sorted(WITH_ANOTHER_HEAD))
+def test_a_model_with_another_head_has_the_parameters_transformers_builds(model, architecture):
+    built = named_shapes(architecture, config_json(model))
+    assert sum(math.prod(shape) for shape in built.values()) == WITH_ANOTHER_HEAD[model, architecture]
+
+
+def test_every_model_with_another_head_is_one_a_corpus_file_was_run_with():
+    used = {(model["full_size"], model["architecture"]) for model in MODELS.values() if "full_size" in model}
+    assert sorted(WITH_ANOTHER_HEAD) == sorted(pair for pair in used if config_json(pair[0])["architectures"] != [
+        pair[1]])
 
 
 def test_mt5_small_s_embedding_is_split_over_its_first_two_ipus():
@@ -66,8 +112,8 @@ def test_mt5_small_s_embedding_is_split_over_its_first_two_ipus():
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_a_published_config_upstream_refuses_for_its_model_is_refused_in_one_line(name):
-    model, setting, problem = REFUSED[name]
+    setting, problem = REFUSED[name]
     with pytest.raises(PlacementError) as refused:
-        loaded(name).placement(str(FULL_SIZE / model))
+        loaded(name).placement(str(FULL_SIZE / MODELS[name]["full_size"]), architecture=MODELS[name]["architecture"])
     assert (refused.value.setting, refused.value.problem) == (setting, problem)
     assert "\n" not in str(refused.value)
