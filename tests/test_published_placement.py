@@ -12,8 +12,7 @@ import pytest
 
 from meta_models import named_shapes
 from optimum_ipu_ext import IPUConfig, PlacementError
-from test_migration import DATA, INDEX
-from test_migration import REFUSED as NOT_LOADED
+from test_migration import DATA, INDEX, REFUSED as NOT_LOADED
 from test_placement_shapes import FULL_SIZE, FULL_SIZE_PARAMETERS
 
 MODELS = {entry["file"]: entry["model"] for entry in INDEX}
