@@ -116,3 +116,23 @@ def test_a_published_config_upstream_refuses_for_its_model_is_refused_in_one_lin
         loaded(name).placement(str(FULL_SIZE / MODELS[name]["full_size"]), architecture=MODELS[name]["architecture"])
     assert (refused.value.setting, refused.value.problem) == (setting, problem)
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("for_inference, changes, setting", [
+    (False, {"serialized_embedding_splits_per_ipu": None, "embedding_serialization_factor": 3},
+     "embedding_serialization_factor"),
+    (True, {"inference_embedding_serialization_factor": 3}, "inference_embedding_serialization_factor"),
+])
+def test_mt5_small_s_embedding_is_cut_by_a_factor_that_divides_its_rows_or_refused(for_inference, changes, setting):
+    """`SerializedEmbedding` asserts its factor divides the 250,112 rows: 3 does not, 4 does (kept on IPU 0)."""
+    config = loaded("hub__Graphcore__mt5-small-ipu@main.json")
+    for name, value in changes.items():
+        setattr(config, name, value)
+    with pytest.raises(PlacementError) as refused:
+        config.placement(str(FULL_SIZE / "mt5-small"), for_inference=for_inference)
+    assert (refused.value.setting, refused.value.problem) == (
+        setting, "3 does not divide the 250112 rows of `shared.weight`, which MT5ForConditionalGeneration's "
+                 "parallelize() splits into that many parts")
+    setattr(config, setting, 4)
+    placement = config.placement(str(FULL_SIZE / "mt5-small"), for_inference=for_inference)
+    assert placement.ipus[0].parameters == 250_112 * 512

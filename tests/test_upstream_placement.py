@@ -238,6 +238,10 @@ def upstream_refusal():
     ("MT5ForConditionalGeneration",
      {"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [0, 3, 0, 0]},
      False, False, None, "serialized_embedding_splits_per_ipu", ["3 parts do not divide the 64 rows"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [1, 1, 1, 1], "embedding_serialization_factor": 3},
+     False, False, None, "embedding_serialization_factor", ["3 does not divide the 64 rows of `shared.weight`"]),
+    ("MT5ForConditionalGeneration", {"inference_embedding_serialization_factor": 3}, True, False, None,
+     "inference_embedding_serialization_factor", ["3 does not divide the 64 rows"]),
     ("MT5ForConditionalGeneration", {"inference_layers_per_ipu": [1, 1, 1, 1],
                                      "inference_serialized_embedding_splits_per_ipu": [0, 1, 1, 0]},
      True, True, None, "inference_serialized_embedding_splits_per_ipu", ["outside the encoder's IPUs 0-1"]),
@@ -259,6 +263,10 @@ def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_infere
 # --- weights split over IPUs (MT5's SerializedEmbedding and SplitProjection) -----------------------------------------
 
 MT5_SPLITS = [
+    # a factor alone cuts the embedding into parts kept on IPU 0; the projection's, into parts of any rows
+    ({"layers_per_ipu": [1, 1, 1, 1], "embedding_serialization_factor": 4, "projection_serialization_factor": 3},
+     False, False),
+    ({"inference_embedding_serialization_factor": 2, "embedding_serialization_factor": 3}, True, False),
     ({"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [2, 2, 0, 0]}, False, False),
     ({"layers_per_ipu": [1, 1, 1, 1], "serialized_projection_splits_per_ipu": [0, 0, 1, 3]}, False, False),
     ({"layers_per_ipu": [0, 2, 2, 0], "serialized_embedding_splits_per_ipu": [1, 3, 0, 0],
