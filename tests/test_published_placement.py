@@ -136,3 +136,12 @@ def test_mt5_small_s_embedding_is_cut_by_a_factor_that_divides_its_rows_or_refus
     setattr(config, setting, 4)
     placement = config.placement(str(FULL_SIZE / "mt5-small"), for_inference=for_inference)
     assert placement.ipus[0].parameters == 250_112 * 512
+
+
+def test_mt5_small_s_projection_cut_by_a_factor_alone_may_leave_a_remainder():
+    """`SerializedLinear` asserts nothing: 3 parts of the 250,112-row LM head are placed, whole on the last IPU."""
+    config = loaded("hub__Graphcore__mt5-small-ipu@main.json")
+    config.projection_serialization_factor = 3
+    placement = config.placement(str(FULL_SIZE / "mt5-small"))
+    assert sum(ipu.parameters for ipu in placement.ipus) == FULL_SIZE_PARAMETERS["mt5-small"]
+    assert placement.parameter_ipus()["lm_head.weight"] == (3,)
