@@ -41,10 +41,27 @@ WITH_ANOTHER_HEAD = {
 }
 
 
-def loaded(name):
+# the encoder-decoder files whose split upstream refuses for generation (the encoder and the decoder on IPUs of their
+# own, as upstream's pipelines build them): the encoder's layers, which the split does not end on a power of two of
+# IPUs; the other one, mt5-small's, generates
+GENERATION_REFUSED = {
+    "hub__Graphcore__t5-small-ipu@7e8abbc8.json": 6,
+    "hub__Graphcore__whisper-small-ipu@main.json": 12,
+    **{f"optimum-graphcore__{example}.json": 6 for example in (
+        "summarization@46596a9b", "summarization@c25614dc", "summarization@e0951130", "translation@46596a9b",
+        "translation@83d64e25", "translation@a68820c3")},
+}
+GENERATING = "hub__Graphcore__mt5-small-ipu@main.json"
+
+
+def loaded(name, for_generation=False):
+    """The corpus file, as `IPUConfig.from_pretrained` loads it; `for_generation`: as upstream's pipelines build it."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the migrations of older files, tested in test_migration.py
-        return IPUConfig.from_pretrained(str(DATA / name))
+        config = IPUConfig.from_pretrained(str(DATA / name))
+    if for_generation:
+        config.inference_parallelize_kwargs = {**config.inference_parallelize_kwargs, "for_generation": True}
+    return config
 
 
 def config_json(model):
@@ -82,6 +99,31 @@ def test_a_published_config_places_on_its_full_size_model(name, for_inference):
     placement = loaded(name).placement(str(FULL_SIZE / model), architecture=architecture, for_inference=for_inference)
     assert placement.layers_per_ipu == published_layers(name, for_inference)
     assert sum(ipu.parameters for ipu in placement.ipus) == parameters(model, architecture)
+
+
+def test_every_encoder_decoder_file_is_placed_for_generation_too():
+    assert sorted([*GENERATION_REFUSED, GENERATING]) == sorted(
+        name for name in PLACED if MODELS[name]["architecture"].endswith("ForConditionalGeneration"))
+
+
+@pytest.mark.parametrize("name", sorted(GENERATION_REFUSED))
+def test_a_published_split_upstream_cannot_generate_with_is_refused_for_generation(name):
+    with pytest.raises(PlacementError) as refused:
+        loaded(name, for_generation=True).placement(str(FULL_SIZE / MODELS[name]["full_size"]),
+                                                    architecture=MODELS[name]["architecture"], for_inference=True)
+    layers = list(published_layers(name, for_inference=True))
+    assert (refused.value.setting, refused.value.problem) == (
+        "inference_layers_per_ipu", f"{layers} does not end the encoder's {GENERATION_REFUSED[name]} layers on IPU "
+        "1, 2, 4, 8, ... : a generation build runs the encoder on its own IPUs, a power of two of them, and the "
+        "decoder on the others")
+
+
+def test_mt5_small_generates_with_a_copy_of_its_embedding_on_the_decoder_s_ipus():
+    placement = loaded(GENERATING, for_generation=True).placement(str(FULL_SIZE / "mt5-small"), for_inference=True)
+    assert placement.layers_per_ipu == (0, 8, 8, 0)
+    embedding = 250_112 * 512
+    assert sum(ipu.parameters for ipu in placement.ipus) == FULL_SIZE_PARAMETERS["mt5-small"] + embedding
+    assert (placement.ipus[0].parameters, placement.parameter_ipus()["shared.weight"]) == (embedding, (0, 2))
 
 
 @pytest.mark.parametrize("model, architecture", sorted(WITH_ANOTHER_HEAD))

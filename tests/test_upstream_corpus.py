@@ -1,9 +1,9 @@
 """Every corpus config (tests/data/published_configs) placed on a tiny model of the architecture it was published for
 (index.json's `model`), with the layer counts of that full-size model, against optimum-graphcore 0.7.1's own
-`parallelize()` (the reference harness, upstream_placement.py), in training and inference: the same blocks on each
-IPU, the same layers, every parameter (or each IPU's share of a split one) where upstream first uses it. A file
-upstream refuses for its model is refused with the same words; a file that does not load is left out, as index.json
-says.
+`parallelize()` (the reference harness, upstream_placement.py), in training and inference (and generation, for an
+encoder-decoder): the same blocks on each IPU, the same layers, every parameter (or each IPU's share of a split one)
+where upstream first uses it. A file upstream refuses for its model is refused for the same layer count; a file that
+does not load is left out, as index.json says.
 
 Collected on the IPU-host stack only (conftest: `collect_ignore_glob`).
 """
@@ -18,8 +18,8 @@ from optimum_ipu_ext import PlacementError
 from optimum_ipu_ext.settings.migration import migrate
 from placement_models import TINY_MODELS
 from test_migration import DATA
-from test_published_placement import MODELS, PLACED, REFUSED, config_json, loaded
-from test_upstream_placement import assert_same, assert_same_split, checkpoint, upstream_refusal
+from test_published_placement import GENERATING, GENERATION_REFUSED, MODELS, PLACED, REFUSED, config_json, loaded
+from test_upstream_placement import assert_same, assert_same_split, checkpoint, encoder_ipus, upstream_refusal
 from upstream_placement import upstream_placement
 
 # the fields of each model type's config that count the layers `parallelize()` places
@@ -74,10 +74,17 @@ def tiny_config(name):
     return tiny
 
 
-def ours(name, tiny, for_inference, tmp_path_factory):
+def ours(name, tiny, for_inference, tmp_path_factory, for_generation=False):
     architecture = MODELS[name]["architecture"]
     folder = checkpoint(architecture, json.dumps(tiny, sort_keys=True), str(tmp_path_factory.mktemp(architecture)))
-    return loaded(name).placement(folder, for_inference=for_inference)
+    return loaded(name, for_generation).placement(folder, for_inference=for_inference)
+
+
+def assert_same_placement(reference, placement):
+    if any(".split_" in parameter for parameter in placement.parameter_ipus()):
+        assert_same_split(reference, placement)
+    else:
+        assert_same(reference, placement)
 
 
 @pytest.mark.parametrize("for_inference", [False, True], ids=["training", "inference"])
@@ -86,11 +93,26 @@ def test_a_published_config_places_a_tiny_model_of_its_layers_as_upstream_does(n
                                                                                 tmp_path_factory):
     tiny = tiny_config(name)
     reference = upstream_placement(MODELS[name]["architecture"], tiny, settings_of(name), for_inference)
-    placement = ours(name, tiny, for_inference, tmp_path_factory)
-    if any(".split_" in parameter for parameter in placement.parameter_ipus()):
-        assert_same_split(reference, placement)
-    else:
-        assert_same(reference, placement)
+    assert_same_placement(reference, ours(name, tiny, for_inference, tmp_path_factory))
+
+
+def test_mt5_small_s_published_config_generates_as_upstream_does(tmp_path_factory):
+    tiny, settings, architecture = tiny_config(GENERATING), settings_of(GENERATING), MODELS[GENERATING]["architecture"]
+    reference = upstream_placement(architecture, tiny, settings, True, True)
+    reference["encoder_ipus"] = encoder_ipus(architecture, settings, tiny)
+    assert_same_placement(reference, ours(GENERATING, tiny, True, tmp_path_factory, for_generation=True))
+
+
+@pytest.mark.parametrize("name", sorted(GENERATION_REFUSED))
+def test_a_published_split_upstream_cannot_generate_with_is_refused_with_the_same_layers(name, tmp_path_factory):
+    tiny, architecture = tiny_config(name), MODELS[name]["architecture"]
+    with pytest.raises(upstream_refusal()) as theirs:
+        upstream_placement(architecture, tiny, settings_of(name), True, True)
+    assert "Unable to find a valid split of ipu_config.inference_layers_per_ipu" in str(theirs.value)
+    with pytest.raises(PlacementError) as refused:
+        ours(name, tiny, True, tmp_path_factory, for_generation=True)
+    assert refused.value.setting == "inference_layers_per_ipu"
+    assert f"does not end the encoder's {GENERATION_REFUSED[name]} layers" in refused.value.problem
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
