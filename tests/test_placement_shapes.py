@@ -1,7 +1,8 @@
 """The parameter formulas of every architecture (the bodies of bodies.py and the heads of architectures.py) against
 the `named_parameters()` of the model transformers builds (on the meta device: tests/meta_models.py), name for name
 and shape for shape, on both stacks: the tiny models of placement_models.py, a variant of each family with other
-sizes and the config flags that change its parameters, the defaults of each config class, six full-size models.
+sizes and the config flags that change its parameters, the defaults of each config class, the full-size models
+of tests/full_size.
 
 Each stack checks the architectures it can build: on transformers 5, all but GroupBERT's (optimum-graphcore's own
 classes, importable on the IPU-host stack only), and not the variants of what transformers 5 dropped."""

@@ -13,7 +13,7 @@ import pytest
 from meta_models import named_shapes
 from optimum_ipu_ext import IPUConfig, PlacementError
 from test_migration import DATA, INDEX, REFUSED as NOT_LOADED
-from test_placement_shapes import FULL_SIZE, FULL_SIZE_PARAMETERS
+from test_placement_shapes import FULL_SIZE, FULL_SIZE_PARAMETERS, as_built, formula, oracle
 
 MODELS = {entry["file"]: entry["model"] for entry in INDEX}
 # corpus file: (the setting upstream refuses, the refusal)
@@ -128,8 +128,11 @@ def test_mt5_small_generates_with_a_copy_of_its_embedding_on_the_decoder_s_ipus(
 
 @pytest.mark.parametrize("model, architecture", sorted(WITH_ANOTHER_HEAD))
 def test_a_model_with_another_head_has_the_parameters_transformers_builds(model, architecture):
-    built = named_shapes(architecture, config_json(model))
+    """Counted on the model transformers builds (on the meta device), whose parameters the formulas give."""
+    values = config_json(model)
+    built = named_shapes(architecture, values)
     assert sum(math.prod(shape) for shape in built.values()) == WITH_ANOTHER_HEAD[model, architecture]
+    assert as_built(architecture, model, formula(architecture, values)) == oracle(architecture, values)
 
 
 def test_every_model_with_another_head_is_one_a_corpus_file_was_run_with():
