@@ -115,10 +115,8 @@ def parallelized(model: str, architecture: Architecture, parameters: Parameters,
         rows, *rest = shapes[padded]
         shapes[padded] = (math.ceil(rows / factor) * factor, *rest)
     serialized = architecture.serialized_embedding
-    if factor > 1 and serialized in shapes and shapes[serialized][0] % factor:
-        raise PlacementError(
-            model, f"{factor} does not divide the {shapes[serialized][0]} rows of `{serialized}`, which "
-            f"{architecture.name}'s parallelize() splits into that many parts", "embedding_serialization_factor")
+    if serialized in shapes:
+        _check_factor_divides(model, architecture, factor, serialized, shapes, "embedding_serialization_factor")
     for copy, (source, applies) in architecture.copies.items():
         if applies(settings) and source in shapes:
             shapes[copy] = shapes[source]
@@ -135,7 +133,12 @@ def _split(model: str, architecture: Architecture, step: Split, settings: Mappin
     """Replaces the weight of a module `parallelize()` splits by its parts, each a share of its rows."""
     shares = split_shares(step, settings, mode)
     weight = f"{step.path}.weight"
-    if shares is None or weight not in shapes:
+    if weight not in shapes:
+        return
+    if shares is None:
+        if step.factor_divides:
+            factor_setting = mode.setting(step.factor)
+            _check_factor_divides(model, architecture, settings[factor_setting] or 1, weight, shapes, factor_setting)
         return
     rows, *rest = shapes.pop(weight)
     aliases.pop(weight, None)
@@ -145,3 +148,12 @@ def _split(model: str, architecture: Architecture, step: Split, settings: Mappin
             f"{architecture.name}'s parallelize() splits into that many", mode.setting(step.setting))
     for part in range(shares.factor):
         shapes[f"{step.path}.{step.parts}.{part}.weight"] = (rows // shares.factor, *rest)
+
+
+def _check_factor_divides(model: str, architecture: Architecture, factor: int, weight: str, shapes: Shapes,
+                          setting: str) -> None:
+    """A serialization `factor` above 1 cuts `weight` into that many parts of equal rows, which upstream asserts."""
+    rows = shapes[weight][0]
+    if factor > 1 and rows % factor:
+        raise PlacementError(model, f"{factor} does not divide the {rows} rows of `{weight}`, which "
+                             f"{architecture.name}'s parallelize() splits into that many parts", setting)

@@ -105,7 +105,9 @@ class Split(NamedTuple):
     begins a block `{label}-{first part}[-{last part}]` there, the others run after it. Otherwise: `whole`.
 
     `own_share`: in a generation build each executor takes its own IPUs' share of the list (the projection);
-    else the whole list, numbered from the executor's first IPU, as upstream reads it (the embedding)."""
+    else the whole list, numbered from the executor's first IPU, as upstream reads it (the embedding).
+    `factor_divides`: with no split, a `factor` above 1 still cuts the whole module into that many parts, whose rows
+    it must divide (`SerializedEmbedding` asserts it; `SerializedLinear` does not)."""
 
     label: str
     path: str
@@ -114,6 +116,7 @@ class Split(NamedTuple):
     factor: str
     whole: Block
     own_share: bool
+    factor_divides: bool
 
 
 Step = Union[Block, Run, Layers, Split]

@@ -1,7 +1,8 @@
 """The parameter formulas of every architecture (the bodies of bodies.py and the heads of architectures.py) against
 the `named_parameters()` of the model transformers builds (on the meta device: tests/support/meta_models.py), name for
 name and shape for shape, on both stacks: the tiny models of placement_models.py, a variant of each family with other
-sizes and the config flags that change its parameters, the defaults of each config class, six full-size models.
+sizes and the config flags that change its parameters, the defaults of each config class, the full-size models of
+tests/full_size.
 
 Each stack checks the architectures it can build: on transformers 5, all but GroupBERT's (optimum-graphcore's own
 classes, importable on the IPU-host stack only), and not the variants of what transformers 5 dropped."""
@@ -15,7 +16,14 @@ import transformers
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.parameters import from_config, loaded_names
 from support.cli_helpers import run_alone
-from support.corpus import FULL_SIZE, FULL_SIZE_PARAMETERS
+from support.corpus import (
+    FULL_SIZE,
+    FULL_SIZE_BASE_MODELS,
+    FULL_SIZE_PARAMETERS,
+    MODELS as CORPUS_MODELS,
+    WITH_ANOTHER_HEAD,
+    full_size_config,
+)
 from support.meta_models import model_class, model_config, named_shapes
 from support.placement_fixtures import PRESET
 from support.placement_models import TINY_MODELS
@@ -267,6 +275,21 @@ def test_a_config_json_leaving_every_size_out_is_sized_by_the_defaults(architect
 # --- full-size models known by their config.json alone -----------------------------------------------------------
 
 
+@pytest.mark.parametrize("model, architecture", sorted(WITH_ANOTHER_HEAD))
+def test_a_model_with_another_head_has_the_parameters_transformers_builds(model, architecture):
+    """Counted on the model transformers builds (on the meta device), whose parameters the formulas give."""
+    values = full_size_config(model)
+    built = named_shapes(architecture, values)
+    assert sum(math.prod(shape) for shape in built.values()) == WITH_ANOTHER_HEAD[model, architecture]
+    assert as_built(architecture, model, formula(architecture, values)) == oracle(architecture, values)
+
+
+def test_every_model_with_another_head_is_one_a_corpus_file_was_run_with():
+    used = {(model["full_size"], model["architecture"]) for model in CORPUS_MODELS.values() if "full_size" in model}
+    assert sorted(WITH_ANOTHER_HEAD) == sorted(pair for pair in used if full_size_config(pair[0])["architectures"] != [
+        pair[1]])
+
+
 @pytest.mark.parametrize("name", sorted(FULL_SIZE_PARAMETERS))
 def test_a_full_size_model_known_by_its_config_json_alone_is_sized_exactly(name):
     values = json.loads((FULL_SIZE / name / "config.json").read_text())
@@ -277,7 +300,8 @@ def test_a_full_size_model_known_by_its_config_json_alone_is_sized_exactly(name)
 
 
 def test_placing_a_folder_of_a_config_json_alone_imports_neither_torch_nor_transformers():
-    assert sorted(path.name for path in FULL_SIZE.iterdir()) == sorted(FULL_SIZE_PARAMETERS)
+    folders = [path.name for path in FULL_SIZE.iterdir() if path.is_dir()]
+    assert sorted(folders) == sorted([*FULL_SIZE_PARAMETERS, *FULL_SIZE_BASE_MODELS])
     for name in sorted(FULL_SIZE_PARAMETERS):
         assert run_alone("place", PRESET, "--model", FULL_SIZE / name) == "0 []", name
 

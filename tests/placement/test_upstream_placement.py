@@ -7,117 +7,17 @@ the same refusals.
 Collected on the IPU-host stack only (conftest: `collect_ignore_glob`).
 """
 
-import json
 import math
-from functools import lru_cache
 
 import pytest
 
-from optimum_ipu_ext import PlacementError, PlainIPUConfig
+from optimum_ipu_ext import PlacementError
 from support.placement_models import TINY_MODELS
-from support.upstream_placement import _original_model, upstream_modules, upstream_placement
+from support.upstream_comparison import assert_same, assert_same_split, ours, reference_and_ours, upstream_refusal
+from support.upstream_placement import upstream_placement
 
 GENERATING = ["BartForConditionalGeneration", "MT5ForConditionalGeneration", "T5ForConditionalGeneration",
               "WhisperForConditionalGeneration"]
-# the parameters of the audio models that mask no frame in inference: no op uses them
-UNUSED_IN_INFERENCE = {"masked_spec_embed"}
-
-
-@lru_cache(maxsize=None)
-def checkpoint(architecture: str, model_config: str, folder: str) -> str:
-    """A folder holding the harness's model of `architecture`, saved as transformers saves it."""
-    model = _original_model(architecture, model_config)
-    model.save_pretrained(folder, safe_serialization=True)
-    if architecture.startswith("GroupBert"):  # optimum-graphcore's own classes are not named in their config
-        with open(f"{folder}/config.json") as reader:
-            config = json.load(reader)
-        with open(f"{folder}/config.json", "w") as writer:
-            json.dump(dict(config, architectures=[architecture]), writer)
-    return folder
-
-
-def ours(architecture, tmp_path_factory, ipu_settings, for_inference=False, for_generation=False, model_config=None):
-    """`placement()` of the harness's model, saved to a folder, with these settings; a generation build as upstream's
-    pipelines ask for it, with `for_generation` in the inference keyword arguments."""
-    model_config = dict(TINY_MODELS[architecture].config, **(model_config or {}))
-    folder = checkpoint(architecture, json.dumps(model_config, sort_keys=True),
-                        str(tmp_path_factory.mktemp(architecture)))
-    config = PlainIPUConfig(**ipu_settings)
-    if for_generation:
-        config.inference_parallelize_kwargs = {**config.inference_parallelize_kwargs, "for_generation": True}
-    return config.placement(folder, for_inference=for_inference)
-
-
-def reference_and_ours(architecture, tmp_path_factory, ipu_settings, for_inference=False, for_generation=False,
-                       model_config=None):
-    model = dict(TINY_MODELS[architecture].config, **(model_config or {}))
-    reference = upstream_placement(architecture, model, ipu_settings, for_inference, for_generation)
-    if for_generation:
-        reference["encoder_ipus"] = encoder_ipus(architecture, ipu_settings, model)
-    return reference, ours(architecture, tmp_path_factory, ipu_settings, for_inference, for_generation, model_config)
-
-
-def encoder_ipus(architecture, ipu_settings, model_config):
-    """The IPUs upstream's `split_encoder_decoder_ipu_config` gives the encoder of a generation build."""
-    modeling_utils = upstream_modules()[0]
-    model = _original_model(architecture, json.dumps(model_config, sort_keys=True))
-    encoder = model.get_encoder()
-    layers = getattr(encoder, "layers", None) or encoder.block
-    decoder = model.get_decoder()
-    ipu_config = modeling_utils.IPUConfig(**ipu_settings).eval()
-    encoder_config, _ = modeling_utils.split_encoder_decoder_ipu_config(
-        ipu_config, len(layers), len(getattr(decoder, "layers", None) or decoder.block))
-    return encoder_config._ipus_per_replica
-
-
-def executor_placements(reference):
-    """`[(placement of one executor, the pipeline's IPU its IPU 0 is)]` of the reference."""
-    if "executors" not in reference:
-        return [(reference, 0)]
-    return [(reference["executors"]["encoder"], 0), (reference["executors"]["decoder"], reference["encoder_ipus"])]
-
-
-def expected_ipus(reference, placement):
-    """`{parameter: the IPUs upstream first uses it on}`, as `Placement.parameter_ipus()` names them: a copy that a
-    pipelined model holds by its own name; a parameter no op uses where ours puts it."""
-    expected = {}
-    unused = None
-    for executor, first_ipu in executor_placements(reference):
-        for name, ipu in executor["parameters"].items():
-            expected.setdefault(name, []).append(first_ipu + ipu)
-        for name, holders in executor["copies"].items():
-            for holder, ipu in holders.items():
-                if holder != name:
-                    expected.setdefault(holder, []).append(first_ipu + ipu)
-        unused = set(executor["unused"]) if unused is None else unused & set(executor["unused"])
-    ours = placement.parameter_ipus()
-    for name in unused:
-        assert name.split(".")[-1] in UNUSED_IN_INFERENCE, f"upstream uses no {name}"
-        expected[name] = list(ours[name])
-    return {name: tuple(sorted(ipus)) for name, ipus in expected.items()}
-
-
-def blocks_per_ipu(reference, ipus):
-    """The blocks of each IPU, as `Placement` lists them: in call order, each name once (unnamed ones each)."""
-    found = [[] for _ in range(ipus)]
-    for name, ipu in reference["blocks"]:
-        if name is None or name not in found[ipu]:
-            found[ipu].append(name)
-    return found
-
-
-def assert_same(reference, placement):
-    assert placement.parameter_ipus() == expected_ipus(reference, placement)
-    if "executors" not in reference:
-        assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
-        layer_ipus = [ipu for call in reference["layer_ipus"] for ipu in call]
-        assert layer_ipus in ([], [ipu.ipu for ipu in placement.ipus for _ in ipu.layers])
-    counts = reference["parameter_counts"]
-    created = sum(holder["elements"] for holder in reference.get("created", {}).values())
-    copies = sum(counts[name] * (len(holders) - 1) for name, holders in reference.get("copies", {}).items())
-    if "executors" not in reference:
-        assert sum(ipu.parameters for ipu in placement.ipus) == sum(counts.values()) + created + copies
-    assert sorted(placement._planner.frozen) == sorted(reference["frozen"])
 
 
 # --- every architecture -------------------------------------------------------------------------------------------
@@ -202,10 +102,6 @@ def test_a_serialized_head_is_placed_as_upstream_places_it(architecture, tmp_pat
 # --- refusals -----------------------------------------------------------------------------------------------------
 
 
-def upstream_refusal():
-    return (upstream_modules()[0].IncompatibleIPUConfigError, ValueError, AssertionError, TypeError)
-
-
 @pytest.mark.parametrize("architecture, ipu_settings, for_inference, for_generation, model_config, setting, words", [
     ("BertForMaskedLM", {"layers_per_ipu": [1, 1]}, False, False, None, "layers_per_ipu",
      ["places 2 layers and the model has 3"]),
@@ -238,6 +134,10 @@ def upstream_refusal():
     ("MT5ForConditionalGeneration",
      {"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [0, 3, 0, 0]},
      False, False, None, "serialized_embedding_splits_per_ipu", ["3 parts do not divide the 64 rows"]),
+    ("MT5ForConditionalGeneration", {"layers_per_ipu": [1, 1, 1, 1], "embedding_serialization_factor": 3},
+     False, False, None, "embedding_serialization_factor", ["3 does not divide the 64 rows of `shared.weight`"]),
+    ("MT5ForConditionalGeneration", {"inference_embedding_serialization_factor": 3}, True, False, None,
+     "inference_embedding_serialization_factor", ["3 does not divide the 64 rows"]),
     ("MT5ForConditionalGeneration", {"inference_layers_per_ipu": [1, 1, 1, 1],
                                      "inference_serialized_embedding_splits_per_ipu": [0, 1, 1, 0]},
      True, True, None, "inference_serialized_embedding_splits_per_ipu", ["outside the encoder's IPUs 0-1"]),
@@ -259,6 +159,10 @@ def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_infere
 # --- weights split over IPUs (MT5's SerializedEmbedding and SplitProjection) -----------------------------------------
 
 MT5_SPLITS = [
+    # a factor alone cuts the embedding into parts kept on IPU 0; the projection's, into parts of any rows
+    ({"layers_per_ipu": [1, 1, 1, 1], "embedding_serialization_factor": 4, "projection_serialization_factor": 3},
+     False, False),
+    ({"inference_embedding_serialization_factor": 2, "embedding_serialization_factor": 3}, True, False),
     ({"layers_per_ipu": [1, 1, 1, 1], "serialized_embedding_splits_per_ipu": [2, 2, 0, 0]}, False, False),
     ({"layers_per_ipu": [1, 1, 1, 1], "serialized_projection_splits_per_ipu": [0, 0, 1, 3]}, False, False),
     ({"layers_per_ipu": [0, 2, 2, 0], "serialized_embedding_splits_per_ipu": [1, 3, 0, 0],
@@ -270,38 +174,11 @@ MT5_SPLITS = [
 ]
 
 
-def spread_of(placement):
-    """`{original parameter: {IPU: elements}}` of the parts of each weight split over IPUs, summed over the
-    executors that use them."""
-    parameters = placement._planner.parameters
-    spread = {}
-    for name, ipus in placement.parameter_ipus().items():
-        if ".split_" in name:
-            whole = spread.setdefault(name.split(".split_")[0] + ".weight", {})
-            for ipu in ipus:
-                whole[ipu] = whole.get(ipu, 0) + parameters.elements(name)
-    return spread
-
-
-def reference_spread(reference):
-    """The same of the reference, its IPUs numbered in the pipeline."""
-    spread = {}
-    for executor, first_ipu in executor_placements(reference):
-        for name, ipus in executor["spread"].items():
-            whole = spread.setdefault(name, {})
-            for ipu, count in ipus.items():
-                whole[first_ipu + int(ipu)] = whole.get(first_ipu + int(ipu), 0) + count
-    return spread
-
-
 @pytest.mark.parametrize("settings, for_inference, for_generation", MT5_SPLITS)
 def test_a_weight_split_over_ipus_is_placed_as_upstream_places_it(settings, for_inference, for_generation,
                                                                    tmp_path_factory):
     reference, placement = reference_and_ours("MT5ForConditionalGeneration", tmp_path_factory, settings,
                                               for_inference, for_generation)
-    assert spread_of(placement) == reference_spread(reference)
-    whole = {name: ipus for name, ipus in placement.parameter_ipus().items() if ".split_" not in name}
-    assert whole == expected_ipus(reference, placement)
-    if not for_generation:
-        assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
-        assert sum(ipu.parameters for ipu in placement.ipus) == sum(reference["parameter_counts"].values())
+    assert_same_split(reference, placement)
+
+

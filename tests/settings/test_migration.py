@@ -20,11 +20,10 @@ from optimum_ipu_ext import (
 )
 from optimum_ipu_ext.settings.migration import FORMAT_CHANGES, POD_TYPES, Migration, migrate
 from support.cli_helpers import run
-from support.corpus import PUBLISHED_CONFIGS as DATA
+from support.corpus import INDEX, PUBLISHED_CONFIGS as DATA
 from support.doubles import state
 from support.markers import NOT_UNDER_MUTMUT
 
-INDEX = json.loads((DATA / "index.json").read_text())
 PER_POD = {"pod4": 1, "pod16": 4, "default": 2}
 MOMENTUM = ("deprecated in optimum-graphcore 0.4.0; the trainer accumulates momentum in float16 unless the `--fp32` "
             "training argument is given.")
@@ -102,6 +101,7 @@ def messages(caught):
 def test_the_index_lists_every_corpus_file_once_with_its_source():
     assert sorted(entry["file"] for entry in INDEX) == sorted(path.name for path in DATA.glob("*@*.json"))
     assert sorted({**MIGRATED_KEYS, **REFUSED}) == sorted(entry["file"] for entry in INDEX)
+    assert sorted(REFUSED) == sorted(entry["file"] for entry in INDEX if "not_placed" in entry["model"])
     for entry in INDEX:
         assert entry["url"].startswith(("https://huggingface.co/Graphcore/",
                                         "https://github.com/huggingface/optimum-graphcore/"))

@@ -117,7 +117,7 @@ def full_settings(draw) -> dict:
     if draw(st.booleans()):
         generated.update(draw(strategy_settings()))
     if not reserves_what_it_asks(generated):
-        # poptorch refuses the others to run (tests/test_core.py pins the rule)
+        # poptorch refuses the others to run (tests/config/test_core.py pins the rule)
         generated["auto_round_num_ipus"] = True
     return generated
 

@@ -1,0 +1,148 @@
+"""Comparing a placement with the one optimum-graphcore 0.7.1's own `parallelize()` makes (support.upstream_placement
+runs it): the harness's model saved as a checkpoint, both placements of it, and the assertions that they agree block
+for block and parameter for parameter (each IPU's share of a weight split over IPUs included)."""
+
+import json
+from functools import lru_cache
+
+from optimum_ipu_ext import PlainIPUConfig
+from support.placement_models import TINY_MODELS
+from support.upstream_placement import _original_model, upstream_modules, upstream_placement
+
+# the parameters of the audio models that mask no frame in inference: no op uses them
+UNUSED_IN_INFERENCE = {"masked_spec_embed"}
+
+
+@lru_cache(maxsize=None)
+def checkpoint(architecture: str, model_config: str, folder: str) -> str:
+    """A folder holding the harness's model of `architecture`, saved as transformers saves it."""
+    model = _original_model(architecture, model_config)
+    model.save_pretrained(folder, safe_serialization=True)
+    if architecture.startswith("GroupBert"):  # optimum-graphcore's own classes are not named in their config
+        with open(f"{folder}/config.json") as reader:
+            config = json.load(reader)
+        with open(f"{folder}/config.json", "w") as writer:
+            json.dump(dict(config, architectures=[architecture]), writer)
+    return folder
+
+
+def ours(architecture, tmp_path_factory, ipu_settings, for_inference=False, for_generation=False, model_config=None):
+    """`placement()` of the harness's model, saved to a folder, with these settings; a generation build as upstream's
+    pipelines ask for it, with `for_generation` in the inference keyword arguments."""
+    model_config = dict(TINY_MODELS[architecture].config, **(model_config or {}))
+    folder = checkpoint(architecture, json.dumps(model_config, sort_keys=True),
+                        str(tmp_path_factory.mktemp(architecture)))
+    config = PlainIPUConfig(**ipu_settings)
+    if for_generation:
+        config.inference_parallelize_kwargs = {**config.inference_parallelize_kwargs, "for_generation": True}
+    return config.placement(folder, for_inference=for_inference)
+
+
+def reference_and_ours(architecture, tmp_path_factory, ipu_settings, for_inference=False, for_generation=False,
+                       model_config=None):
+    model = dict(TINY_MODELS[architecture].config, **(model_config or {}))
+    reference = upstream_placement(architecture, model, ipu_settings, for_inference, for_generation)
+    if for_generation:
+        reference["encoder_ipus"] = encoder_ipus(architecture, ipu_settings, model)
+    return reference, ours(architecture, tmp_path_factory, ipu_settings, for_inference, for_generation, model_config)
+
+
+def encoder_ipus(architecture, ipu_settings, model_config):
+    """The IPUs upstream's `split_encoder_decoder_ipu_config` gives the encoder of a generation build."""
+    modeling_utils = upstream_modules()[0]
+    model = _original_model(architecture, json.dumps(model_config, sort_keys=True))
+    encoder = model.get_encoder()
+    layers = getattr(encoder, "layers", None) or encoder.block
+    decoder = model.get_decoder()
+    ipu_config = modeling_utils.IPUConfig(**ipu_settings).eval()
+    encoder_config, _ = modeling_utils.split_encoder_decoder_ipu_config(
+        ipu_config, len(layers), len(getattr(decoder, "layers", None) or decoder.block))
+    return encoder_config._ipus_per_replica
+
+
+def executor_placements(reference):
+    """`[(placement of one executor, the pipeline's IPU its IPU 0 is)]` of the reference."""
+    if "executors" not in reference:
+        return [(reference, 0)]
+    return [(reference["executors"]["encoder"], 0), (reference["executors"]["decoder"], reference["encoder_ipus"])]
+
+
+def expected_ipus(reference, placement):
+    """`{parameter: the IPUs upstream first uses it on}`, as `Placement.parameter_ipus()` names them: a copy that a
+    pipelined model holds by its own name; a parameter no op uses where ours puts it."""
+    expected = {}
+    unused = None
+    for executor, first_ipu in executor_placements(reference):
+        for name, ipu in executor["parameters"].items():
+            expected.setdefault(name, []).append(first_ipu + ipu)
+        for name, holders in executor["copies"].items():
+            for holder, ipu in holders.items():
+                if holder != name:
+                    expected.setdefault(holder, []).append(first_ipu + ipu)
+        unused = set(executor["unused"]) if unused is None else unused & set(executor["unused"])
+    ours = placement.parameter_ipus()
+    for name in unused:
+        assert name.split(".")[-1] in UNUSED_IN_INFERENCE, f"upstream uses no {name}"
+        expected[name] = list(ours[name])
+    return {name: tuple(sorted(ipus)) for name, ipus in expected.items()}
+
+
+def blocks_per_ipu(reference, ipus):
+    """The blocks of each IPU, as `Placement` lists them: in call order, each name once (unnamed ones each)."""
+    found = [[] for _ in range(ipus)]
+    for name, ipu in reference["blocks"]:
+        if name is None or name not in found[ipu]:
+            found[ipu].append(name)
+    return found
+
+
+def assert_same(reference, placement):
+    assert placement.parameter_ipus() == expected_ipus(reference, placement)
+    if "executors" not in reference:
+        assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
+        layer_ipus = [ipu for call in reference["layer_ipus"] for ipu in call]
+        assert layer_ipus in ([], [ipu.ipu for ipu in placement.ipus for _ in ipu.layers])
+    counts = reference["parameter_counts"]
+    created = sum(holder["elements"] for holder in reference.get("created", {}).values())
+    copies = sum(counts[name] * (len(holders) - 1) for name, holders in reference.get("copies", {}).items())
+    if "executors" not in reference:
+        assert sum(ipu.parameters for ipu in placement.ipus) == sum(counts.values()) + created + copies
+    assert sorted(placement._planner.frozen) == sorted(reference["frozen"])
+
+
+def upstream_refusal():
+    return (upstream_modules()[0].IncompatibleIPUConfigError, ValueError, AssertionError, TypeError)
+
+
+def spread_of(placement):
+    """`{original parameter: {IPU: elements}}` of the parts of each weight split over IPUs, summed over the
+    executors that use them."""
+    parameters = placement._planner.parameters
+    spread = {}
+    for name, ipus in placement.parameter_ipus().items():
+        if ".split_" in name:
+            whole = spread.setdefault(name.split(".split_")[0] + ".weight", {})
+            for ipu in ipus:
+                whole[ipu] = whole.get(ipu, 0) + parameters.elements(name)
+    return spread
+
+
+def reference_spread(reference):
+    """The same of the reference, its IPUs numbered in the pipeline."""
+    spread = {}
+    for executor, first_ipu in executor_placements(reference):
+        for name, ipus in executor["spread"].items():
+            whole = spread.setdefault(name, {})
+            for ipu, count in ipus.items():
+                whole[first_ipu + int(ipu)] = whole.get(first_ipu + int(ipu), 0) + count
+    return spread
+
+
+def assert_same_split(reference, placement):
+    """`assert_same` for a placement that splits weights over IPUs: each IPU's share of each, the whole parameters."""
+    assert spread_of(placement) == reference_spread(reference)
+    whole = {name: ipus for name, ipus in placement.parameter_ipus().items() if ".split_" not in name}
+    assert whole == expected_ipus(reference, placement)
+    if "executors" not in reference:
+        assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
+        assert sum(ipu.parameters for ipu in placement.ipus) == sum(reference["parameter_counts"].values())
