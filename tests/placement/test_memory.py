@@ -10,9 +10,6 @@ from support.placement_fixtures import settings
 ON_CHIP = Storage(True, 1)
 
 
-# --- memory -------------------------------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("values, for_inference, fp32, expected", [
     ({}, False, False, ("training", 2, 0, 6)),
     ({"gradient_accumulation_steps": 8}, False, False, ("training", 2, 2, 6)),

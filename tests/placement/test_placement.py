@@ -16,12 +16,9 @@ import pytest
 from optimum_ipu_ext import ArchitectureError, IPUConfig, ModelFileError, PlacementError, PlainIPUConfig
 from optimum_ipu_ext.errors import as_json
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from support.placement_fixtures import (
-    TINY_BERT,
-    tiny_bert,
-)
+from support.placement_fixtures import TINY_BERT, tiny_bert
 
-# --- a placement: data, text, immutability ---------------------------------------------------------------------------
+# --- a placement: data, immutability, where each parameter is --------------------------------------------------------
 
 
 def test_a_placement_s_data_has_exactly_the_keys_of_its_json(tmp_path):

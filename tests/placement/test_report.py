@@ -7,9 +7,7 @@ import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.report import bar, compress, render, render_comparison
-from support.placement_fixtures import (
-    bert_base,
-)
+from support.placement_fixtures import bert_base
 
 
 @pytest.mark.parametrize("names, compressed", [
