@@ -17,7 +17,6 @@ from optimum_ipu_ext import (
     UnknownSettingError,
     UnsupportedOptionsError,
 )
-from optimum_ipu_ext.options.readback import python_state
 from support import doubles
 from support.builds import comparable
 from support.doubles import installed
@@ -583,15 +582,3 @@ def test_a_strategy_no_setting_names_is_refused(sdk):
         IPUConfig.from_options(training=opts)
     assert raised.value.options == {"setExecutionStrategy": "MyPipeline: the settings express PipelinedExecution, "
                                     "ShardedExecution, SerialPhasedExecution, ParallelPhasedExecution"}
-
-
-def test_the_state_toDict_leaves_out_tells_strategies_apart(sdk):
-    poptorch = doubles.poptorch
-    states = [
-        python_state(poptorch.Options().setExecutionStrategy(strategy))
-        for strategy in (poptorch.PipelinedExecution(poptorch.AutoStage.SameAsIpu),
-                         poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement),
-                         poptorch.ShardedExecution(poptorch.AutoStage.SameAsIpu))
-    ]
-    assert states[0]["setExecutionStrategy"][:2] == ("PipelinedExecution", poptorch.AutoStage.SameAsIpu)
-    assert len({repr(state) for state in states}) == 3

@@ -1,94 +1,13 @@
 """`--balance memory|time` with the activations counted: the split a brute force over every split finds best, for
-both objectives, on the tiny models of the architectures whose costs are known; and the search itself against a
-brute force over random costs, several objectives, bounds and parts (an encoder-decoder cut) included."""
+both objectives, on the tiny models of the architectures whose costs are known (the search itself: test_balance.py)."""
 
-import itertools
-import random
 
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement import balance, placement as placement_module
 from support.placement_fixtures import tiny_model
-
-
-def compositions(layers, ipus):
-    """Every split of `layers` over `ipus` IPUs, each taking 0 or more."""
-    return [[b - a for a, b in zip((0, *cut), (*cut, layers))]
-            for cut in itertools.combinations_with_replacement(range(layers + 1), ipus - 1)]
-
-
-def figures(cost, split):
-    return [cost(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for ipu in range(len(split))]
-
-
-# --- the search, against a brute force ----------------------------------------------------------------------------
-
-
-def random_cost(generator, ipus, layers):
-    fixed = [generator.choice([0, 0, 5, 30]) for _ in range(ipus)]
-    weights = [generator.choice([1, 2, 10]) for _ in range(layers)]
-    return lambda ipu, first, end: fixed[ipu] + sum(weights[first:end])
-
-
-def brute_force(shapes, costs, limit):
-    """Of every combination of each part's splits (`shapes`: (layers, ipus, some_layer_within, every_ipu, current,
-    its costs)), those keeping each IPU's `limit` cost within its bound: the best by the largest of each cost in
-    turn, then the distance to the config's split, then the split."""
-    choices = [[split for split in compositions(layers, ipus) if (not every_ipu or all(split))
-                and (not within or sum(split[:within]))] for layers, ipus, within, every_ipu, _, _ in shapes]
-    found = []
-    for combination in itertools.product(*choices):
-        parts = list(zip(shapes, combination))
-        if limit is not None and any(value > limit[1] for (*_, own), split in parts
-                                     for value in figures(own[limit[0]], split)):
-            continue
-        largest = tuple(max(value for (*_, own), split in parts for value in figures(own[index], split))
-                        for index in range(len(costs)))
-        split = [count for each in combination for count in each]
-        current = [count for shape in shapes for count in shape[4]]
-        found.append((largest, balance.distance(split, current), split))
-    return min(found, default=None)
-
-
-@pytest.mark.parametrize("seed", range(60))
-def test_the_best_of_several_costs_parts_and_bounds_is_the_brute_force_s(seed):
-    generator = random.Random(seed)
-    objectives = generator.randint(1, 2)
-    shapes = []
-    for part in range(generator.randint(1, 2)):
-        layers, ipus = generator.randint(1, 6), generator.randint(1, 3)
-        every_ipu = generator.random() < 0.4
-        within = generator.choice([0, 0, 1, 2]) if part else 0
-        costs = tuple(random_cost(generator, ipus, layers) for _ in range(objectives + 1))  # the last: a bound's
-        shapes.append((layers, ipus, within, every_ipu, generator.choice(compositions(layers, ipus)), costs))
-    bound = generator.choice([None, 20, 40, 60])
-    parts = []
-    for layers, ipus, within, every_ipu, current, costs in shapes:
-        splits = balance.Splits(layers, ipus, within, every_ipu)
-        if bound is not None:
-            splits = splits.within(costs[-1], bound)
-        parts.append(balance.Part(splits, costs[:objectives], current))
-    split, largest = balance.best_of(parts)
-    expected = brute_force(shapes, range(objectives), None if bound is None else (objectives, bound))
-    if expected is None:
-        assert split is None
-    else:
-        assert (largest, split) == (expected[0], expected[2])
-
-
-def test_a_split_beyond_every_bound_is_none():
-    splits = balance.Splits(2, 2).within(lambda ipu, first, end: 10 * (end - first), 5)
-    assert splits.counts(0, 0) == [0] and splits.counts(1, 0) == []
-    assert balance.best_of([balance.Part(splits, (lambda ipu, first, end: 0,), [1, 1])]) == (None,
-                                                                                            (balance.UNREACHABLE,))
-
-
-def test_every_ipu_takes_a_layer_if_asked():
-    assert balance.Splits(3, 2, every_ipu=True).counts(0, 0) == [1, 2]
-    assert balance.Splits(3, 2, every_ipu=True).counts(1, 3) == []
-    assert balance.Splits(3, 2).counts(0, 0) == [0, 1, 2, 3]
-
+from support.splits import compositions
 
 # --- real placements, activations counted ----------------------------------------------------------------------------
 

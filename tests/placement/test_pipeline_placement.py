@@ -11,10 +11,8 @@ from optimum_ipu_ext.placement.costs import BlockCost, InputShape, block_costs, 
 from optimum_ipu_ext.placement.placement import place
 from optimum_ipu_ext.placement.report import render, render_comparison, stacked_bar
 from optimum_ipu_ext.placement.sources import parameter_shapes, read_model
-from support.placement_fixtures import BERT_BASE, bert_shapes, write_checkpoint
+from support.placement_fixtures import TINY_BERT, bert_shapes, write_checkpoint
 
-TINY_BERT = dict(BERT_BASE, vocab_size=64, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
-                 intermediate_size=32, max_position_embeddings=32)
 # activation, input, output bytes and forward FLOPs of each step, as data
 COSTS = {"bert.embeddings": BlockCost(1000, 64, 128, 0), "cls": BlockCost(2000, 128, 4, 2 * 10**9),
          **{f"bert.encoder.layer.{i}": BlockCost(4000, 128, 128, 10**9) for i in range(3)}}

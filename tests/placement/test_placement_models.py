@@ -2,9 +2,7 @@
 model's `named_parameters()`, whether read from its checkpoint, from a checkpoint lacking its head or holding only
 the bare model, or from its config alone; and `--balance` is the best split a brute force over all finds."""
 
-import itertools
 import os
-import random
 
 import pytest
 import transformers
@@ -17,6 +15,7 @@ from optimum_ipu_ext.placement.layout import encoder_decoder_cut, layer_counts
 from optimum_ipu_ext.placement.placement import SplitCosts
 from support.placement_fixtures import saved_tiny_model, tiny_model
 from support.placement_models import TINY_MODELS
+from support.splits import compositions
 
 IN_TRANSFORMERS = [name for name in TINY_MODELS if hasattr(transformers, name)]
 FOUR_IPUS = PlainIPUConfig(layers_per_ipu=[-1] * 4)
@@ -74,49 +73,6 @@ def test_a_checkpoint_lacking_a_layer_is_not_this_config_s(tmp_path):
 
 
 # --- balancing ---------------------------------------------------------------------------------------------------
-
-
-def compositions(layers, ipus):
-    """Every split of `layers` over `ipus` IPUs, each taking 0 or more."""
-    return [[b - a for a, b in zip((0, *cut), (*cut, layers))]
-            for cut in itertools.combinations_with_replacement(range(layers + 1), ipus - 1)]
-
-
-def brute_force(layers, ipus, cost, current, some_layer_within=0):
-    return min(((split, max(cost(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for ipu in range(ipus)))
-                for split in compositions(layers, ipus) if some_layer_within == 0 or sum(split[:some_layer_within])),
-               key=lambda found: (found[1], balance.distance(found[0], current), found[0]))
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_the_best_split_of_any_costs_is_the_brute_force_s(seed):
-    generator = random.Random(seed)
-    layers, ipus = generator.randint(1, 7), generator.randint(1, 4)
-    fixed = [generator.choice([0, 0, 5, 30]) for _ in range(ipus)]
-    weights = [generator.choice([1, 2, 10]) for _ in range(layers)]
-    current = generator.choice(compositions(layers, ipus))
-    some_layer_within = generator.choice([0, 0, 1, 2, 3, 4])
-
-    def cost(ipu, first, end):
-        return fixed[ipu] + sum(weights[first:end])
-
-    assert (balance.best_split(layers, ipus, cost, current, some_layer_within=some_layer_within)
-            == brute_force(layers, ipus, cost, current, some_layer_within))
-
-
-def test_the_first_ipus_take_a_layer_between_them_not_each():
-    def cost(ipu, first, end):
-        return [0, 0, 9][ipu] + (end - first) * 10
-    assert balance.best_split(2, 3, cost, [0, 2, 0]) == ([1, 1, 0], 10)
-    assert balance.best_split(1, 3, cost, [0, 1, 0], some_layer_within=2) == ([0, 1, 0], 10)
-    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=2) == ([0, 1, 0], 10)
-    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=1) == ([1, 0, 0], 10)
-    assert balance.best_split(1, 3, cost, [0, 0, 1]) == ([0, 1, 0], 10)
-
-
-def test_of_equally_good_and_close_splits_the_one_with_fewer_layers_first_is_chosen():
-    assert balance.chosen([([2, 1], 5), ([1, 2], 5), ([3, 0], 4)], [2, 1]) == ([3, 0], 4)
-    assert balance.chosen([([2, 1], 5), ([1, 2], 5), ([0, 3], 6)], [0, 0]) == ([1, 2], 5)
 
 
 def best_by_brute_force(placement):

@@ -1,8 +1,8 @@
-"""How setting values are checked and read from text: each setting's type as the errors name it, which values each
-kind of type takes, `update_from_string`'s spellings and its errors, word for word."""
+"""How the values of the package's settings are checked and read from text: each setting's type as the errors name
+it, `update_from_string`'s spellings and its errors, word for word. (Which values each kind of type takes, on rows
+made by the tests: test_schema.py.)"""
 
 import json
-from typing import Any, Dict, List, Optional, Union
 
 import pytest
 
@@ -105,78 +105,6 @@ def test_check_names_the_field_it_is_given():
         IPUConfig.SETTINGS["seed"].check("1", field="popart_options['x']")
 
 
-# Which values each kind of annotation takes, checked on settings made here (booleans are not numbers).
-VALUES = {
-    "true": True, "one": 1, "half": 0.5, "text": "s", "null": None, "ints": [1, 2], "floats": [0.5],
-    "mixed": [1, "s"], "empty-list": [], "flags": {"a": True}, "counts": {"a": 1}, "int-keys": {1: True},
-    "tuple": (1,),
-}
-ACCEPTS = [
-    (int, {"one"}),
-    (float, {"one", "half"}),
-    (bool, {"true"}),
-    (str, {"text"}),
-    (Any, set(VALUES)),
-    (Optional[int], {"one", "null"}),
-    (List[int], {"ints", "empty-list"}),
-    (Optional[List[int]], {"ints", "empty-list", "null"}),
-    (Union[float, List[float]], {"one", "half", "ints", "floats", "empty-list"}),
-    (Dict[str, bool], {"flags"}),
-    (Optional[Dict[str, Any]], {"flags", "counts", "null"}),
-]
-
-
-@pytest.mark.parametrize("annotation, accepted", ACCEPTS, ids=[str(annotation) for annotation, _ in ACCEPTS])
-def test_a_setting_takes_exactly_the_values_of_its_type(annotation, accepted):
-    setting = Setting("probe", annotation, None, "A setting made by the test.")
-    taken = set()
-    for name, value in VALUES.items():
-        try:
-            setting.check(value)
-        except SettingTypeError:
-            continue
-        taken.add(name)
-    assert taken == accepted
-
-
-def test_choices_and_constraints_apply_to_values_not_to_null():
-    setting = Setting("probe", Optional[str], None, "", choices=("a", "b"), constraint=lambda value: "never")
-    assert setting.check(None) is None
-    with pytest.raises(InvalidSettingError, match=r'^`probe="c"` is invalid: allowed values are "a", "b"\.$'):
-        setting.check("c")
-    with pytest.raises(InvalidSettingError) as raised:
-        setting.check("a")
-    assert (str(raised.value), raised.value.value) == ('`probe="a"` is invalid: never.', "a")
-
-
-def test_bounds_apply_to_every_number_of_a_list():
-    setting = Setting("probe", List[float], [], "", minimum=0, maximum=1)
-    assert setting.check([0, 0.5, 1]) == [0, 0.5, 1]
-    for value, words in (([0.5, 1.5], "numbers must be from 0 to 1"), ([-0.5], "numbers must be from 0 to 1")):
-        with pytest.raises(InvalidSettingError) as raised:
-            setting.check(value)
-        assert str(raised.value) == f"`probe={json.dumps(value)}` is invalid: {words}."
-        assert (raised.value.field, raised.value.value) == ("probe", value)
-    with pytest.raises(InvalidSettingError, match=r"^`probe=\[nan\]` is invalid: numbers must be finite\.$"):
-        setting.check([float("nan")])
-
-
-@pytest.mark.parametrize("bounds, value, words", [({"maximum": 1}, 2.0, "<= 1"), ({"minimum": 0}, -2.0, ">= 0")])
-def test_a_single_bound_is_named_alone(bounds, value, words):
-    with pytest.raises(InvalidSettingError) as raised:
-        Setting("probe", float, 0.0, "", **bounds).check(value)
-    assert str(raised.value) == f"`probe={value}` is invalid: numbers must be {words}."
-
-
-@pytest.mark.parametrize("min_items, words", [(1, "at least 1 item needed"), (2, "at least 2 items needed")])
-def test_a_list_has_at_least_its_fewest_items(min_items, words):
-    setting = Setting("probe", List[int], [0], "", min_items=min_items)
-    assert setting.check([0] * min_items) == [0] * min_items
-    with pytest.raises(InvalidSettingError) as raised:
-        setting.check([0] * (min_items - 1))
-    assert str(raised.value) == f"`probe={json.dumps([0] * (min_items - 1))}` is invalid: {words}."
-
-
 def test_a_pipeline_has_an_ipu_but_an_empty_inference_pipeline_is_the_training_one():
     from optimum_ipu_ext.settings.documents import json_schema
 
@@ -186,13 +114,6 @@ def test_a_pipeline_has_an_ipu_but_an_empty_inference_pipeline_is_the_training_o
     properties = json_schema()["properties"]
     assert properties["layers_per_ipu"]["minItems"] == 1
     assert "minItems" not in str(properties["inference_layers_per_ipu"])
-
-
-def test_a_default_is_copied_for_each_config():
-    setting = Setting("probe", Dict[str, bool], {"a": True}, "")
-    first = setting.default_value()
-    first["b"] = False
-    assert setting.default_value() == {"a": True} and setting.default == {"a": True}
 
 
 # --- update_from_string: each kind of value, and its errors ---------------------------------------------------

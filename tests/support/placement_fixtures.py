@@ -1,6 +1,6 @@
 """Models for placement tests: checkpoints written from their headers alone (the data is a sparse file of zeros, so a
-checkpoint of gigabytes costs nothing), the tiny models of every architecture saved as transformers saves them, and
-a BERT-base-sized config."""
+checkpoint of gigabytes costs nothing), the tiny models of every architecture saved as transformers saves them,
+a BERT-base-sized config and a tiny BERT, and the settings of a config as the placement reads them."""
 
 import json
 import math
@@ -9,6 +9,8 @@ import struct
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Mapping, Tuple
+
+from optimum_ipu_ext import PlainIPUConfig
 
 from .placement_models import TINY_MODELS
 
@@ -22,6 +24,9 @@ BERT_BASE = {
     "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0, "position_embedding_type": "absolute",
     "transformers_version": "4.6.0.dev0", "type_vocab_size": 2, "use_cache": True, "vocab_size": 30522,
 }
+# a BERT of 3 layers of 16 units: its parameters are counted by hand in the tests
+TINY_BERT = dict(BERT_BASE, vocab_size=64, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+                 intermediate_size=32, max_position_embeddings=32)
 
 
 def write_checkpoint(folder, shapes: Mapping[str, Tuple[int, ...]], config: Mapping = None, dtype: str = "F16") -> str:
@@ -79,6 +84,17 @@ def bert_shapes(config: Mapping, layers: int = None, head: bool = True) -> Dict[
 def bert_base(folder) -> str:
     """A checkpoint of bert-base-uncased's shapes (as BertForMaskedLM, no pooler), header only."""
     return write_checkpoint(folder, bert_shapes(BERT_BASE), BERT_BASE)
+
+
+def tiny_bert(tmp_path, architecture="BertForMaskedLM", layers=None, **config) -> str:
+    """A BERT of `TINY_BERT`'s sizes (its architecture and config fields as given) saved in `tmp_path / "bert"`."""
+    values = dict(TINY_BERT, architectures=[architecture], **config)
+    return write_checkpoint(tmp_path / "bert", bert_shapes(values, layers), values)
+
+
+def settings(**values) -> dict:
+    """The settings of a `PlainIPUConfig` of `values`, as the placement reads them."""
+    return vars(PlainIPUConfig(**values))
 
 
 @lru_cache(maxsize=None)

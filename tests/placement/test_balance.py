@@ -1,0 +1,192 @@
+"""`placement/balance.py`: the search for the split whose largest per-IPU cost is smallest, against a brute force
+over every split on random costs (several objectives, bounds and parts, an encoder-decoder cut, included); its
+restrictions, its ties and the distance between splits, on costs written out.
+
+The balance of real placements (`--balance memory|time`): test_pipeline_balance.py and test_placement_models.py."""
+
+import itertools
+import random
+
+import pytest
+
+from optimum_ipu_ext.placement import balance
+from support.splits import compositions
+
+
+def figures(cost, split):
+    return [cost(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for ipu in range(len(split))]
+
+
+def brute_force_split(layers, ipus, cost, current, some_layer_within=0):
+    """Of every split (the first `some_layer_within` IPUs taking a layer between them), the one with the smallest
+    largest cost, then the closest to `current`, then the least; with that cost."""
+    return min(((split, max(figures(cost, split))) for split in compositions(layers, ipus)
+                if some_layer_within == 0 or sum(split[:some_layer_within])),
+               key=lambda found: (found[1], balance.distance(found[0], current), found[0]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_best_split_of_any_costs_is_the_brute_force_s(seed):
+    generator = random.Random(seed)
+    layers, ipus = generator.randint(1, 7), generator.randint(1, 4)
+    fixed = [generator.choice([0, 0, 5, 30]) for _ in range(ipus)]
+    weights = [generator.choice([1, 2, 10]) for _ in range(layers)]
+    current = generator.choice(compositions(layers, ipus))
+    some_layer_within = generator.choice([0, 0, 1, 2, 3, 4])
+
+    def cost(ipu, first, end):
+        return fixed[ipu] + sum(weights[first:end])
+
+    assert (balance.best_split(layers, ipus, cost, current, some_layer_within=some_layer_within)
+            == brute_force_split(layers, ipus, cost, current, some_layer_within))
+
+
+def test_the_first_ipus_take_a_layer_between_them_not_each():
+    def cost(ipu, first, end):
+        return [0, 0, 9][ipu] + (end - first) * 10
+    assert balance.best_split(2, 3, cost, [0, 2, 0]) == ([1, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 1, 0], some_layer_within=2) == ([0, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=2) == ([0, 1, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=1) == ([1, 0, 0], 10)
+    assert balance.best_split(1, 3, cost, [0, 0, 1]) == ([0, 1, 0], 10)
+
+
+def test_of_equally_good_and_close_splits_the_one_with_fewer_layers_first_is_chosen():
+    assert balance.chosen([([2, 1], 5), ([1, 2], 5), ([3, 0], 4)], [2, 1]) == ([3, 0], 4)
+    assert balance.chosen([([2, 1], 5), ([1, 2], 5), ([0, 3], 6)], [0, 0]) == ([1, 2], 5)
+
+
+def random_cost(generator, ipus, layers):
+    fixed = [generator.choice([0, 0, 5, 30]) for _ in range(ipus)]
+    weights = [generator.choice([1, 2, 10]) for _ in range(layers)]
+    return lambda ipu, first, end: fixed[ipu] + sum(weights[first:end])
+
+
+def brute_force_of_parts(shapes, costs, limit):
+    """Of every combination of each part's splits (`shapes`: (layers, ipus, some_layer_within, every_ipu, current,
+    its costs)), those keeping each IPU's `limit` cost within its bound: the best by the largest of each cost in
+    turn, then the distance to the config's split, then the split."""
+    choices = [[split for split in compositions(layers, ipus) if (not every_ipu or all(split))
+                and (not within or sum(split[:within]))] for layers, ipus, within, every_ipu, _, _ in shapes]
+    found = []
+    for combination in itertools.product(*choices):
+        parts = list(zip(shapes, combination))
+        if limit is not None and any(value > limit[1] for (*_, own), split in parts
+                                     for value in figures(own[limit[0]], split)):
+            continue
+        largest = tuple(max(value for (*_, own), split in parts for value in figures(own[index], split))
+                        for index in range(len(costs)))
+        split = [count for each in combination for count in each]
+        current = [count for shape in shapes for count in shape[4]]
+        found.append((largest, balance.distance(split, current), split))
+    return min(found, default=None)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_best_of_several_costs_parts_and_bounds_is_the_brute_force_s(seed):
+    generator = random.Random(seed)
+    objectives = generator.randint(1, 2)
+    shapes = []
+    for part in range(generator.randint(1, 2)):
+        layers, ipus = generator.randint(1, 6), generator.randint(1, 3)
+        every_ipu = generator.random() < 0.4
+        within = generator.choice([0, 0, 1, 2]) if part else 0
+        costs = tuple(random_cost(generator, ipus, layers) for _ in range(objectives + 1))  # the last: a bound's
+        shapes.append((layers, ipus, within, every_ipu, generator.choice(compositions(layers, ipus)), costs))
+    bound = generator.choice([None, 20, 40, 60])
+    parts = []
+    for layers, ipus, within, every_ipu, current, costs in shapes:
+        splits = balance.Splits(layers, ipus, within, every_ipu)
+        if bound is not None:
+            splits = splits.within(costs[-1], bound)
+        parts.append(balance.Part(splits, costs[:objectives], current))
+    split, largest = balance.best_of(parts)
+    expected = brute_force_of_parts(shapes, range(objectives), None if bound is None else (objectives, bound))
+    if expected is None:
+        assert split is None
+    else:
+        assert (largest, split) == (expected[0], expected[2])
+
+
+def test_a_split_beyond_every_bound_is_none():
+    splits = balance.Splits(2, 2).within(lambda ipu, first, end: 10 * (end - first), 5)
+    assert splits.counts(0, 0) == [0] and splits.counts(1, 0) == []
+    assert balance.best_of([balance.Part(splits, (lambda ipu, first, end: 0,), [1, 1])]) == (None,
+                                                                                            (balance.UNREACHABLE,))
+
+
+def test_every_ipu_takes_a_layer_if_asked():
+    assert balance.Splits(3, 2, every_ipu=True).counts(0, 0) == [1, 2]
+    assert balance.Splits(3, 2, every_ipu=True).counts(1, 3) == []
+    assert balance.Splits(3, 2).counts(0, 0) == [0, 1, 2, 3]
+
+
+# --- the search's parts, on costs written out ----------------------------------------------------------------------
+
+
+def layer_count(ipu, first, end):
+    """An IPU's cost: its number of layers."""
+    return end - first
+
+
+def nothing(ipu, first, end):
+    return 0
+
+
+def ten_a_layer_on_ipu_0(ipu, first, end):
+    return 10 * (end - first) if ipu == 0 else 0
+
+
+def test_the_distance_between_splits_is_the_sum_of_their_differences_per_ipu():
+    assert balance.distance([3, 0, 1], [1, 2, 1]) == 4
+    assert balance.distance([2, 2], [2, 2]) == 0
+
+
+def test_restricted_splits_keep_their_shape_and_add_the_bound():
+    splits = balance.Splits(4, 2, some_layer_within=1, every_ipu=True)
+    restricted = splits.within(layer_count, 2)
+    shape = (restricted.layers, restricted.ipus, restricted.some_layer_within, restricted.every_ipu)
+    assert shape == (4, 2, 1, True)
+    assert restricted.limits == ((layer_count, 2),) and splits.limits == ()
+    assert restricted.within(nothing, 0).limits == ((layer_count, 2), (nothing, 0))
+
+
+@pytest.mark.parametrize("splits, ipu, first, counts", [
+    (balance.Splits(3, 3, some_layer_within=1), 0, 0, [1, 2, 3]),  # the first IPU must take one
+    (balance.Splits(3, 3, some_layer_within=2), 0, 0, [0, 1, 2, 3]),  # the second may take it for both
+    (balance.Splits(3, 3, some_layer_within=2), 1, 0, [1, 2, 3]),  # it must, when the first took none
+    (balance.Splits(3, 3, some_layer_within=2), 1, 1, [0, 1, 2]),
+    (balance.Splits(3, 3), 2, 1, [2]),  # the last IPU takes the rest
+    (balance.Splits(3, 3, every_ipu=True), 0, 0, [1]),  # leaving one for each other IPU
+    (balance.Splits(3, 3).within(layer_count, 1), 0, 0, [0, 1]),
+])
+def test_the_counts_an_ipu_may_take(splits, ipu, first, counts):
+    assert splits.counts(ipu, first) == counts
+
+
+def test_the_least_largest_cost_from_an_ipu_on():
+    assert balance.Splits(5, 2).least_largest(layer_count) == 3
+    assert balance.Splits(5, 2).least_largest(layer_count, 1, 2) == 3  # the last IPU takes the 3 left
+    assert balance.Splits(5, 3).least_largest(layer_count, 1, 1) == 2
+    assert balance.Splits(1, 2, every_ipu=True).least_largest(layer_count) == balance.UNREACHABLE
+
+
+@pytest.mark.parametrize("splits, current, closest", [
+    (balance.Splits(4, 2), [4, 0], [4, 0]),
+    (balance.Splits(4, 2).within(layer_count, 2), [4, 0], [2, 2]),
+    (balance.Splits(2, 3).within(layer_count, 1), [2, 0, 0], [1, 0, 1]),  # [1, 1, 0] is as close: fewer first
+    (balance.Splits(3, 2).within(layer_count, 1), [3, 0], None),  # no split
+])
+def test_the_closest_split_to_the_config_s(splits, current, closest):
+    assert splits.closest(current) == closest
+
+
+def test_a_second_cost_decides_between_splits_equal_in_the_first():
+    part = balance.Part(balance.Splits(2, 2), (nothing, ten_a_layer_on_ipu_0), [2, 0])
+    assert balance.best_of([part]) == ([0, 2], (0, 0))
+
+
+def test_each_part_need_only_be_as_good_as_the_worst_part_and_is_then_closest_to_the_config_s():
+    encoder = balance.Part(balance.Splits(2, 2), (layer_count,), [2, 0])
+    decoder = balance.Part(balance.Splits(3, 1), (layer_count,), [3])
+    assert balance.best_of([encoder, decoder]) == ([2, 0, 3], (3,))

@@ -1,0 +1,83 @@
+"""`placement/memory.py`: the bytes each parameter costs as IPUTrainer builds the model, where each kind of tensor is
+kept (on chip or in Streaming Memory, sharded or not) as the build's options keep it, and what is counted."""
+
+
+import pytest
+
+from optimum_ipu_ext.placement.memory import IPU_MEMORY_BYTES, MemoryModel, Storage, memory_model
+from support.placement_fixtures import settings
+
+ON_CHIP = Storage(True, 1)
+
+
+@pytest.mark.parametrize("values, for_inference, fp32, expected", [
+    ({}, False, False, ("training", 2, 0, 6)),
+    ({"gradient_accumulation_steps": 8}, False, False, ("training", 2, 2, 6)),
+    ({"gradient_accumulation_steps": 2}, False, False, ("training", 2, 2, 6)),
+    ({"gradient_accumulation_steps": 8}, False, True, ("training", 4, 4, 8)),
+    ({"gradient_accumulation_steps": 8}, True, False, ("inference", 2, 0, 0)),
+    ({}, True, True, ("inference", 4, 0, 0)),
+])
+def test_bytes_per_parameter_are_iputrainer_s(values, for_inference, fp32, expected):
+    model = memory_model(settings(**values), for_inference, fp32)
+    assert (model.build, model.weight_bytes, model.accumulator_bytes, model.optimizer_bytes) == expected
+
+
+@pytest.mark.parametrize("values, storage", [
+    ({}, {"weights": ON_CHIP, "accumulators": ON_CHIP, "optimizer": ON_CHIP}),
+    ({"optimizer_state_offchip": True}, {"weights": ON_CHIP, "accumulators": ON_CHIP, "optimizer": Storage(False, 1)}),
+    ({"optimizer_state_offchip": True, "replicated_tensor_sharding": True},  # one replica shards nothing
+     {"weights": ON_CHIP, "accumulators": ON_CHIP, "optimizer": Storage(False, 1)}),
+    ({"replicated_tensor_sharding": True, "replication_factor": 4},
+     {"weights": ON_CHIP, "accumulators": ON_CHIP, "optimizer": Storage(True, 4)}),
+    ({"optimizer_state_offchip": None, "optimizer_location": {"useOnChipStorage": False,
+                                                               "useReplicatedTensorSharding": True},
+      "replication_factor": 2}, {"weights": ON_CHIP, "accumulators": ON_CHIP, "optimizer": Storage(False, 2)}),
+    ({"weight_location": {"useOnChipStorage": False}, "accumulator_location": {"useOnChipStorage": False}},
+     {"weights": Storage(False, 1), "accumulators": Storage(False, 1), "optimizer": ON_CHIP}),
+])
+def test_each_kind_of_tensor_is_kept_where_the_build_s_options_keep_it(values, storage):
+    assert memory_model(settings(**values), False, False).storage == storage
+
+
+def test_inference_storage_is_read_off_the_inference_build():
+    values = settings(replication_factor=4, inference_replication_factor=1, replicated_tensor_sharding=True,
+                      weight_location={"useOnChipStorage": False, "useReplicatedTensorSharding": True})
+    assert memory_model(values, True, False).storage["weights"] == Storage(False, 1)
+    assert memory_model(values, False, False).storage["weights"] == Storage(False, 4)
+
+
+def test_the_bytes_of_trained_and_frozen_parameters_on_chip_and_in_streaming_memory():
+    storage = {"weights": ON_CHIP, "accumulators": ON_CHIP, "optimizer": Storage(False, 3)}
+    model = MemoryModel("training", 2, 2, 6, storage)
+    assert model.bytes(100, 0) == (400, 200)
+    assert model.bytes(100, 10) == (420, 200)  # a frozen parameter has no accumulator and no optimizer state
+    assert model.bytes(101, 0) == (404, 202)  # a share rounds up
+    assert MemoryModel("inference", 4, 0, 0, storage).bytes(100, 10) == (440, 0)
+    off_chip = Storage(False, 4)
+    streamed = MemoryModel("training", 2, 2, 6, {"weights": off_chip, "accumulators": ON_CHIP, "optimizer": off_chip})
+    assert streamed.bytes(101, 0) == (202, 51 + 152)  # each kind's share rounds up to a whole byte
+
+
+
+def test_the_bytes_of_each_kind_of_tensor_where_it_is_kept():
+    storage = {"weights": ON_CHIP, "accumulators": Storage(True, 2), "optimizer": Storage(False, 3)}
+    assert MemoryModel("training", 2, 2, 6, storage).parts(100, 10) == {
+        "weights": (110 * 2, 0), "accumulators": (100 * 2 // 2, 0), "optimizer": (0, 100 * 6 // 3)}
+
+
+def test_the_assumptions_say_what_is_counted_and_what_comes_on_top():
+    on_top = "activations, pipeline stashes, code and exchange buffers come on top"
+    assert memory_model(settings(gradient_accumulation_steps=4), False, False).describe() == (
+        f"training: weights fp16, gradient accumulators fp16, AdamW/LAMB state 6 bytes a parameter; {on_top}")
+    assert memory_model(settings(optimizer_state_offchip=True, replicated_tensor_sharding=True, replication_factor=2),
+                        False, True).describe() == (
+        "training: weights fp32, AdamW/LAMB state 8 bytes a parameter in Streaming Memory, sharded over 2 replicas; "
+        f"{on_top}")
+    assert memory_model(settings(), True, False).describe() == f"inference: weights fp16; {on_top}"
+    assert memory_model(settings(), True, False).describe(activations=True) == (
+        "inference: weights fp16; code, exchange buffers and the temporaries matmul_proportion allows come on top")
+
+
+def test_an_ipu_holds_1472_tiles_of_624_kib():
+    assert IPU_MEMORY_BYTES == 940_572_672

@@ -1,0 +1,102 @@
+"""`placement/report.py`: a placement as text: one row per IPU, block names compressed, the memory bar, the
+verdict and the assumptions; colour and bold through a styler; the balanced split beside the config's."""
+
+import dataclasses
+
+import pytest
+
+from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext.placement.report import bar, compress, render, render_comparison
+from support.placement_fixtures import bert_base
+
+
+@pytest.mark.parametrize("names, compressed", [
+    (["Embedding", "Encoder0", "Encoder1", "Encoder2"], "Embedding, Encoder0-2"),
+    (["Encoder3"], "Encoder3"),
+    (["Encoder1", "Encoder3", "Encoder4"], "Encoder1, Encoder3-4"),
+    (["Conv 0 ", "Conv 1 ", "Positional Embedding", "Encoder 0 "], "Conv 0-1, Positional Embedding, Encoder 0"),
+    (["Encoder_stage_0_layer_0", "Encoder_stage_1_layer_0", "Encoder_stage_1_layer_1"],
+     "Encoder_stage_0_layer_0, Encoder_stage_1_layer_0-1"),
+    ([None, None, "Encoder0"], "Encoder0, 2 unnamed"),
+    ([None], "1 unnamed block"),
+    ([None, None], "2 unnamed blocks"),
+    ([], "-"),
+])
+def test_block_names_are_compressed(names, compressed):
+    assert compress(names) == compressed
+
+
+def test_a_bar_shows_the_share_of_the_ipu_s_memory():
+    assert bar(0, 100) == "[....................]"
+    assert bar(50, 100) == "[##########..........]"
+    assert bar(250, 100) == "[####################]"
+
+
+def test_the_text_has_one_row_per_ipu_a_verdict_and_the_assumptions(tmp_path):
+    config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
+    placement = config.placement(bert_base(tmp_path / "bert"))
+    assert str(placement) == f"""\
+{tmp_path / 'bert'}: BertForMaskedLM, training, layers_per_ipu [6, 6]
+
+IPU  Blocks                             Parameters  On chip, MiB of 897.0                  Streaming, MiB
+  0  Embedding, Encoder0-5, Classifier  66,987,066      638.8 [##############......]  71%             0.0
+  1  Encoder6-11                        42,527,232      405.6 [#########...........]  45%             0.0
+
+Fits: every IPU's on-chip figure is within its 897.0 MiB.
+Assumes training: weights fp16, gradient accumulators fp16, AdamW/LAMB state 6 bytes a parameter; activations, \
+pipeline stashes, code and exchange buffers come on top."""
+
+
+def tagged(text, name):
+    return f"<{name}>{text}</{name}>"
+
+
+def test_an_ipu_over_its_memory_is_named_in_red(tmp_path):
+    config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
+    placement = config.placement(bert_base(tmp_path / "bert"))
+    over = dataclasses.replace(placement, ipu_memory_bytes=600 << 20)
+    text = render(over, tagged)
+    assert "<red>  0</red>  Embedding, Encoder0-5" in text and "  1  Encoder6-11" in text
+    assert text.splitlines()[-2] == "Does not fit: <red>IPU 0</red> (638.8 MiB) over the 600.0 MiB of an IPU."
+    assert not over.fits
+
+
+def test_the_model_and_the_headers_are_bold_and_an_ipu_full_to_its_last_byte_is_not_over(tmp_path):
+    placement = PlainIPUConfig(layers_per_ipu=[12, 0]).placement(bert_base(tmp_path / "bert"))
+    exactly = dataclasses.replace(placement, ipu_memory_bytes=placement.ipus[0].on_chip_bytes)
+    lines = render(exactly, tagged).splitlines()
+    assert lines[0] == f"<bold>{tmp_path / 'bert'}</bold>: BertForMaskedLM, training, layers_per_ipu [12, 0]"
+    assert lines[2].startswith("<bold>IPU  Blocks") and lines[2].endswith("Streaming, MiB</bold>")
+    assert [number for number, line in enumerate(lines) if "<" in line] == [0, 2]
+    assert lines[-2].startswith("Fits: ")
+    # the parameters are right-aligned under their header
+    header, *rows = str(exactly).splitlines()[2:5]
+    ends = [row.index(f"{ipu.parameters:,}") + len(f"{ipu.parameters:,}") for row, ipu in zip(rows, exactly.ipus)]
+    assert ends == [header.index("Parameters") + len("Parameters")] * 2 and exactly.ipus[1].parameters == 0
+
+
+def test_the_comparison_s_verdict_and_headers_are_bold(tmp_path):
+    placement = PlainIPUConfig(layers_per_ipu=[6, 6]).placement(bert_base(tmp_path / "bert"))
+    balanced = placement.balanced()
+    lines = render_comparison(placement, balanced, tagged).splitlines()
+    assert lines[0] == f"<bold>Balanced: layers_per_ipu {list(balanced.layers_per_ipu)} (the config's: [6, 6])</bold>"
+    assert lines[1] == "<bold>IPU  Layers  Balanced  On chip, MiB  Balanced, MiB</bold>"
+    assert not any("<" in line for line in lines[2:])
+    assert render_comparison(balanced, balanced, tagged) == (
+        "<bold>Balanced: the config's layers_per_ipu already makes the largest on-chip figure smallest.</bold>")
+
+
+def test_the_balanced_split_is_shown_beside_the_config_s(tmp_path):
+    config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
+    placement = config.placement(bert_base(tmp_path / "bert"))
+    balanced = placement.balanced()
+    # per layer 7,087,872 parameters, and on IPU 0 the embeddings and the head: 24,459,834
+    assert balanced.layers_per_ipu == (4, 8)
+    assert render_comparison(placement, balanced) == """\
+Balanced: layers_per_ipu [4, 8] (the config's: [6, 6])
+IPU  Layers  Balanced  On chip, MiB  Balanced, MiB
+  0       6         4         638.8          503.6
+  1       6         8         405.6          540.8
+The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; it fits."""
+    assert render_comparison(balanced, balanced.balanced()) == (
+        "Balanced: the config's layers_per_ipu already makes the largest on-chip figure smallest.")
