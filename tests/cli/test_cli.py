@@ -16,7 +16,8 @@ from optimum_ipu_ext import IPUConfig
 from optimum_ipu_ext.cli.output import Stream
 from optimum_ipu_ext.cli.reports import reserved_ipus_shown
 from optimum_ipu_ext.settings.sources import presets
-from support.builds import PRESET, UPSTREAM_CONFIGS
+from support import PRESET
+from support.builds import UPSTREAM_CONFIGS
 from support.cli_helpers import run
 from support.expected_states import PRESET_TRAINING_PLAN, preset_training_plan_data
 from support.hub_fixtures import hub_env

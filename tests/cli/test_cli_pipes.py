@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from optimum_ipu_ext.cli.output import Stream
+from support import PRESET
 from support.cli_helpers import run
-from support.placement_fixtures import PRESET, bert_base
+from support.placement_fixtures import bert_base
 
 SCRIPT = str(Path(sys.executable).with_name("ipu-config"))
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,9 @@ import pytest
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.report import render_comparison
+from support import PRESET
 from support.cli_helpers import run, run_alone
-from support.placement_fixtures import BERT_BASE, PRESET, bert_base, bert_shapes, write_checkpoint
+from support.placement_fixtures import BERT_BASE, bert_base, bert_shapes, write_checkpoint
 
 BERT_LARGE = dict(BERT_BASE, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
 

@@ -8,8 +8,9 @@ import pytest
 from optimum_ipu_ext import IncompatibleSettingsError, PlainIPUConfig
 from optimum_ipu_ext.settings.schema import parse_update_string
 from optimum_ipu_ext.settings.table import SETTINGS
+from support import PRESET
 from support.cli_helpers import run
-from support.placement_fixtures import PRESET, bert_base
+from support.placement_fixtures import bert_base
 
 
 @pytest.mark.parametrize("name", ["matmul_proportion", "inference_matmul_proportion"])

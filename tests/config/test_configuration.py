@@ -22,7 +22,8 @@ from optimum_ipu_ext import (
 from optimum_ipu_ext.config.base import BaseIPUConfig
 from optimum_ipu_ext.settings.legacy import LEGACY_KEYS
 from optimum_ipu_ext.settings.table import EXTENSION_SETTINGS
-from support.builds import PRESET, UPSTREAM_CONFIGS
+from support import PRESET
+from support.builds import UPSTREAM_CONFIGS
 from support.stack import TEST_BASE
 
 VERSION_KEYS = ("transformers_version", "optimum_version")

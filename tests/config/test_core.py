@@ -28,10 +28,10 @@ from optimum_ipu_ext.settings.documents import attribute_table, json_schema, jso
 from optimum_ipu_ext.settings.files import read_config_file
 from optimum_ipu_ext.settings.sources import check_local_source, local_config_file
 from optimum_ipu_ext.settings.table import BASE_SETTINGS, EXTENSION_SETTINGS, TRANSFORMERS_KEYS
+from support import PRESET
 from support.cli_helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESET = str(ROOT / "configs" / "pipelined-2ipu.json")
 SCRIPT = str(Path(sys.executable).with_name("ipu-config"))
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from optimum_ipu_ext.hub.client_logs import RETRY_LOGGERS, quiet_retries
+from support import PRESET
 from support.hub_fixtures import hub_env
-from support.placement_fixtures import PRESET
 
 SCRIPT = str(Path(sys.executable).with_name("ipu-config"))
 UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing listens there

@@ -8,8 +8,8 @@ import pytest
 
 from optimum_ipu_ext import IPUConfig, PoplarSDKNotFoundError
 from optimum_ipu_ext.sdk.plan import Ref
-from support import doubles
-from support.builds import PRESET, TEMP_FILE, UPSTREAM_CONFIGS, comparable
+from support import PRESET, doubles
+from support.builds import TEMP_FILE, UPSTREAM_CONFIGS, comparable
 from support.expected_states import differences, seed_state
 
 

@@ -5,9 +5,9 @@ never the weights), placed exactly as the same files in a local folder; offline 
 import pytest
 
 from optimum_ipu_ext import HubAccessDeniedError, HubRepositoryNotFoundError, PlainIPUConfig
+from support import PRESET
 from support.cli_helpers import run
 from support.hub_fixtures import tiny_model_files
-from support.placement_fixtures import PRESET
 
 
 @pytest.fixture

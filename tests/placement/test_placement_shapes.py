@@ -15,6 +15,7 @@ import transformers
 
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.parameters import from_config, loaded_names
+from support import PRESET
 from support.cli_helpers import run_alone
 from support.corpus import (
     FULL_SIZE,
@@ -25,7 +26,6 @@ from support.corpus import (
     full_size_config,
 )
 from support.meta_models import model_class, model_config, named_shapes
-from support.placement_fixtures import PRESET
 from support.placement_models import TINY_MODELS
 
 MODERN = int(transformers.__version__.split(".")[0]) >= 5

@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from support import PRESET
 from support.doubles import optimum_graphcore, poptorch, state
 from support.doubles.poptorch import models
 from support.stack import TEST_BASE
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-PRESET = ROOT / "configs" / "pipelined-2ipu.json"
 SCRIPTS = ["train_ipu_trainer.py", "train_poptorch.py", "train_lightning.py"]
 REPLICAS = 4  # not the scripts' default, so a script that drops --replication-factor fails
 # what Lightning 2.0 and torch say of themselves while the scripts run

@@ -15,8 +15,8 @@ import pytest
 
 from optimum_ipu_ext import InvalidSettingError, IPUConfig, PoplarSDKNotFoundError, SettingTypeError
 from optimum_ipu_ext.sdk.popdist import PopDistLaunch
-from support import doubles
-from support.builds import PRESET, comparable
+from support import PRESET, doubles
+from support.builds import comparable
 from support.doubles import installed
 from support.expected_states import differences, seed_state
 from support.poprun import poprun_environment

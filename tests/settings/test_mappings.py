@@ -10,7 +10,8 @@ import pytest
 
 import optimum_ipu_ext
 from optimum_ipu_ext import IPUConfig
-from support.builds import PRESET, comparable
+from support import PRESET
+from support.builds import comparable
 from support.expected_states import PRESET_INFERENCE_PLAN, PRESET_TRAINING_PLAN, preset_training_plan_data
 
 

@@ -1,11 +1,9 @@
 """The bundled preset, configs that set no extension setting (each built by upstream and by us), and the option
 state of a build in a form two builds compare in."""
 
-from pathlib import Path
 
 from .doubles import state
 
-PRESET = str(Path(__file__).resolve().parents[2] / "configs" / "pipelined-2ipu.json")
 TEMP_FILE = "<temporary file>"
 
 # Configs that set no extension attribute, each built by upstream and by us.

@@ -7,14 +7,11 @@ import math
 import os
 import struct
 from functools import lru_cache
-from pathlib import Path
 from typing import Dict, Mapping, Tuple
 
 from optimum_ipu_ext import PlainIPUConfig
 
 from .placement_models import TINY_MODELS
-
-PRESET = str(Path(__file__).resolve().parents[2] / "configs" / "pipelined-2ipu.json")
 
 # bert-base-uncased's config.json, as its repository holds it
 BERT_BASE = {
