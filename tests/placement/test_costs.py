@@ -159,7 +159,8 @@ def test_every_step_the_placement_runs_has_a_cost(architecture):
 def test_an_architecture_is_named_or_given_as_its_row():
     row = ARCHITECTURES["GPT2LMHeadModel"]
     shape = InputShape(2, 16, 16)
-    assert block_costs("GPT2LMHeadModel", row.config({}), shape) == block_costs(row, row.config({}), shape)
+    assert block_costs("GPT2LMHeadModel", row.config({}), shape, False) == block_costs(row, row.config({}), shape,
+                                                                                  False)
 
 
 def test_every_architecture_has_cost_tables_and_nothing_else_does():
@@ -170,7 +171,7 @@ def test_a_step_without_a_table_is_a_bug_named():
     row = ARCHITECTURES["BertModel"]
     row = row._replace(steps=(*row.steps, Run("nowhere")))
     with pytest.raises(KeyError, match="BertModel's step nowhere"):
-        block_costs(row, row.config({}), InputShape(1, 8, 8))
+        block_costs(row, row.config({}), InputShape(1, 8, 8), False)
 
 
 def test_an_ipu_costs_the_sum_of_the_steps_it_runs():
@@ -193,7 +194,7 @@ def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
     settings = vars(PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 2],
                                    inference_parallelize_kwargs={"for_generation": True}))
     layout = lay_out("m", row, config, settings, True)
-    costs = block_costs(row, config, InputShape(1, 8, 8))
+    costs = block_costs(row, config, InputShape(1, 8, 8), False)
     per_ipu = ipu_costs(layout, costs)
     encoder = [costs[path] for path in ("shared", "encoder.block.0", "encoder.block.1", "encoder.final_layer_norm")]
     decoder = [costs[path] for path in ("shared", "decoder.block.0", "decoder.block.1", "decoder.final_layer_norm",
@@ -218,6 +219,7 @@ def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
     ("Wav2Vec2ForCTC", {}, (1, None, None), (1, 16000, 16000, 1)),
     ("Wav2Vec2ForCTC", {}, (1, 249600, None), (1, 249600, 249600, 1)),
     ("WhisperForConditionalGeneration", {}, (1, None, None), (1, 3000, 448, 1)),
+    ("WhisperForConditionalGeneration", {"max_target_positions": 64}, (1, None, None), (1, 3000, 64, 1)),
     ("WhisperForConditionalGeneration", {"max_source_positions": 100}, (1, 200, 20), (1, 200, 20, 1)),
 ])
 def test_the_shape_of_a_micro_batch(architecture, values, given, expected):
