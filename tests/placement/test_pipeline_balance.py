@@ -6,6 +6,7 @@ import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement import balance, placement as placement_module
+from optimum_ipu_ext.placement.placement import SplitCosts
 from support.placement_fixtures import tiny_model
 from support.splits import compositions
 
@@ -67,6 +68,30 @@ def test_the_balanced_split_is_the_best_a_brute_force_finds(architecture, model_
     flops = max(ipu.work.flops for ipu in balanced.ipus)
     assert (list(balanced.layers_per_ipu), (flops, memory) if objective == "time" else (memory,)) == best
     assert balanced.to_dict() == placement.with_layers_per_ipu(best[0]).to_dict()
+
+
+SHARDED = ("BertForMaskedLM", {"num_hidden_layers": 2},
+           {"layers_per_ipu": [-1, -1, -1], "execution_strategy": "sharded", **TRAINING})
+INFERENCE = ("BertForMaskedLM", {"num_hidden_layers": 4}, {"inference_layers_per_ipu": [-1, -1, -1]}, True)
+
+
+@pytest.mark.parametrize("case, every_ipu", [*((case, True) for case in BALANCED_CASES), (SHARDED, False),
+                                             (INFERENCE, False)])
+def test_the_costs_the_balance_weighs_are_those_of_each_split_s_placement(case, every_ipu):
+    """Each IPU's on-chip bytes and FLOPs for a run of layers, as the balance works them out from the even split's
+    stages, are those of the placement of every split it weighs (a pipelined training build gives each IPU a layer;
+    a sharded one, whose even split leaves an IPU without, stashes nothing; an inference one neither)."""
+    placement = placed(*case)
+    costs = SplitCosts(placement._planner, None)
+    layers = sum(len(ipu.layers) for ipu in placement.ipus)
+    for split in compositions(layers, len(placement.ipus)):
+        if every_ipu and not all(split):
+            continue
+        firsts = [sum(split[:ipu]) for ipu in range(len(split))]
+        weighed = [(costs.memory(ipu, first, first + count), costs.flops(ipu, first, first + count))
+                   for ipu, (first, count) in enumerate(zip(firsts, split))]
+        placed_ = [(ipu.on_chip_bytes, ipu.work.flops) for ipu in placement.with_layers_per_ipu(split).ipus]
+        assert weighed == placed_, split
 
 
 GENERATION = {"inference_parallelize_kwargs": {"for_generation": True}}
