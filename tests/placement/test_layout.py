@@ -274,6 +274,8 @@ def test_mt5_s_split_weights_begin_a_block_on_each_ipu_of_their_share(splits, bl
     claims = layout.claims["model"]
     assert {path: claims[path].ipu for path in ipus} == ipus
     assert not any(path.startswith(("shared.split", "lm_head.split")) and path not in ipus for path in claims)
+    paths = [step.path for step in layout.forward]
+    assert len(paths) == len(set(paths))  # each part runs once, on its IPU
 
 
 def test_a_tied_embedding_split_in_one_part_is_not_split():
@@ -298,6 +300,7 @@ def test_a_generation_build_gives_the_decoder_its_share_of_the_projection():
     assert [executor.name for executor in layout.executors] == ["encoder", "decoder"]
     assert {path: claim.ipu for path, claim in layout.claims["encoder"].items() if "split" in path} == {
         "shared.split_embeddings.0": 0, "shared.split_embeddings.1": 1}
+    assert not any(path.startswith("lm_head") for path in layout.claims["encoder"])  # the decoder's alone
     # the decoder numbers its IPUs from its own first, and reads the whole list of the embedding's splits
     assert {path: claim.ipu for path, claim in layout.claims["decoder"].items() if "split" in path} == {
         "shared.split_embeddings.0": 2, "shared.split_embeddings.1": 3, "lm_head.split_linear_layers.0": 2,
