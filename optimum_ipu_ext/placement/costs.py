@@ -59,7 +59,7 @@ def _positive(model: str, field: str, value: Any) -> int:
     return value
 
 
-def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batch_size: int,
+def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batch_size: int = 1,
                   sequence_length: Optional[int] = None, decoder_sequence_length: Optional[int] = None) -> InputShape:
     """The shape of one micro-batch of `architecture`: text 128 tokens unless given, an encoder-decoder's decoder as
     long as its encoder unless given (Whisper: `max_target_positions`), images the config's `image_size` (a
@@ -103,7 +103,7 @@ def _template_pattern(template: str) -> "re.Pattern[str]":
 
 
 def block_costs(architecture: Union[str, Architecture], config: ModelConfig, shape: InputShape,
-                fp32: bool) -> Dict[str, BlockCost]:
+                fp32: bool = False) -> Dict[str, BlockCost]:
     """`{step path: its cost}` for one training micro-batch of `shape`, for each step of the architecture's row that
     runs (a name of `ARCHITECTURES`, or its row): each layer is a step; a module run twice, like a shared embedding, is
     one step with the cost of both runs; a block never called (Whisper's encoder positions) has none."""

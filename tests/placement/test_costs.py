@@ -156,6 +156,15 @@ def test_every_step_the_placement_runs_has_a_cost(architecture):
     assert sum(cost.activation_bytes for cost in costs.values()) > 0
 
 
+def test_by_default_a_micro_batch_is_one_example_and_its_floating_elements_half_precision():
+    row = ARCHITECTURES["BertForMaskedLM"]
+    config = row.config({})
+    shape = resolve_shape("m", "BertForMaskedLM", config)
+    assert shape == InputShape(1, 128, 128, 1)
+    assert block_costs(row, config, shape) == block_costs(row, config, shape, False) != block_costs(row, config, shape,
+                                                                                                   True)
+
+
 def test_an_architecture_is_named_or_given_as_its_row():
     row = ARCHITECTURES["GPT2LMHeadModel"]
     shape = InputShape(2, 16, 16)

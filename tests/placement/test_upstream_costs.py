@@ -57,7 +57,7 @@ def ours(architecture, model_config, batch, length, decoder):
     row = ARCHITECTURES[architecture]
     values = dict(TINY_MODELS[architecture].config, **model_config)
     config = row.config(_original_model(architecture, json.dumps(values, sort_keys=True)).config.to_dict())
-    return block_costs(row, config, resolve_shape(architecture, architecture, config, batch, length, decoder), False)
+    return block_costs(row, config, resolve_shape(architecture, architecture, config, batch, length, decoder))
 
 
 @pytest.mark.parametrize("architecture, batch, length, decoder, model_config", list(_cases()))
