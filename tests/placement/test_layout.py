@@ -11,6 +11,7 @@ from optimum_ipu_ext import PlacementError
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.layout import (
     Claim,
+    ForwardStep,
     Layout,
     encoder_decoder_cut,
     expand_layers_per_ipu,
@@ -242,6 +243,21 @@ def test_a_null_embedding_factor_fails_where_parallelize_compares_it_with_1():
     assert layout_of("MPNetModel", layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1]).ipus == 2
     assert layout_of("ViTForImageClassification", layers_per_ipu=[-1, -1],
                      serialized_embedding_splits_per_ipu=[1, 1]).ipus == 2
+
+
+def test_the_forward_pass_runs_each_step_on_its_ipu_and_numbers_the_layers_across_their_groups():
+    layout = layout_of("T5ForConditionalGeneration", {"num_layers": 2, "num_decoder_layers": 2},
+                       layers_per_ipu=[1, 1, 1, 1])
+    assert layout.forward == tuple(ForwardStep("model", *step) for step in [
+        ("shared", True, "Embedding", 0, None, ("ipu", 0)),
+        ("encoder.block.0", True, "Encoder0", 0, 0, ("layer", 0)),
+        ("encoder.block.1", True, "Encoder1", 1, 1, ("layer", 1)),
+        ("encoder.final_layer_norm", True, "Encoder Stack Final LayerNorm", 1, None, ("layer", 1)),
+        ("decoder.block.0", True, "Decoder0", 2, 2, ("layer", 2)),
+        ("decoder.block.1", True, "Decoder1", 3, 3, ("layer", 3)),
+        ("decoder.final_layer_norm", True, "Decoder Stack Final LayerNorm", 3, None, ("layer", 3)),
+        ("lm_head", True, "LM Head Output", 0, None, ("ipu", 0)),
+    ])
 
 
 MT5_SPLIT_BLOCKS = [
