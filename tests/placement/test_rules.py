@@ -5,6 +5,7 @@ transformers 4.29.2's default."""
 import pytest
 
 from optimum_ipu_ext import PlacementError
+from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.rules import ModelConfig
 
 # --- the config's fields, with transformers 4.29.2's defaults ---------------------------------------------------
@@ -27,6 +28,15 @@ def test_a_field_whose_default_is_of_no_kind_the_rules_check_takes_the_config_s_
         _ = config.num_layers
     assert str(raised.value) == ('Cannot place the model: its config.json gives `num_layers` "3", and the placement '
                                  "needs a whole number.")
+
+
+def test_a_row_s_config_names_its_model_in_a_refusal_or_else_the_model():
+    for config, named in [(ARCHITECTURES["BertModel"].config({"num_hidden_layers": "3"}), "the model"),
+                          (ARCHITECTURES["BertModel"].config({"num_hidden_layers": "3"}, "org/bert"), "org/bert")]:
+        with pytest.raises(PlacementError) as raised:
+            _ = config.num_hidden_layers
+        assert str(raised.value) == (f'Cannot place {named}: its config.json gives `num_hidden_layers` "3", and the '
+                                     "placement needs a whole number.")
 
 
 def test_the_number_of_labels_is_that_of_their_names():
