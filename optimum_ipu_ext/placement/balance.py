@@ -29,8 +29,8 @@ class Splits:
         self.every_ipu = every_ipu
         self.limits = limits
         self._counts: Dict[Tuple[int, int], List[int]] = {}
-        self._least: Dict[Tuple[int, int], float] = {}
-        self._closest: Dict[Tuple[int, int], float] = {}
+        self._least: Dict[Tuple[Cost, int, int], float] = {}
+        self._closest: Dict[Tuple[Tuple[int, ...], int, int], float] = {}
 
     def within(self, cost: Cost, bound: float) -> "Splits":
         """The same splits, restricted to those where every IPU's `cost` is at most `bound`."""
@@ -55,7 +55,7 @@ class Splits:
     def least_largest(self, cost: Cost, ipu: int = 0, first: int = 0) -> float:
         """The smallest largest `cost` of the IPUs from `ipu` on, the layers before `first` placed (UNREACHABLE:
         no split)."""
-        key = (ipu, first)
+        key = (cost, ipu, first)
         if key not in self._least:
             self._least[key] = min((max(cost(ipu, first, first + count), self._rest_largest(cost, ipu, first + count))
                                     for count in self.counts(ipu, first)), default=UNREACHABLE)
@@ -67,6 +67,7 @@ class Splits:
     def closest(self, current: Sequence[int]) -> Optional[List[int]]:
         """The split closest to `current`, ties to the one with the fewest layers on the first IPUs (None: no
         split)."""
+        current = tuple(current)
         if self._distance(current, 0, 0) == UNREACHABLE:
             return None
         split, first = [], 0
@@ -78,11 +79,11 @@ class Splits:
             first += count
         return split
 
-    def _rest(self, current: Sequence[int], ipu: int, first: int) -> float:
+    def _rest(self, current: Tuple[int, ...], ipu: int, first: int) -> float:
         return 0 if ipu == self.ipus - 1 else self._distance(current, ipu + 1, first)
 
-    def _distance(self, current: Sequence[int], ipu: int, first: int) -> float:
-        key = (ipu, first)
+    def _distance(self, current: Tuple[int, ...], ipu: int, first: int) -> float:
+        key = (current, ipu, first)
         if key not in self._closest:
             self._closest[key] = min((abs(count - current[ipu]) + self._rest(current, ipu, first + count)
                                       for count in self.counts(ipu, first)), default=UNREACHABLE)

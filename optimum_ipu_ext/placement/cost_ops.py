@@ -65,15 +65,14 @@ def matmul(batch: str, m: str, k: str, n: str, keeps: Tuple[Kept, ...] = (), whe
     return Op("matmul", keeps, f"2*({batch})*({m})*({k})*({n})", when)
 
 
-def conv(x: str, elements: str, flops: str, when: str = "True") -> Op:
+def conv(x: str, elements: str, flops: str) -> Op:
     """A convolution: keeps its input of `elements`."""
-    return Op("conv", (Kept(x, elements),), flops, when)
+    return Op("conv", (Kept(x, elements),), flops)
 
 
-def layer_norm(x: str, rows: str, width: str, when: str = "True") -> Op:
+def layer_norm(x: str, rows: str, width: str) -> Op:
     """Keeps its input, and the mean and the reciprocal deviation of each row."""
-    return Op("layer_norm", (Kept(x, f"({rows})*({width})"), Kept(f"{x}: mean", rows), Kept(f"{x}: rstd", rows)),
-              when=when)
+    return Op("layer_norm", (Kept(x, f"({rows})*({width})"), Kept(f"{x}: mean", rows), Kept(f"{x}: rstd", rows)))
 
 
 def rms_norm(x: str, rows: str, width: str) -> Op:
@@ -82,9 +81,9 @@ def rms_norm(x: str, rows: str, width: str) -> Op:
                            Kept(f"{x}: normalised", f"({rows})*({width})")))
 
 
-def elementwise(x: str, elements: str, kind: str = "gelu", when: str = "True") -> Op:
+def elementwise(x: str, elements: str, kind: str = "gelu") -> Op:
     """An activation (gelu, tanh, ...) that keeps its input (or its output: one tensor either way)."""
-    return Op(kind, (Kept(x, elements),), when=when)
+    return Op(kind, (Kept(x, elements),))
 
 
 def embedding(ids: str, elements: str, when: str = "True") -> Op:
@@ -92,23 +91,21 @@ def embedding(ids: str, elements: str, when: str = "True") -> Op:
     return Op("embedding", (Kept(ids, elements, INTEGER),), when=when)
 
 
-def cross_entropy(name: str, rows: str, classes: str, when: str = "True") -> Op:
+def cross_entropy(name: str, rows: str, classes: str) -> Op:
     """`F.cross_entropy`: keeps the log-probabilities, the targets and the reduced loss."""
     return Op("cross_entropy", (Kept(f"{name}: log-probabilities", f"({rows})*({classes})"),
-                                Kept(f"{name}: targets", rows, INTEGER), Kept(f"{name}: loss", "1")), when=when)
+                                Kept(f"{name}: targets", rows, INTEGER), Kept(f"{name}: loss", "1")))
 
 
-def attention(prefix: str, batch: str, heads: str, queries: str, keys: str, head_dim: str,
-              probabilities: str = "({batch})*({heads})*({queries})*({keys})", when: str = "True") -> Tuple[Op, ...]:
+def attention(prefix: str, batch: str, heads: str, queries: str, keys: str, head_dim: str) -> Tuple[Op, ...]:
     """`softmax(q k^T) v` as transformers writes it with `torch.matmul` on (batch, heads, length, head_dim) views:
     torch copies q, k^T and v to contiguous matrices and keeps them, and the softmax keeps its output."""
-    size = {"batch": batch, "heads": heads, "queries": queries, "keys": keys, "head_dim": head_dim}
     pairs = f"({batch})*({heads})"
     return (
         matmul(pairs, queries, head_dim, keys, (Kept(f"{prefix}: queries", f"{pairs}*({queries})*({head_dim})"),
-                                                 Kept(f"{prefix}: keys", f"{pairs}*({keys})*({head_dim})")), when),
-        Op("softmax", (Kept(f"{prefix}: probabilities", probabilities.format(**size)),), when=when),
-        matmul(pairs, queries, keys, head_dim, (Kept(f"{prefix}: values", f"{pairs}*({keys})*({head_dim})"),), when),
+                                                 Kept(f"{prefix}: keys", f"{pairs}*({keys})*({head_dim})"))),
+        Op("softmax", (Kept(f"{prefix}: probabilities", f"{pairs}*({queries})*({keys})"),)),
+        matmul(pairs, queries, keys, head_dim, (Kept(f"{prefix}: values", f"{pairs}*({keys})*({head_dim})"),)),
     )
 
 

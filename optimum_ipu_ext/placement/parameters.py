@@ -82,15 +82,6 @@ def from_config(architecture: Architecture, config: ModelConfig) -> Parameters:
     return Parameters(shapes, _aliases(architecture.tied(config)))
 
 
-def from_model(architecture: Architecture, config: ModelConfig, named: Mapping[str, Tuple[int, ...]]) -> Parameters:
-    """The parameters of `architecture` from the `named_parameters()` of the model transformers builds (whose
-    names are already the loaded ones, but for the renames of a newer transformers)."""
-    ties = architecture.tied(config)
-    renamed = loaded_names(architecture, list(named))
-    return Parameters({ties.get(renamed[name], renamed[name]): tuple(shape) for name, shape in named.items()},
-                      _aliases(ties))
-
-
 def _aliases(ties: Mapping[str, str]) -> Dict[str, List[str]]:
     aliases: Dict[str, List[str]] = {}
     for alias, target in ties.items():

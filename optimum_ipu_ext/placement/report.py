@@ -207,9 +207,9 @@ def gflop(flops: int) -> str:
 
 
 def _parts(ipu: IPUPlacement) -> List[int]:
-    work = ipu.work or Work(0, 0, 0, 0, 0, 0)
-    return [ipu.weights_bytes, ipu.gradient_accumulator_bytes, ipu.optimizer_state_bytes, work.stash_bytes,
-            work.recompute_bytes]
+    """The sizes of the parts of an IPU's on-chip memory (BAR_PARTS), of a placement with its activations counted."""
+    return [ipu.weights_bytes, ipu.gradient_accumulator_bytes, ipu.optimizer_state_bytes, ipu.work.stash_bytes,
+            ipu.work.recompute_bytes]
 
 
 def _title(placement: Placement, style: Style) -> str:

@@ -181,6 +181,12 @@ def test_the_closest_split_to_the_config_s(splits, current, closest):
     assert splits.closest(current) == closest
 
 
+def test_the_same_splits_answer_each_cost_and_each_config_s_split_on_its_own():
+    splits = balance.Splits(4, 2)
+    assert [splits.least_largest(layer_count), splits.least_largest(ten_a_layer_on_ipu_0)] == [2, 0]
+    assert [splits.closest([4, 0]), splits.closest([0, 4]), splits.closest((1, 3))] == [[4, 0], [0, 4], [1, 3]]
+
+
 def test_a_second_cost_decides_between_splits_equal_in_the_first():
     part = balance.Part(balance.Splits(2, 2), (nothing, ten_a_layer_on_ipu_0), [2, 0])
     assert balance.best_of([part]) == ([0, 2], (0, 0))

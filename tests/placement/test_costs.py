@@ -13,12 +13,18 @@ from optimum_ipu_ext.placement.cost_ops import (
     INTEGER,
     Kept,
     Op,
+    Table,
     attention,
+    conv,
     cross_entropy,
+    elementwise,
+    embedding,
     evaluate,
     keep,
     layer_norm,
     linear,
+    matmul,
+    rms_norm,
     step_cost,
     table,
 )
@@ -150,10 +156,20 @@ def test_every_step_the_placement_runs_has_a_cost(architecture):
     assert sum(cost.activation_bytes for cost in costs.values()) > 0
 
 
+def test_by_default_a_micro_batch_is_one_example_and_its_floating_elements_half_precision():
+    row = ARCHITECTURES["BertForMaskedLM"]
+    config = row.config({})
+    shape = resolve_shape("m", "BertForMaskedLM", config)
+    assert shape == InputShape(1, 128, 128, 1)
+    assert block_costs(row, config, shape) == block_costs(row, config, shape, False) != block_costs(row, config, shape,
+                                                                                                   True)
+
+
 def test_an_architecture_is_named_or_given_as_its_row():
     row = ARCHITECTURES["GPT2LMHeadModel"]
     shape = InputShape(2, 16, 16)
-    assert block_costs("GPT2LMHeadModel", row.config({}), shape) == block_costs(row, row.config({}), shape)
+    assert block_costs("GPT2LMHeadModel", row.config({}), shape, False) == block_costs(row, row.config({}), shape,
+                                                                                  False)
 
 
 def test_every_architecture_has_cost_tables_and_nothing_else_does():
@@ -164,7 +180,7 @@ def test_a_step_without_a_table_is_a_bug_named():
     row = ARCHITECTURES["BertModel"]
     row = row._replace(steps=(*row.steps, Run("nowhere")))
     with pytest.raises(KeyError, match="BertModel's step nowhere"):
-        block_costs(row, row.config({}), InputShape(1, 8, 8))
+        block_costs(row, row.config({}), InputShape(1, 8, 8), False)
 
 
 def test_an_ipu_costs_the_sum_of_the_steps_it_runs():
@@ -187,7 +203,7 @@ def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
     settings = vars(PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 2],
                                    inference_parallelize_kwargs={"for_generation": True}))
     layout = lay_out("m", row, config, settings, True)
-    costs = block_costs(row, config, InputShape(1, 8, 8))
+    costs = block_costs(row, config, InputShape(1, 8, 8), False)
     per_ipu = ipu_costs(layout, costs)
     encoder = [costs[path] for path in ("shared", "encoder.block.0", "encoder.block.1", "encoder.final_layer_norm")]
     decoder = [costs[path] for path in ("shared", "decoder.block.0", "decoder.block.1", "decoder.final_layer_norm",
@@ -212,6 +228,7 @@ def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
     ("Wav2Vec2ForCTC", {}, (1, None, None), (1, 16000, 16000, 1)),
     ("Wav2Vec2ForCTC", {}, (1, 249600, None), (1, 249600, 249600, 1)),
     ("WhisperForConditionalGeneration", {}, (1, None, None), (1, 3000, 448, 1)),
+    ("WhisperForConditionalGeneration", {"max_target_positions": 64}, (1, None, None), (1, 3000, 64, 1)),
     ("WhisperForConditionalGeneration", {"max_source_positions": 100}, (1, 200, 20), (1, 200, 20, 1)),
 ])
 def test_the_shape_of_a_micro_batch(architecture, values, given, expected):
@@ -269,14 +286,44 @@ def test_an_operation_runs_only_where_its_condition_holds():
 
 def test_the_operations_keep_and_compute_as_torch_does():
     assert linear("x", "b", "h", "n", storage="b*s*h") == Op("linear", (Kept("x", "b*s*h"),), "2*(b)*(h)*(n)")
-    assert layer_norm("x", "b*s", "h").keeps == (Kept("x", "(b*s)*(h)"), Kept("x: mean", "b*s"),
-                                                 Kept("x: rstd", "b*s"))
-    assert cross_entropy("loss", "b", "n").keeps == (Kept("loss: log-probabilities", "(b)*(n)"),
-                                                     Kept("loss: targets", "b", INTEGER), Kept("loss: loss", "1"))
-    scores, softmax, context = attention("self", "b", "a", "q", "k", "d")
+    assert linear("x", "b", "h", "n", when="layer == 0") == Op("linear", (Kept("x", "(b)*(h)"),), "2*(b)*(h)*(n)",
+                                                              "layer == 0")
+    assert keep("x", "b") == Op("keep", (Kept("x", "b"),))
+    assert keep("x", "b", BOOL, "layer == 0") == Op("keep", (Kept("x", "b", BOOL),), when="layer == 0")
+    assert matmul("b", "m", "k", "n") == Op("matmul", (), "2*(b)*(m)*(k)*(n)")
+    assert matmul("b", "m", "k", "n", (Kept("x", "m*k"),), "layer == 0") == Op(
+        "matmul", (Kept("x", "m*k"),), "2*(b)*(m)*(k)*(n)", "layer == 0")
+    assert conv("x", "b*c", "2*b*c") == Op("conv", (Kept("x", "b*c"),), "2*b*c")
+    assert layer_norm("x", "b*s", "h") == Op("layer_norm", (Kept("x", "(b*s)*(h)"), Kept("x: mean", "b*s"),
+                                                            Kept("x: rstd", "b*s")))
+    assert rms_norm("x", "b*s", "h") == Op("rms_norm", (Kept("x", "(b*s)*(h)"), Kept("x: rstd", "b*s"),
+                                                        Kept("x: normalised", "(b*s)*(h)")))
+    assert elementwise("x", "b*i") == Op("gelu", (Kept("x", "b*i"),))
+    assert elementwise("x", "b*i", "tanh") == Op("tanh", (Kept("x", "b*i"),))
+    assert embedding("ids", "b*s") == Op("embedding", (Kept("ids", "b*s", INTEGER),))
+    assert embedding("ids", "b*s", "layer == 0") == Op("embedding", (Kept("ids", "b*s", INTEGER),), when="layer == 0")
+    assert cross_entropy("loss", "b", "n") == Op("cross_entropy", (
+        Kept("loss: log-probabilities", "(b)*(n)"), Kept("loss: targets", "b", INTEGER), Kept("loss: loss", "1")))
+
+
+def test_attention_keeps_copies_of_its_operands_and_the_softmax_output():
+    assert attention("self", "b", "a", "q", "k", "d") == (
+        Op("matmul", (Kept("self: queries", "(b)*(a)*(q)*(d)"), Kept("self: keys", "(b)*(a)*(k)*(d)")),
+           "2*((b)*(a))*(q)*(d)*(k)"),
+        Op("softmax", (Kept("self: probabilities", "(b)*(a)*(q)*(k)"),)),
+        Op("matmul", (Kept("self: values", "(b)*(a)*(k)*(d)"),), "2*((b)*(a))*(q)*(k)*(d)"),
+    )
     dims = {"b": 2, "a": 3, "q": 5, "k": 7, "d": 11}
-    assert step_cost(table(scores, softmax, context), dims, True) == BlockCost(
+    assert step_cost(table(attention("self", "b", "a", "q", "k", "d")), dims, True) == BlockCost(
         4 * (2 * 3 * 5 * 11 + 2 * 3 * 7 * 11 + 2 * 3 * 5 * 7 + 2 * 3 * 7 * 11), 0, 0, 2 * (2 * 2 * 3 * 5 * 7 * 11))
+
+
+def test_a_table_flattens_its_operations_and_puts_its_condition_on_each():
+    first, second = keep("x", "b"), keep("y", "s", when="layer == 1")
+    assert table(first, (second, first)) == Table((first, second, first))
+    assert table(first, second, when="h == 5", enters=(Kept("x", "b"),), leaves=(Kept("y", "s"),)) == Table(
+        (first._replace(when="(h == 5) and (True)"), second._replace(when="(h == 5) and (layer == 1)")),
+        (Kept("x", "b"),), (Kept("y", "s"),))
 
 
 def test_a_formula_sees_the_sizes_and_sum_only():

@@ -11,6 +11,7 @@ from optimum_ipu_ext import PlacementError
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.layout import (
     Claim,
+    ForwardStep,
     Layout,
     encoder_decoder_cut,
     expand_layers_per_ipu,
@@ -244,6 +245,21 @@ def test_a_null_embedding_factor_fails_where_parallelize_compares_it_with_1():
                      serialized_embedding_splits_per_ipu=[1, 1]).ipus == 2
 
 
+def test_the_forward_pass_runs_each_step_on_its_ipu_and_numbers_the_layers_across_their_groups():
+    layout = layout_of("T5ForConditionalGeneration", {"num_layers": 2, "num_decoder_layers": 2},
+                       layers_per_ipu=[1, 1, 1, 1])
+    assert layout.forward == tuple(ForwardStep("model", *step) for step in [
+        ("shared", True, "Embedding", 0, None, ("ipu", 0)),
+        ("encoder.block.0", True, "Encoder0", 0, 0, ("layer", 0)),
+        ("encoder.block.1", True, "Encoder1", 1, 1, ("layer", 1)),
+        ("encoder.final_layer_norm", True, "Encoder Stack Final LayerNorm", 1, None, ("layer", 1)),
+        ("decoder.block.0", True, "Decoder0", 2, 2, ("layer", 2)),
+        ("decoder.block.1", True, "Decoder1", 3, 3, ("layer", 3)),
+        ("decoder.final_layer_norm", True, "Decoder Stack Final LayerNorm", 3, None, ("layer", 3)),
+        ("lm_head", True, "LM Head Output", 0, None, ("ipu", 0)),
+    ])
+
+
 MT5_SPLIT_BLOCKS = [
     ({"serialized_embedding_splits_per_ipu": [2, 2, 0, 0]},
      [["Embedding-0-1", "Encoder0"], ["Embedding-2-3", "Encoder1", "Encoder Stack Final LayerNorm"], ["Decoder0"],
@@ -274,6 +290,8 @@ def test_mt5_s_split_weights_begin_a_block_on_each_ipu_of_their_share(splits, bl
     claims = layout.claims["model"]
     assert {path: claims[path].ipu for path in ipus} == ipus
     assert not any(path.startswith(("shared.split", "lm_head.split")) and path not in ipus for path in claims)
+    paths = [step.path for step in layout.forward]
+    assert len(paths) == len(set(paths))  # each part runs once, on its IPU
 
 
 def test_a_tied_embedding_split_in_one_part_is_not_split():
@@ -298,6 +316,7 @@ def test_a_generation_build_gives_the_decoder_its_share_of_the_projection():
     assert [executor.name for executor in layout.executors] == ["encoder", "decoder"]
     assert {path: claim.ipu for path, claim in layout.claims["encoder"].items() if "split" in path} == {
         "shared.split_embeddings.0": 0, "shared.split_embeddings.1": 1}
+    assert not any(path.startswith("lm_head") for path in layout.claims["encoder"])  # the decoder's alone
     # the decoder numbers its IPUs from its own first, and reads the whole list of the embedding's splits
     assert {path: claim.ipu for path, claim in layout.claims["decoder"].items() if "split" in path} == {
         "shared.split_embeddings.0": 2, "shared.split_embeddings.1": 3, "lm_head.split_linear_layers.0": 2,

@@ -108,6 +108,31 @@ def test_an_embedding_split_into_parts_must_divide():
     assert serialized.shapes == parameters.shapes
 
 
+def test_mt5_s_embedding_kept_whole_is_still_cut_by_its_factor_which_must_divide_its_rows():
+    """Not split over IPUs (its per-IPU list null, or of one part), the embedding is cut into `factor` parts on its
+    IPU, which SerializedEmbedding asserts divide its rows; a null factor (the list given) cuts nothing."""
+    row = ARCHITECTURES["MT5ForConditionalGeneration"]
+    parameters = from_config(row, row.config({"vocab_size": 63, "d_model": 16, "num_layers": 1}))
+    with pytest.raises(PlacementError) as raised:
+        parallelized("mt5", row, parameters, settings(embedding_serialization_factor=2))
+    assert (raised.value.model, raised.value.setting, raised.value.problem) == (
+        "mt5", "embedding_serialization_factor", "2 does not divide the 63 rows of `shared.weight`, which "
+        "MT5ForConditionalGeneration's parallelize() splits into that many parts")
+    one_part = settings(layers_per_ipu=[1, 1], serialized_embedding_splits_per_ipu=[1, 0])
+    assert one_part["embedding_serialization_factor"] is None
+    assert parallelized("mt5", row, parameters, one_part).shapes == parameters.shapes
+
+
+def test_the_parts_of_a_split_weight_have_whole_rows():
+    row = ARCHITECTURES["MT5ForConditionalGeneration"]
+    parameters = from_config(row, row.config({"vocab_size": 64, "d_model": 16, "num_layers": 1}))
+    split = parallelized("mt5", row, parameters, settings(layers_per_ipu=[1, 1],
+                                                          serialized_embedding_splits_per_ipu=[3, 1]))
+    parts = [shape for name, shape in split.shapes.items() if name.startswith("shared.split_embeddings.")]
+    assert parts == [(16, 16)] * 4
+    assert {type(size) for shape in parts for size in shape} == {int}  # 64 // 4 rows, not 64 / 4
+
+
 def test_the_pipelined_mpnet_mlm_keeps_a_copy_of_its_word_embeddings_unless_serialized():
     row = ARCHITECTURES["MPNetForMaskedLM"]
     parameters = from_checkpoint("m", row, row.config({}), {"mpnet.embeddings.word_embeddings.weight": (64, 16)})

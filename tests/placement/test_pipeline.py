@@ -157,6 +157,9 @@ def test_each_ipu_does_the_work_of_its_stages():
     second = Stage(1, ("layer1",), 1, (LAYER1._replace(ipu=1),))
     assert ipu_work(3, [first, second], COSTS, TRAINING) == (
         Work(400, 1200, 400, 1000, 2000, 0), Work(200, 200, 200, 1000, 2000, 0), Work(0, 0, 0, 0, 0, 0))
+    # an IPU running no stage recomputes nothing either
+    assert ipu_work(3, [first, second], COSTS, RECOMPUTING) == (
+        Work(400, 3 * 4, 400, 1000, 2000, 1000), Work(200, 10, 200, 1000, 2000, 1000), Work(0, 0, 0, 0, 0, 0))
     assert Work(1, 2, 3, 4, 5, 6).flops == 4 + 5 + 6
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement import balance, placement as placement_module
+from optimum_ipu_ext.placement.placement import SplitCosts
 from support.placement_fixtures import tiny_model
 from support.splits import compositions
 
@@ -69,6 +70,30 @@ def test_the_balanced_split_is_the_best_a_brute_force_finds(architecture, model_
     assert balanced.to_dict() == placement.with_layers_per_ipu(best[0]).to_dict()
 
 
+SHARDED = ("BertForMaskedLM", {"num_hidden_layers": 2},
+           {"layers_per_ipu": [-1, -1, -1], "execution_strategy": "sharded", **TRAINING})
+INFERENCE = ("BertForMaskedLM", {"num_hidden_layers": 4}, {"inference_layers_per_ipu": [-1, -1, -1]}, True)
+
+
+@pytest.mark.parametrize("case, every_ipu", [*((case, True) for case in BALANCED_CASES), (SHARDED, False),
+                                             (INFERENCE, False)])
+def test_the_costs_the_balance_weighs_are_those_of_each_split_s_placement(case, every_ipu):
+    """Each IPU's on-chip bytes and FLOPs for a run of layers, as the balance works them out from the even split's
+    stages, are those of the placement of every split it weighs (a pipelined training build gives each IPU a layer;
+    a sharded one, whose even split leaves an IPU without, stashes nothing; an inference one neither)."""
+    placement = placed(*case)
+    costs = SplitCosts(placement._planner, None)
+    layers = sum(len(ipu.layers) for ipu in placement.ipus)
+    for split in compositions(layers, len(placement.ipus)):
+        if every_ipu and not all(split):
+            continue
+        firsts = [sum(split[:ipu]) for ipu in range(len(split))]
+        weighed = [(costs.memory(ipu, first, first + count), costs.flops(ipu, first, first + count))
+                   for ipu, (first, count) in enumerate(zip(firsts, split))]
+        placed_ = [(ipu.on_chip_bytes, ipu.work.flops) for ipu in placement.with_layers_per_ipu(split).ipus]
+        assert weighed == placed_, split
+
+
 GENERATION = {"inference_parallelize_kwargs": {"for_generation": True}}
 GENERATION_CASES = [
     ("T5ForConditionalGeneration", {"num_layers": 3, "num_decoder_layers": 3},
@@ -108,18 +133,30 @@ def test_the_time_objective_keeps_to_the_splits_that_fit(monkeypatch, architectu
     assert list(balanced.layers_per_ipu) == best[0]
 
 
+def test_the_time_objective_passes_over_the_fastest_split_where_it_does_not_fit(monkeypatch):
+    """The QA model's fastest split, [3, 2], needs 132,768 bytes on an IPU: on IPUs of a byte less, the fastest
+    split that fits is [2, 3]."""
+    fastest = placed(*BALANCED_CASES[1]).with_layers_per_ipu([3, 2])
+    assert max(ipu.on_chip_bytes for ipu in fastest.ipus) == 132_768
+    monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", 132_767)
+    balanced = placed(*BALANCED_CASES[1]).balanced("time")
+    assert (balanced.layers_per_ipu, balanced.fits) == ((2, 3), True)
+    assert max(ipu.work.flops for ipu in balanced.ipus) > max(ipu.work.flops for ipu in fastest.ipus)
+
+
 def test_the_time_objective_falls_back_to_memory_where_no_split_fits(monkeypatch):
+    """The QA model's fastest split is [3, 2], the one needing the least memory [2, 3]."""
     monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", 1)
-    placement = placed(*BALANCED_CASES[0])
+    placement = placed(*BALANCED_CASES[1])
     assert placement.balanced("time").to_dict() == placement.balanced("memory").to_dict()
-    assert not placement.balanced("time").fits
+    assert (placement.balanced("time").layers_per_ipu, placement.balanced("time").fits) == ((2, 3), False)
 
 
 def test_a_pipeline_with_more_ipus_than_layers_cannot_give_each_a_layer():
     placement = placed("BertForMaskedLM", {"num_hidden_layers": 2}, {"layers_per_ipu": [-1, -1, -1], **TRAINING})
     with pytest.raises(PlacementError) as raised:
         placement.balanced()
-    assert str(raised.value).endswith(": no split gives every IPU a layer of the pipeline.")
+    assert str(raised.value) == "Cannot place the model config: no split gives every IPU a layer of the pipeline."
 
 
 def test_the_objective_is_memory_or_time_and_time_needs_the_flops():

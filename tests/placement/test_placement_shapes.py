@@ -64,6 +64,8 @@ VARIANTS = {
                       pooler_hidden_size=24, tie_word_embeddings=False),
         "absolute": dict(relative_attention=False, talking_head=True),
         "projected": dict(embedding_size=12, pos_att_type="c2p|p2c", tie_word_embeddings=False),
+        # the least of each: one token type (none below), one relative position (the model's length below)
+        "least": dict(type_vocab_size=1, max_relative_positions=1),
     },
     "gpt2": {
         "sizes": dict(vocab_size=70, n_embd=24, n_head=3, n_inner=50, n_layer=2, n_positions=20,
@@ -192,6 +194,12 @@ IN_TRANSFORMERS_5 = {
 }
 
 
+def whole_sizes(shapes):
+    """Whether every size is an int, as torch gives it (a float quotient equals it, but would print the parameter
+    count as `1,024.0`)."""
+    return {type(size) for shape in shapes.values() for size in shape} == {int}
+
+
 def as_built(architecture, variant, shapes):
     """The parameters of `shapes` as the transformers here builds them."""
     changes = IN_TRANSFORMERS_5.get((architecture, variant), {}) if MODERN else {}
@@ -202,13 +210,15 @@ def as_built(architecture, variant, shapes):
 @pytest.mark.parametrize("architecture, variant", list(cases()))
 def test_the_formulas_are_the_model_s_named_parameters(architecture, variant):
     values = config_json(architecture, config_values(architecture, variant))
-    assert as_built(architecture, variant, formula(architecture, values)) == oracle(architecture, values)
+    formulas = formula(architecture, values)
+    assert as_built(architecture, variant, formulas) == oracle(architecture, values)
+    assert whole_sizes(formulas)
 
 
 def test_every_architecture_is_checked_here_but_optimum_graphcore_s_own_on_transformers_5():
     own = [architecture for architecture in sorted(ARCHITECTURES) if architecture.startswith("GroupBert")]
     assert sorted(set(ARCHITECTURES) - set(HERE)) == (own if MODERN else [])
-    assert len(list(cases())) == (105 if MODERN else 141)
+    assert len(list(cases())) == (109 if MODERN else 145)
 
 
 def test_every_family_has_a_variant_that_changes_its_parameters():
@@ -370,5 +380,7 @@ def test_bert_s_relative_positions_add_a_distance_embedding_to_each_self_attenti
     values = dict(config_values("BertForMaskedLM", "relative"), **VARIANTS["bert"]["cross-attention"])
     added = set(formula("BertForMaskedLM", values)) - set(formula("BertForMaskedLM", config_values("BertForMaskedLM",
                                                                                                    "cross-attention")))
-    assert {name: formula("BertForMaskedLM", values)[name] for name in added} == {
+    distances = {name: formula("BertForMaskedLM", values)[name] for name in added}
+    assert distances == {
         f"bert.encoder.layer.{layer}.attention.self.distance_embedding.weight": (63, 8) for layer in range(3)}
+    assert whole_sizes(distances)

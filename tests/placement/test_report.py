@@ -6,7 +6,8 @@ import dataclasses
 import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.placement.report import bar, compress, render, render_comparison
+from optimum_ipu_ext.placement.pipeline import Work
+from optimum_ipu_ext.placement.report import bar, compress, gflop, render, render_comparison
 from support.placement_fixtures import bert_base
 
 
@@ -30,6 +31,11 @@ def test_a_bar_shows_the_share_of_the_ipu_s_memory():
     assert bar(0, 100) == "[....................]"
     assert bar(50, 100) == "[##########..........]"
     assert bar(250, 100) == "[####################]"
+
+
+def test_flops_are_shown_in_billions_to_a_tenth():
+    assert [gflop(flops) for flops in (0, 49_999_999, 450_000_001, 12_345_678_901, 10**18)] == [
+        "0.0", "0.0", "0.5", "12.3", "1,000,000,000.0"]
 
 
 def test_the_text_has_one_row_per_ipu_a_verdict_and_the_assumptions(tmp_path):
@@ -100,3 +106,24 @@ IPU  Layers  Balanced  On chip, MiB  Balanced, MiB
 The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; it fits."""
     assert render_comparison(balanced, balanced.balanced()) == (
         "Balanced: the config's layers_per_ipu already makes the largest on-chip figure smallest.")
+
+
+def test_balanced_for_time_each_ipu_s_flops_are_shown_and_the_slowest_named_first(tmp_path):
+    config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
+    placement = config.placement(bert_base(tmp_path / "bert"))
+
+    def computing(placement, forward_flops):
+        """The placement with each IPU computing its forward FLOPs and twice as many backward."""
+        return dataclasses.replace(placement, ipus=tuple(
+            dataclasses.replace(ipu, work=Work(0, 0, 0, flops, 2 * flops, 0))
+            for ipu, flops in zip(placement.ipus, forward_flops)))
+
+    current = computing(placement, [3 * 10**9, 1_500_000_000])
+    balanced = computing(placement.with_layers_per_ipu([4, 8]), [2 * 10**9, 2_500_000_000])
+    assert render_comparison(current, balanced, objective="time") == """\
+Balanced: layers_per_ipu [4, 8] (the config's: [6, 6])
+IPU  Layers  Balanced  On chip, MiB  Balanced, MiB  GFLOP  Balanced, GFLOP
+  0       6         4         638.8          503.6    9.0              6.0
+  1       6         8         405.6          540.8    4.5              7.5
+The slowest IPU: 7.5 GFLOP a micro-batch instead of 9.0; the largest on-chip figure: 540.8 MiB instead of 638.8 MiB; \
+it fits."""
