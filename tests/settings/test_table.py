@@ -38,8 +38,12 @@ def test_a_pair_is_the_training_setting_and_its_inference_twin_that_defaults_to_
     ]
 
 
-def test_a_pair_without_a_call_keeps_a_null_defaults_annotation_and_asks_no_item():
-    assert _pair("factor", int, None, "Parts.", minimum=1) == [
+def test_a_pair_without_a_call_makes_its_twin_optional_unless_the_default_is_null():
+    assert _pair("layers", List[int], [-1], "Layers per IPU.", min_items=1, minimum=-1) == [
+        Setting("layers", List[int], [-1], "Layers per IPU.", minimum=-1, min_items=1),
+        Setting("inference_layers", Optional[List[int]], None, "As `layers`, for inference.", minimum=-1),
+    ]
+    assert _pair("factor", int, None, "Parts.", minimum=1) == [  # and asks for no item by default
         Setting("factor", int, None, "Parts.", minimum=1),
         Setting("inference_factor", int, None, "As `factor`, for inference.", minimum=1),
     ]
