@@ -99,9 +99,9 @@ def migrate(raw: Dict[str, Any], source: Optional[str] = None, pod_type: Optiona
     return Migrated(carried.config, migrations + carried.migrations)
 
 
-def carry_over_legacy_keys(values: Dict[str, Any], source: Optional[str] = None) -> None:
+def carry_over_legacy_keys(values: Dict[str, Any]) -> None:
     """`legacy_keys_carried_over` in place, with a warning per key: for settings given as arguments."""
-    carried = legacy_keys_carried_over(values, source)
+    carried = legacy_keys_carried_over(values)
     values.clear()
     values.update(carried.config)
     _warn_each(carried.migrations)

@@ -20,7 +20,8 @@ from optimum_ipu_ext import (
     UnknownSettingError,
 )
 from optimum_ipu_ext.config.base import BaseIPUConfig
-from optimum_ipu_ext.settings.legacy import LEGACY_KEYS
+from optimum_ipu_ext.config.bundled_base import ManagedAttribute
+from optimum_ipu_ext.settings.legacy import LEGACY_KEYS, _when_on
 from optimum_ipu_ext.settings.table import EXTENSION_SETTINGS
 from support import PRESET
 from support.builds import UPSTREAM_CONFIGS
@@ -105,6 +106,11 @@ CARRYING_NOTHING = {"random_seed": 0, "decompose_grad_sum": False, "synthetic_da
 
 def test_the_carried_keys_are_the_legacy_keys_with_a_setting():
     assert sorted(key for key, legacy in LEGACY_KEYS.items() if legacy.carry) == sorted(CARRIED)
+
+
+def test_a_flag_carries_what_it_meant_when_on_and_nothing_when_off():
+    carry = _when_on({"popart_options": {"decomposeGradSum": True}})
+    assert (carry(True), carry(False)) == ({"popart_options": {"decomposeGradSum": True}}, {})
 
 
 @pytest.mark.parametrize("key", sorted(LEGACY_KEYS))
@@ -317,6 +323,14 @@ def test_update_from_string_parses_by_type_and_is_all_or_nothing():
         config.update_from_string("stochastic_rounding=maybe")
     with pytest.raises(UnknownSettingError, match="replication_factor"):
         config.update_from_string("replication_factr=2")
+
+
+def test_a_managed_attribute_reads_and_writes_the_setting_of_the_mode():
+    proportion = ManagedAttribute("matmul_proportion")
+    config = IPUConfig(layers_per_ipu=[2, 2], matmul_proportion=[0.1, 0.2], inference_matmul_proportion=0.3)
+    assert (proportion.attr, proportion.__get__(config)) == ("matmul_proportion", [0.1, 0.2])
+    proportion.__set__(config.eval(), 0.4)
+    assert (config.matmul_proportion, config.inference_matmul_proportion) == ([0.1, 0.2], 0.4)
 
 
 def test_mode_switches_managed_attributes():

@@ -23,6 +23,7 @@ from optimum_ipu_ext import (
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext.config.bundled_base import transformers_defaults
 from optimum_ipu_ext.options.build import shards_optimizer_state
+from optimum_ipu_ext.placement import hub_model
 from optimum_ipu_ext.sdk.plan import NONE, Construct, OptionCall, Ref, TempFile
 from optimum_ipu_ext.settings.documents import attribute_table, json_schema, json_schema_string, method_table
 from optimum_ipu_ext.settings.files import read_config_file
@@ -876,3 +877,26 @@ def test_a_key_given_once_in_each_of_two_objects_is_not_repeated(tmp_path):
     path = tmp_path / "ipu_config.json"
     path.write_text('{"popart_options": {"a": 1}, "engine_options": {"a": "1"}}')
     assert read_config_file(path) == {"popart_options": {"a": 1}, "engine_options": {"a": "1"}}
+
+
+# placement(): the model it asks the Hub for (the Hub itself: tests/placement/test_placement_hub.py, a local server)
+
+
+class AskedTheHub(Exception):
+    """Stops a placement where it asks the Hub for its model."""
+
+
+@pytest.mark.parametrize("config_class", [IPUConfig, PlainIPUConfig])
+def test_placement_asks_the_hub_with_the_revision_and_token_given(monkeypatch, tmp_path, config_class):
+    monkeypatch.chdir(tmp_path)
+    asked = []
+
+    def ask(repo_id, revision=None, token=None):
+        asked.append((repo_id, revision, token))
+        raise AskedTheHub
+
+    monkeypatch.setattr(hub_model, "hub_model", ask)
+    with pytest.raises(AskedTheHub):
+        config_class().placement("org/model", revision="v1", token="hf_reader")
+    assert asked == [("org/model", "v1", "hf_reader")]
+

@@ -77,12 +77,13 @@ SPLITS_ERRORS = (  # the core validates on both bases
     "`serialized_embedding_splits_per_ipu=[1, 0, 1]` is invalid: "
     "splits must sit on consecutive IPUs, e.g. [3, 1, 0, 0].",
     "`serialized_embedding_splits_per_ipu=[0, 0, 0]` is invalid: at least one split is needed.",
+    "`serialized_embedding_splits_per_ipu=[]` is invalid: at least one split is needed.",
 )
 
 
 def test_splits_errors_say_what_is_allowed():
     messages = []
-    for splits in ([1, 0, 1], [0, 0, 0]):
+    for splits in ([1, 0, 1], [0, 0, 0], []):
         with pytest.raises(ValueError) as raised:
             IPUConfig(layers_per_ipu=[1, 1, 1], serialized_embedding_splits_per_ipu=splits)
         messages.append(str(raised.value))

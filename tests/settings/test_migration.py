@@ -207,6 +207,9 @@ def test_a_per_pod_type_value_without_the_pod_type_nor_a_default_is_refused_list
 def test_a_pod_type_is_one_a_release_took():
     assert POD_TYPES == ("pod4", "pod8", "pod16", "pod32", "pod64", "pod128", "pod256")
     assert migrate({"replication_factor": {"pod256": 64}}, pod_type="pod256").config == {"replication_factor": 64}
+    every_pod_type = {"pod4": 1, "pod8": 2, "pod16": 4, "pod32": 8, "pod64": 16, "pod128": 32, "pod256": 64,
+                      "default": 1}
+    assert migrate({"replication_factor": every_pod_type}, pod_type="pod32").config == {"replication_factor": 8}
     with pytest.raises(InvalidSettingError) as raised:
         migrate({}, pod_type="pod2")
     assert str(raised.value) == ('`pod_type="pod2"` is invalid: the pod types are pod4, pod8, pod16, pod32, pod64, '

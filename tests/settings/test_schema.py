@@ -132,17 +132,27 @@ def test_null_is_stored_as_null_as():
 
 # --- choices and SDK enum members, both ways -------------------------------------------------------------------------
 
-RECOMPUTATION = Setting("probe", Optional[str], None, "", choices={"none": "NoRecompute", "pipeline": "Pipeline"},
-                        sdk=Call("_Popart.set", key="autoRecomputation", sdk_enum="popart.RecomputationType"))
-OUTPUT = Setting("probe", str, "all", "", choices={"all": "All", "final": "Final"},
-                 sdk=Call("outputMode", state=("output_mode",), sdk_enum="poptorch.OutputMode"))
+# Rows made by each test that uses them, so that the test covers making a row's enum members (`__post_init__`)
+def recomputation_row() -> Setting:
+    return Setting("probe", Optional[str], None, "", choices={"none": "NoRecompute", "pipeline": "Pipeline"},
+                   sdk=Call("_Popart.set", key="autoRecomputation", sdk_enum="popart.RecomputationType"))
+
+
+def output_row() -> Setting:
+    return Setting("probe", str, "all", "", choices={"all": "All", "final": "Final"},
+                   sdk=Call("outputMode", state=("output_mode",), sdk_enum="poptorch.OutputMode"))
 
 
 def test_a_choice_stands_for_its_enum_member():
-    assert RECOMPUTATION.sdk_member("pipeline") == "popart.RecomputationType.Pipeline"
-    assert RECOMPUTATION.argument("pipeline") == Ref("popart.RecomputationType.Pipeline", as_int=True)  # a PopART key
-    assert OUTPUT.argument("final") == Ref("poptorch.OutputMode.Final")
-    assert RECOMPUTATION.argument(None) is None  # no call
+    recomputation, output = recomputation_row(), output_row()
+    assert recomputation.sdk_member("pipeline") == "popart.RecomputationType.Pipeline"
+    assert [recomputation.argument(choice) for choice in ("none", "pipeline")] == [  # a PopART key's: as an int
+        Ref("popart.RecomputationType.NoRecompute", as_int=True),
+        Ref("popart.RecomputationType.Pipeline", as_int=True),
+    ]
+    assert [output.argument(choice) for choice in ("all", "final")] == [Ref("poptorch.OutputMode.All"),
+                                                                       Ref("poptorch.OutputMode.Final")]
+    assert recomputation.argument(None) is None  # no call
 
 
 def test_encode_makes_the_argument_and_decode_reads_it_back():
@@ -160,10 +170,11 @@ def test_a_state_reads_back_as_its_value_and_an_sdk_default_as_null():
 
 
 def test_an_enum_member_reads_back_as_its_choice(sdk):
-    assert RECOMPUTATION.read({"autoRecomputation": 3}) == "pipeline"  # RecomputationType.Pipeline
-    assert RECOMPUTATION.read({"autoRecomputation": 0}) == "none"
-    assert RECOMPUTATION.choice(1) == 1  # Standard: no choice of this row stands for it
-    assert OUTPUT.read({"output_mode": 0}) == "final"
+    recomputation = recomputation_row()
+    assert recomputation.read({"autoRecomputation": 3}) == "pipeline"  # RecomputationType.Pipeline
+    assert recomputation.read({"autoRecomputation": 0}) == "none"
+    assert recomputation.choice(1) == 1  # Standard: no choice of this row stands for it
+    assert output_row().read({"output_mode": 0}) == "final"
 
 
 # --- names of types, and the table -----------------------------------------------------------------------------------

@@ -266,11 +266,16 @@ def test_one_wildcard_spreads_the_layers_and_a_list_of_another_length_is_refused
     spread = {"layers_per_ipu": [-1], "ipus_per_replica": 4}
     assert IPUConfig(**spread).ipus_per_replica == upstream.IPUConfig(**spread).ipus_per_replica == 4
     assert upstream.IPUConfig(layers_per_ipu=[-1, 3], ipus_per_replica=4).ipus_per_replica == 4
-    for layers in ([-1, 3], [2, 3]):
+    for layers, ipus in (([-1, 3], 4), ([2, 3], 4), ([-1, 3, 3], 2)):
         with pytest.raises(ValueError) as raised:
-            IPUConfig(layers_per_ipu=layers, ipus_per_replica=4)
+            IPUConfig(layers_per_ipu=layers, ipus_per_replica=ipus)
         assert str(raised.value) == (f"`layers_per_ipu={json.dumps(layers)}` is invalid: it needs one entry per IPU, "
-                                     "as `ipus_per_replica=4`.")
+                                     f"as `ipus_per_replica={ipus}`.")
+
+
+def test_on_one_ipu_a_list_with_a_wildcard_is_taken_as_upstream_takes_it(upstream):
+    one_ipu = {"layers_per_ipu": [-1, 3], "ipus_per_replica": 1}
+    assert IPUConfig(**one_ipu).layers_per_ipu == upstream.IPUConfig(**one_ipu).layers_per_ipu == [-1, 3]
 
 
 def test_only_brackets_and_braces_nest_in_update_from_string():

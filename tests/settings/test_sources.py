@@ -60,6 +60,7 @@ def test_what_can_only_be_a_path(source, path_only):
 @pytest.mark.parametrize("name, nearest", [
     ("pipelined-2ipus", PRESET_NAME), ("pipelined_2ipu", PRESET_NAME), ("pipelined-2ipu", PRESET_NAME),
     ("pipeline-2ipu", PRESET_NAME), ("bert-base", None), ("org/pipelined-2ipu", None), ("sharded-8ipu", None),
+    ("pipelined", None), ("2ipu-pipelined", None),  # 78 % and 64 % alike: below the 80 % that makes a typo
 ])
 def test_a_typo_of_a_preset_is_close_to_it(name, nearest):
     assert close_preset(name) == nearest
