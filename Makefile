@@ -41,7 +41,7 @@ documents: $(MODERN)
 bench: $(MODERN)
 	for benchmark in benchmarks/*.py; do $(MODERN) $$benchmark || exit 1; done
 
-# Mutation testing (not part of `test`: 15 to 20 minutes on two cores). The modules mutated and the tests run are
+# Mutation testing (not part of `test`: about an hour on two cores). The modules mutated and the tests run are
 # set in pyproject.toml ([tool.mutmut]); equivalent mutants are listed in tests/mutation/equivalent.txt.
 mutation: $(MODERN)
 	$(MODERN) -m pip install -q mutmut==3.8.1
