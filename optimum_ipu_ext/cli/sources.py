@@ -120,13 +120,19 @@ def following_inference(current: Mapping[str, Any], updates: Mapping[str, Any], 
     return followed
 
 
+def refuse_to_overwrite(path: str, force: bool) -> None:
+    """Refuses a `path` that exists, unless `force`; commands that take a while call it before their work too."""
+    if os.path.exists(path) and not force:
+        raise CommandError(f"{path}: exists; pass --force to overwrite it")
+
+
 def write_config(config: SettingsMixin, out_dir: str, force: bool) -> str:
     """Saves `config` as `out_dir/ipu_config.json` (refusing to overwrite one unless `force`); returns its path."""
     target = os.path.join(out_dir, CONFIG_NAME)
-    if os.path.exists(target) and not force:
-        raise CommandError(f"{target}: exists; pass --force to overwrite it")
+    refuse_to_overwrite(target, force)
     config.save_pretrained(out_dir)
     return target
+
 
 def upgrade_file(source: str, pod_type: Optional[str], backup: bool) -> str:
     """Rewrites the local config `source` in optimum-graphcore 0.7.1's terms, first copying it to `FILE.bak` with

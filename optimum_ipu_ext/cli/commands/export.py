@@ -1,7 +1,6 @@
 """`ipu-config export`: the options a configuration builds, written as a poptorch option file."""
 
 import argparse
-import os
 
 from ..arguments import (
     add_command_parser,
@@ -33,10 +32,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    from ..sources import CommandError, load
+    from ..sources import load, refuse_to_overwrite
 
-    if os.path.exists(args.output) and not args.force:  # before loading: the source may be on the Hub
-        raise CommandError(f"{args.output}: exists; pass --force to overwrite it")
+    refuse_to_overwrite(args.output, args.force)  # before loading: the source may be on the Hub
     config = load(args.source, args.revision, args.set or (), args.pod_type)
     path = config.to_options_file(args.output, for_inference=args.inference, overwrite=args.force, name=args.source)
     out.write(f"Wrote {path}: the {'inference' if args.inference else 'training'} build of {args.source}, for "

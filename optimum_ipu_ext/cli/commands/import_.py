@@ -52,11 +52,10 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     from ...settings.schema import parse_update_string
     from ...settings.table import SETTINGS
     from ..reports import differences_from_defaults, render_differences
-    from ..sources import CONFIG_NAME, CommandError, write_config
+    from ..sources import CONFIG_NAME, refuse_to_overwrite, write_config
 
-    target = os.path.join(args.out_dir, CONFIG_NAME)
-    if os.path.exists(target) and not args.force:  # before the builder runs: it may take a while
-        raise CommandError(f"{target}: exists; pass --force to overwrite it")
+    # before the builder runs: it may take a while
+    refuse_to_overwrite(os.path.join(args.out_dir, CONFIG_NAME), args.force)
     sources = dict(_given({TRAINING: args.builder, INFERENCE: args.inference}))
     if (args.arg or args.kwarg) and all(function is None for _, function in sources.values()):
         args.parser.error("--arg and --kwarg are passed to a builder (PATH.py:FUNCTION); an option file takes none")

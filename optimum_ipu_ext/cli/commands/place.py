@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     from ...placement.architectures import ARCHITECTURES
     from ...placement.report import render, render_comparison
     from ...settings.mode import Mode
-    from ..sources import CONFIG_NAME, CommandError, load, write_config
+    from ..sources import CONFIG_NAME, CommandError, load, refuse_to_overwrite, write_config
 
     if args.list_architectures:
         for name in ARCHITECTURES:
@@ -75,8 +75,8 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if args.write is not None and not args.balance:
         args.parser.error("--write saves the balanced split: give --balance too")
     target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
-    if target is not None and os.path.exists(target) and not args.force:
-        raise CommandError(f"{target}: exists; pass --force to overwrite it")
+    if target is not None:  # before placing: the model may be on the Hub
+        refuse_to_overwrite(target, args.force)
     config = load(args.source, args.revision, args.set or (), args.pod_type)
     setting = Mode.of(args.inference).setting("layers_per_ipu")
     try:
