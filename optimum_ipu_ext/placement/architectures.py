@@ -44,7 +44,7 @@ from .bodies import (
     vit_body,
     whisper_body,
 )
-from .rules import (
+from .models.rules import (
     LAST,
     Architecture,
     Block,

@@ -12,7 +12,7 @@ Nothing here imports torch or transformers.
 
 from typing import Any, Callable, Dict, Sequence, Tuple
 
-from .rules import ModelConfig
+from .models.rules import ModelConfig
 
 Shapes = Dict[str, Tuple[int, ...]]
 Body = Callable[[ModelConfig], Shapes]  # a row's body: a template with its path bound

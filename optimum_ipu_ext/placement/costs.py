@@ -15,7 +15,7 @@ The rules (tested against optimum-graphcore 0.7.1's own pipelined models by test
 """
 
 import re
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from ..errors import PlacementError
 from .architectures import ARCHITECTURES
@@ -31,26 +31,14 @@ from .cost_rows import (
     WHISPER_TARGET_POSITIONS,
     read,
 )
-from .layout import Layout, _steps, layer_counts
-from .rules import Architecture, Block, ModelConfig
+from .layout import Layout, layer_counts
+from .models.rules import Architecture, Block, InputShape, ModelConfig, expand, module_of
 
 __all__ = ["BlockCost", "InputShape", "block_costs", "ipu_costs", "resolve_shape"]
 
 DEFAULT_TOKENS = 128
 DEFAULT_AUDIO_SAMPLES = 16000  # one second at 16 kHz, as optimum-graphcore's HuBERT example runs it
 MULTIPLE_CHOICES = 4  # SWAG's, upstream's multiple-choice example
-
-
-class InputShape(NamedTuple):
-    """One micro-batch: `micro_batch_size` examples of `sequence_length` (text: tokens; Wav2Vec2/HuBERT: samples at
-    16 kHz; Whisper: the feature extractor's frames; images: pixels on a side, the config's `image_size`); an
-    encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the sequences of each example of
-    a multiple-choice model (1 for others)."""
-
-    micro_batch_size: int
-    sequence_length: int
-    decoder_sequence_length: int
-    choices: int = 1
 
 
 def _positive(model: str, field: str, value: Any) -> int:
@@ -69,7 +57,8 @@ def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batc
     Raises:
         PlacementError: naming `micro_batch_size`, `sequence_length` or `decoder_sequence_length`.
     """
-    kind = COSTS[architecture].kind
+    row = ARCHITECTURES[architecture]
+    kind = row.inputs or COSTS[architecture].kind
     _positive(model, "micro_batch_size", micro_batch_size)
     for field, value in (("sequence_length", sequence_length), ("decoder_sequence_length", decoder_sequence_length)):
         if value is not None:
@@ -109,12 +98,14 @@ def block_costs(architecture: Union[str, Architecture], config: ModelConfig, sha
     one step with the cost of both runs; a block never called (Whisper's encoder positions) has none."""
     if isinstance(architecture, str):
         architecture = ARCHITECTURES[architecture]
+    if architecture.sizes is not None:
+        return _described_costs(architecture, config, shape, fp32)
     costs = COSTS[architecture.name]
     dims = costs.dims(config, shape)
     patterns = [(_template_pattern(template), step) for template, step in costs.tables.items()]
     counts = layer_counts(architecture, config)
     found: Dict[str, BlockCost] = {}
-    for step, group, _ in _steps(architecture, config):
+    for step, group, _, _ in expand(architecture, config):
         if isinstance(step, Block) and not step.called:
             continue
         for pattern, table in patterns:
@@ -128,6 +119,20 @@ def block_costs(architecture: Union[str, Architecture], config: ModelConfig, sha
                 break
         else:
             raise KeyError(f"no cost table for {architecture.name}'s step {step.path}")
+    return found
+
+
+def _described_costs(architecture: Architecture, config: ModelConfig, shape: InputShape,
+                     fp32: bool) -> Dict[str, BlockCost]:
+    sizes = architecture.sizes(config, shape)
+    found: Dict[str, BlockCost] = {}
+    for step, _, _, at in expand(architecture, config):
+        if isinstance(step, Block) and not step.called:
+            continue
+        module = module_of(step)
+        if module is None:
+            raise KeyError(f"no cost table for {architecture.name}'s step {step.path}")
+        found[step.path] = BlockCost(*module(sizes, at).cost(fp32))
     return found
 
 

@@ -11,7 +11,19 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 from ..errors import PlacementError, as_json
 from ..settings.mode import Mode
-from .rules import Architecture, Block, FirstSplitIPU, LastIPU, LayerIPU, Layers, ModelConfig, Run, Split, WhenConfig
+from .models.rules import (
+    Architecture,
+    Block,
+    FirstSplitIPU,
+    LastIPU,
+    LayerIPU,
+    Layers,
+    ModelConfig,
+    Run,
+    Split,
+    WhenConfig,
+    expand,
+)
 
 
 def expand_layers_per_ipu(model: str, layers_per_ipu: Sequence[int], ipus: int, layers: int,
@@ -115,30 +127,10 @@ class Layout(NamedTuple):
     forward: Tuple[ForwardStep, ...] = ()
 
 
-def _steps(architecture: Architecture, config: ModelConfig):
-    """The row's steps under this config, each layer a `Block` of its own: `(step, layer group, index in group)`."""
-    for step in architecture.steps:
-        if isinstance(step, Layers):
-            count = step.count(config) if callable(step.count) else (
-                getattr(config, step.count) if isinstance(step.count, str) else step.count)
-            stages = list(enumerate(count)) if isinstance(count, list) else [(None, count)]
-            index = 0
-            for stage, layers in stages:
-                if step.stage_prelude is not None:
-                    yield Run(step.stage_prelude.format(stage=stage), executor=step.executor), None, None
-                for layer in range(layers):
-                    block = Block(step.name.format(i=layer, stage=stage), step.path.format(i=layer, stage=stage),
-                                  step.ipu, executor=step.executor)
-                    yield block, step.group, index
-                    index += 1
-        elif isinstance(step, Split) or config.holds(step.when):
-            yield step, None, None
-
-
 def layer_counts(architecture: Architecture, config: ModelConfig) -> Dict[str, int]:
     """`{layer group: layers}`, in the order of the layer list."""
     counts: Dict[str, int] = {}
-    for _, group, _ in _steps(architecture, config):
+    for _, group, _, _ in expand(architecture, config):
         if group is not None:
             counts[group] = counts.get(group, 0) + 1
     return counts
@@ -146,7 +138,7 @@ def layer_counts(architecture: Architecture, config: ModelConfig) -> Dict[str, i
 
 def layer_paths(architecture: Architecture, config: ModelConfig) -> List[str]:
     """The module path of each layer of the layer list."""
-    return [step.path for step, group, _ in _steps(architecture, config) if group is not None]
+    return [step.path for step, group, _, _ in expand(architecture, config) if group is not None]
 
 
 def fixed_layer_groups(architecture: Architecture) -> Tuple[str, ...]:
@@ -175,7 +167,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     kwargs = settings[mode.setting("parallelize_kwargs")] or {}
     _check_kwargs(model, architecture, kwargs, mode.setting("parallelize_kwargs"))
     _check_settings(model, architecture, config, settings, mode)
-    steps = list(_steps(architecture, config))
+    steps = list(expand(architecture, config))
     counts = layer_counts(architecture, config)
     group_ipus, executors = _layers_on_ipus(model, architecture, counts, given, ipus, setting, kwargs)
     offsets = dict(zip(counts, itertools.accumulate([0, *counts.values()])))
@@ -257,7 +249,7 @@ def split_shares(step: Split, settings: Mapping[str, Any], mode: Mode) -> Option
 def _with_splits(steps, settings: Mapping[str, Any], mode: Mode, executor: Executor):
     """The steps with each `Split` replaced by its parts, as its settings place them for this executor, or by its
     whole module's block."""
-    for step, group, index in steps:
+    for step, group, index, _ in steps:
         if not isinstance(step, Split):
             yield step, group, index
             continue

@@ -11,8 +11,9 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Tuple
 from ..errors import PlacementError
 from ..settings.mode import Mode
 from .architectures import BUFFER_PATTERN
+from .costs import resolve_shape
 from .layout import split_shares
-from .rules import Architecture, ModelConfig, Split
+from .models.rules import Architecture, ModelConfig, Split, expand, module_of
 
 _BUFFERS = re.compile(BUFFER_PATTERN)
 # transformers' old names of a norm's weight and bias
@@ -68,18 +69,47 @@ def from_checkpoint(model: str, architecture: Architecture, config: ModelConfig,
             continue
         target = ties.get(new, new)
         shapes.setdefault(target, tuple(tensors[name]))
-    for path, formula in architecture.heads.items():
+    for path, head in _heads(architecture, config).items():
         if not any(name == path or name.startswith(path + ".") for name in shapes):
-            shapes.update(formula(config))
+            shapes.update(head)
     return Parameters(shapes, _aliases(ties))
 
 
 def from_config(architecture: Architecture, config: ModelConfig) -> Parameters:
     """The parameters of `architecture` from its config alone: its body's and its heads' formulas."""
+    if architecture.sizes is not None:
+        body, heads = _described(architecture, config)
+        shapes = dict(body)
+        for head in heads.values():
+            shapes.update(head)
+        return Parameters(shapes, _aliases(architecture.tied(config)))
     shapes = architecture.body(config)
     for formula in architecture.heads.values():
         shapes.update(formula(config))
     return Parameters(shapes, _aliases(architecture.tied(config)))
+
+
+def _heads(architecture: Architecture, config: ModelConfig) -> Dict[str, Shapes]:
+    if architecture.sizes is not None:
+        return _described(architecture, config)[1]
+    return {path: formula(config) for path, formula in architecture.heads.items()}
+
+
+def _described(architecture: Architecture, config: ModelConfig) -> Tuple[Shapes, Dict[str, Shapes]]:
+    """The parameters the modules of the row's steps hold: (those of the body, `{path: those of each head}`)."""
+    sizes = architecture.sizes(config, resolve_shape(config.model, architecture.name, config))
+    body: Shapes = {}
+    heads: Dict[str, Shapes] = {}
+    for step, _, _, at in expand(architecture, config):
+        module = module_of(step)
+        if module is None:
+            continue
+        shapes = module(sizes, at).parameters(step.path)
+        if (step.whole if isinstance(step, Split) else step).head:
+            heads.setdefault(step.path, {}).update(shapes)
+        else:
+            body.update(shapes)
+    return body, heads
 
 
 def _aliases(ties: Mapping[str, str]) -> Dict[str, List[str]]:

@@ -19,10 +19,10 @@ from .layout import (
     reference_layout,
 )
 from .memory import IPU_MEMORY_BYTES, MemoryModel, memory_model
+from .models.rules import Architecture, ModelConfig
 from .parameters import Parameters, parallelized
 from .pipeline import Costs, Rules, ipu_work, pipeline_rules, schedule, stages_of, work
 from .report import IPUPlacement, Placement
-from .rules import Architecture, ModelConfig
 
 OBJECTIVES = ("memory", "time")
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .architectures import ARCHITECTURES
 from .cost_rows import COSTS, ENCODER_DECODER, SPEECH_RECOGNITION
 from .costs import InputShape
 from .pipeline import Schedule, Stage, Work
@@ -80,7 +81,8 @@ class Placement:
     @property
     def decoder_sequence_length(self) -> Optional[int]:
         """The tokens an encoder-decoder's decoder takes (None: activations not counted, or no decoder)."""
-        if self.shape is None or COSTS[self.architecture].kind not in (ENCODER_DECODER, SPEECH_RECOGNITION):
+        kind = ARCHITECTURES[self.architecture].inputs or COSTS[self.architecture].kind
+        if self.shape is None or kind not in (ENCODER_DECODER, SPEECH_RECOGNITION):
             return None
         return self.shape.decoder_sequence_length
 

@@ -16,9 +16,9 @@ from ..settings.sources import is_local
 from .architectures import ARCHITECTURES
 from .checkpoint import TensorHeader, parse_config, read_folder
 from .costs import block_costs, resolve_shape
+from .models.rules import Architecture, ModelConfig
 from .parameters import Parameters, from_checkpoint, from_config
 from .placement import Measure, Placement, place
-from .rules import Architecture, ModelConfig
 
 CONFIG_FILE = "config.json"
 

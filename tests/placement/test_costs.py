@@ -31,7 +31,7 @@ from optimum_ipu_ext.placement.cost_ops import (
 from optimum_ipu_ext.placement.cost_rows import COSTS
 from optimum_ipu_ext.placement.costs import BlockCost, InputShape, block_costs, ipu_costs, resolve_shape
 from optimum_ipu_ext.placement.layout import lay_out
-from optimum_ipu_ext.placement.rules import Block, Run
+from optimum_ipu_ext.placement.models.rules import Block, Run
 
 BERT_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
 GPT2_MEDIUM = {"n_embd": 1024, "n_layer": 24, "n_head": 16}

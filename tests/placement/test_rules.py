@@ -6,7 +6,7 @@ import pytest
 
 from optimum_ipu_ext import PlacementError
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.rules import ModelConfig
+from optimum_ipu_ext.placement.models.rules import ModelConfig
 
 # --- the config's fields, with transformers 4.29.2's defaults ---------------------------------------------------
 

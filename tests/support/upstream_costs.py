@@ -26,7 +26,7 @@ from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
 from optimum_ipu_ext.placement.costs import MULTIPLE_CHOICES
 from optimum_ipu_ext.placement.layout import _steps
-from optimum_ipu_ext.placement.rules import Block
+from optimum_ipu_ext.placement.models.rules import Block
 
 from .doubles import installed
 from .placement_models import TINY_MODELS, _classes, _text, _tokens

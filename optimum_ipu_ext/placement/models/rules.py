@@ -1,5 +1,5 @@
-"""The vocabulary of the placement rules: how an architecture's row (architectures.py) describes what its
-`parallelize()` in optimum-graphcore 0.7.1 does, and how its forward pass runs.
+"""The vocabulary of a family's rows: how an architecture's row describes what its `parallelize()` in
+optimum-graphcore 0.7.1 does, how its forward pass runs, and what each of its modules is.
 
 A row's `steps` are the model's modules in the order its forward pass runs them:
 
@@ -12,15 +12,21 @@ A row's `steps` are the model's modules in the order its forward pass runs them:
 - `Split(...)`: a module `parallelize()` may split into parts spread over IPUs (`SerializedEmbedding`,
   `SplitProjection`), else a `Block`.
 
+Each step's `module` says what the module at its path is: a function of the row's sizes (`Architecture.sizes`: the
+`config.json` and the micro-batch, as numbers) and of where the step is (`At`: a layer's index), giving the blocks
+of blocks.py that hold its parameters and keep and compute its share of a micro-batch. `head`: the step's
+parameters are a head's, which a checkpoint of another class may lack (they are then added from the module).
+
 A parameter belongs to the step with the longest path that holds it (a tied weight: to the first such step of any
 of its names), and goes to the IPU that step runs on. Paths are as transformers 4.29.2 names modules.
 
 Nothing here imports torch or transformers.
 """
 
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple, Union
 
-from ..errors import PlacementError, as_json
+from ...errors import PlacementError, as_json
+from .blocks import Sequential
 
 # --- the IPU a block is placed on --------------------------------------------------------------------------------
 
@@ -59,6 +65,19 @@ IPURule = Union[int, LastIPU, LayerIPU, FirstSplitIPU, WhenConfig]
 
 # --- the steps of a forward pass ----------------------------------------------------------------------------------
 
+
+class At(NamedTuple):
+    """Where a step is: a layer's index in its group as its path numbers it (`{i}`), the last such index, the stage
+    (`{stage}`: ConvNeXt's) of a layer or of a stage's first module. 0, 0 and None for other steps."""
+
+    layer: int = 0
+    last: int = 0
+    stage: Optional[int] = None
+
+
+# `module(sizes, at)`: the blocks of the module at a step's path (blocks.Sequential), `sizes` the row's
+Module = Callable[[Any, At], Sequential]
+
 # `when`: (config field, value) the step needs, or None: the step is always there.
 Condition = Optional[Tuple[str, Any]]
 
@@ -73,12 +92,16 @@ class Block(NamedTuple):
     called: bool = True
     when: Condition = None
     executor: Optional[str] = None
+    module: Optional[Module] = None
+    head: bool = False
 
 
 class Run(NamedTuple):
     path: str
     when: Condition = None
     executor: Optional[str] = None
+    module: Optional[Module] = None
+    head: bool = False
 
 
 class Layers(NamedTuple):
@@ -96,6 +119,9 @@ class Layers(NamedTuple):
     ipu: Optional[int] = None
     stage_prelude: Optional[str] = None
     executor: Optional[str] = None
+    module: Optional[Module] = None
+    head: bool = False
+    prelude_module: Optional[Module] = None
 
 
 class Split(NamedTuple):
@@ -120,6 +146,25 @@ class Split(NamedTuple):
 
 
 Step = Union[Block, Run, Layers, Split]
+
+# what a micro-batch is made of, and so how its shape is given
+TEXT = "text"
+ENCODER_DECODER = "encoder-decoder"
+IMAGE = "image"
+AUDIO = "audio"
+SPEECH_RECOGNITION = "speech recognition"
+
+
+class InputShape(NamedTuple):
+    """One micro-batch: `micro_batch_size` examples of `sequence_length` (text: tokens; Wav2Vec2/HuBERT: samples at
+    16 kHz; Whisper: the feature extractor's frames; images: pixels on a side, the config's `image_size`); an
+    encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the sequences of each example of
+    a multiple-choice model (1 for others)."""
+
+    micro_batch_size: int
+    sequence_length: int
+    decoder_sequence_length: int
+    choices: int = 1
 
 
 # --- the model's config.json ----------------------------------------------------------------------------------------
@@ -237,7 +282,9 @@ class Architecture(NamedTuple):
     - `kwargs`: the keyword arguments its `parallelize()` takes (`"*"`: any), `generation`: the encoder and decoder
       layer groups a `for_generation=True` build splits into two executors, or None;
     - `renames`: `(pattern, replacement)` regular expressions mapping names a newer transformers writes in
-      checkpoints to the names of transformers 4.29.2.
+      checkpoints to the names of transformers 4.29.2;
+    - `inputs`: what a micro-batch is made of (TEXT, ENCODER_DECODER, IMAGE, AUDIO, SPEECH_RECOGNITION), and `sizes`:
+      the sizes its steps' modules are written in, read off the config and a micro-batch's `InputShape`.
     """
 
     name: str
@@ -245,7 +292,7 @@ class Architecture(NamedTuple):
     prefix: str
     steps: Tuple[Step, ...]
     defaults: Mapping[str, Any]
-    body: Shapes
+    body: Optional[Shapes] = None
     heads: Mapping[str, Shapes] = {}
     ties: Mapping[str, Tuple[str, Optional[str]]] = {}
     copies: Mapping[str, Tuple[str, Callable[[Mapping[str, Any]], bool]]] = {}
@@ -258,6 +305,8 @@ class Architecture(NamedTuple):
     kwargs: Tuple[str, ...] = ()
     generation: Optional[Tuple[str, str]] = None
     renames: Tuple[Tuple[str, str], ...] = ()
+    inputs: str = ""
+    sizes: Optional[Callable[[ModelConfig, "InputShape"], Any]] = None
 
     def config(self, values: Mapping[str, Any], model: str = "the model") -> ModelConfig:
         return ModelConfig(values, self.defaults, model)
@@ -266,3 +315,47 @@ class Architecture(NamedTuple):
         """`{alias: parameter}` of the weights tied under this config."""
         return {alias: target for alias, (target, field) in self.ties.items()
                 if field is None or getattr(config, field)}
+
+
+class Expanded(NamedTuple):
+    """A row's step under a config, each layer a `Block` of its own: its layer group and index in the layer list's
+    group (None but for layers), and where it is (`At`)."""
+
+    step: Step
+    group: Optional[str]
+    index: Optional[int]
+    at: At
+
+
+def _count(step: Layers, config: ModelConfig) -> Any:
+    if callable(step.count):
+        return step.count(config)
+    return getattr(config, step.count) if isinstance(step.count, str) else step.count
+
+
+def expand(architecture: Architecture, config: ModelConfig) -> Iterator[Expanded]:
+    """The row's steps under this config, in the order of the forward pass: each layer a `Block` of its own (with
+    the group's module), the steps whose condition the config does not meet left out."""
+    for step in architecture.steps:
+        if not isinstance(step, Layers):
+            if isinstance(step, Split) or config.holds(step.when):
+                yield Expanded(step, None, None, At())
+            continue
+        count = _count(step, config)
+        stages = list(enumerate(count)) if isinstance(count, list) else [(None, count)]
+        index = 0
+        for stage, layers in stages:
+            if step.stage_prelude is not None:
+                yield Expanded(Run(step.stage_prelude.format(stage=stage), executor=step.executor,
+                                   module=step.prelude_module), None, None, At(stage=stage))
+            for layer in range(layers):
+                block = Block(step.name.format(i=layer, stage=stage), step.path.format(i=layer, stage=stage),
+                              step.ipu, executor=step.executor, module=step.module, head=step.head)
+                yield Expanded(block, step.group, index, At(layer, layers - 1 if stage is not None else count - 1,
+                                                             stage))
+                index += 1
+
+
+def module_of(step: Step) -> Optional[Module]:
+    """The module of an expanded step (a `Split`'s is its whole module's)."""
+    return step.whole.module if isinstance(step, Split) else step.module
