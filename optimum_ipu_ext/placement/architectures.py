@@ -11,29 +11,24 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .bodies import (
     BART_DEFAULTS,
-    BERT_DEFAULTS,
     CONVNEXT_DEFAULTS,
     DEBERTA_DEFAULTS,
     DISTILBERT_DEFAULTS,
     GPT2_DEFAULTS,
-    GROUPBERT_DEFAULTS,
     HUBERT_DEFAULTS,
     LXMERT_DEFAULTS,
     MPNET_DEFAULTS,
     MT5_DEFAULTS,
-    ROBERTA_DEFAULTS,
     T5_DEFAULTS,
     VIT_DEFAULTS,
     WAV2VEC2_DEFAULTS,
     WHISPER_DEFAULTS,
     Body,
     bart_body,
-    bert_body,
     convnext_body,
     deberta_body,
     distilbert_body,
     gpt2_body,
-    groupbert_body,
     linear as _linear,
     lxmert_body,
     mpnet_body,
@@ -44,6 +39,7 @@ from .bodies import (
     vit_body,
     whisper_body,
 )
+from .models.bert import BERT, GROUPBERT, ROBERTA
 from .models.rules import (
     LAST,
     Architecture,
@@ -137,52 +133,6 @@ def _encoder_family(family: str, model_type: str, prefix: str, defaults: Mapping
         rows.update([row(suffix, steps, {head: shapes}, ties=ties, serializes_embedding=False)])
     return rows
 
-
-_BERT_MLM_SHAPES, _BERT_MLM_TIES = _prediction_head("cls.predictions", "bert.embeddings.word_embeddings.weight")
-
-
-def _bert_pretraining_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-    return {**_BERT_MLM_SHAPES(c), **_linear("cls.seq_relationship", 2, c.hidden_size)}
-
-
-def _bert_like(family: str, model_type: str, defaults: Mapping[str, Any], body: Body,
-               after_layers: Tuple[Step, ...] = (),
-               pooled: Tuple[str, ...] = ("ForSequenceClassification", "ForMultipleChoice"),
-               ) -> Dict[str, Architecture]:
-    """BERT and GroupBERT (whose encoder ends with a norm, and whose every head keeps the pooler)."""
-    classifier = Block("Classifier", "cls")
-    rows = _encoder_family(family, model_type, "bert", defaults, body, pooled=pooled, after_layers=after_layers,
-                           masked_lm=("ForMaskedLM", "cls", (classifier,), _BERT_MLM_SHAPES, _BERT_MLM_TIES))
-    rows[f"{family}ForPreTraining"] = _encoder(
-        f"{family}ForPreTraining", model_type, "bert", (Block("Pooler", "bert.pooler"), classifier), defaults, body,
-        heads={"bert.pooler": _pooler("bert"), "cls": _bert_pretraining_shapes}, ties=_BERT_MLM_TIES,
-        after_layers=after_layers, serializes_embedding=False,
-    )
-    return rows
-
-
-BERT = {
-    **_bert_like("Bert", "bert", BERT_DEFAULTS, partial(bert_body, "bert")),
-    "BertModel": _encoder("BertModel", "bert", "bert", (Block("Pooler", "pooler"),), BERT_DEFAULTS,
-                          partial(bert_body, ""),
-                          heads={"pooler": _pooler("")}, base=""),
-}
-
-GROUPBERT = _bert_like(
-    "GroupBert", "groupbert", GROUPBERT_DEFAULTS, groupbert_body, after_layers=(Run("bert.encoder.LayerNorm"),),
-    pooled=("ForSequenceClassification", "ForMultipleChoice", "ForTokenClassification", "ForQuestionAnswering",
-            "ForMaskedLM"),
-)
-
-_ROBERTA_MLM_SHAPES, _ROBERTA_MLM_TIES = _prediction_head(
-    "lm_head", "roberta.embeddings.word_embeddings.weight", transform="dense", norm="layer_norm")
-
-ROBERTA = _encoder_family(
-    "Roberta", "roberta", "roberta", ROBERTA_DEFAULTS, partial(bert_body, "roberta"), pooled=("ForMultipleChoice",),
-    masked_lm=("ForMaskedLM", "lm_head", (Block("LM Head", "lm_head"),), _ROBERTA_MLM_SHAPES, _ROBERTA_MLM_TIES),
-    sequence_classifier={"classifier": lambda c: {**_linear("classifier.dense", c.hidden_size, c.hidden_size),
-                                                  **_linear("classifier.out_proj", c.num_labels, c.hidden_size)}},
-)
 
 _MPNET_MLM_SHAPES, _MPNET_MLM_TIES = _prediction_head(
     "lm_head", "mpnet.embeddings.word_embeddings.weight", transform="dense", norm="layer_norm")
@@ -559,8 +509,19 @@ LXMERT = {
 }
 
 ARCHITECTURES: Dict[str, Architecture] = dict(sorted({
-    **BERT, **GROUPBERT, **ROBERTA, **MPNET, **DISTILBERT, **DEBERTA, **GPT2, **BART, **T5, **WHISPER, **VISION,
-    **SPEECH, **LXMERT,
+    **BERT,
+    **GROUPBERT,
+    **ROBERTA,
+    **MPNET,
+    **DISTILBERT,
+    **DEBERTA,
+    **GPT2,
+    **BART,
+    **T5,
+    **WHISPER,
+    **VISION,
+    **SPEECH,
+    **LXMERT,
 }.items()))
 
 # Tensors checkpoints hold that are buffers, not parameters: position and token type ids, GPT-2's attention masks,

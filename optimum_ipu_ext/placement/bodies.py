@@ -71,10 +71,6 @@ def _layers(path: str, count: int, layer: Callable[[str, ModelConfig], Shapes], 
 _SIZES = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
           "intermediate_size": 3072, "max_position_embeddings": 512, "tie_word_embeddings": True}
 BERT_DEFAULTS = {**_SIZES, "type_vocab_size": 2, "position_embedding_type": "absolute", "add_cross_attention": False}
-# 4.29.2's RobertaConfig keeps BERT's vocabulary size (roberta-base's config.json gives its own)
-ROBERTA_DEFAULTS = BERT_DEFAULTS
-GROUPBERT_DEFAULTS = {**BERT_DEFAULTS, "ffn_groups": 4, "conv_group_size": 16, "conv_kernel_size": 7}
-RELATIVE_POSITIONS = ("relative_key", "relative_key_query")
 
 
 def bert_embeddings(path: str, config: ModelConfig) -> Shapes:
@@ -92,15 +88,6 @@ def bert_self_attention(path: str, config: ModelConfig) -> Shapes:
             **linear(f"{path}.value", hidden, hidden)}
 
 
-def _relative_positions(path: str, config: ModelConfig) -> Shapes:
-    """The distance embedding a self-attention at `path` has where `position_embedding_type` is relative (its
-    cross-attention never has one)."""
-    if config.position_embedding_type not in RELATIVE_POSITIONS:
-        return {}
-    return embedding(f"{path}.distance_embedding", 2 * config.max_position_embeddings - 1,
-                     config.hidden_size // config.num_attention_heads)
-
-
 def _dense_and_norm(path: str, outputs: int, inputs: int) -> Shapes:
     return {**linear(f"{path}.dense", outputs, inputs), **norm(f"{path}.LayerNorm", outputs)}
 
@@ -113,58 +100,6 @@ def _bert_attention(path: str, config: ModelConfig) -> Shapes:
 def _bert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> Shapes:
     return {**linear(f"{intermediate}.dense", config.intermediate_size, config.hidden_size),
             **_dense_and_norm(output, config.hidden_size, config.intermediate_size)}
-
-
-def bert_layer(path: str, config: ModelConfig) -> Shapes:
-    """A `BertLayer` (RoBERTa's, LXMERT's are the same); cross-attention where the config adds it."""
-    shapes = {**_bert_attention(f"{path}.attention", config), **_relative_positions(f"{path}.attention.self", config)}
-    if config.add_cross_attention:
-        shapes.update(_bert_attention(f"{path}.crossattention", config))
-    shapes.update(_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config))
-    return shapes
-
-
-def bert_body(base: str, config: ModelConfig) -> Shapes:
-    """The embeddings and the layers of a BERT-like model whose encoder is at `base` ("" for the bare model)."""
-    return {**bert_embeddings(under(base, "embeddings"), config),
-            **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, bert_layer, config)}
-
-
-def _groupbert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> Shapes:
-    """A norm and a linear layer, then a grouped one (a convolution of width 1) and a projection."""
-    hidden, inner = config.hidden_size, config.intermediate_size
-    return {**norm(f"{intermediate}.LayerNorm", hidden), **linear(f"{intermediate}.dense", inner, hidden),
-            **convolution(f"{output}.grouped_matmul", hidden, inner, (1,), config.ffn_groups),
-            **linear(f"{output}.dense_output_projection", hidden, hidden)}
-
-
-def _groupbert_attention(path: str, config: ModelConfig) -> Shapes:
-    hidden = config.hidden_size
-    return {**norm(f"{path}.LayerNorm", hidden), **bert_self_attention(f"{path}.self", config),
-            **linear(f"{path}.output.dense", hidden, hidden)}
-
-
-def groupbert_layer(path: str, config: ModelConfig) -> Shapes:
-    """optimum-graphcore's `GroupBertLayer`: a convolution, a feed-forward, the attention, a feed-forward."""
-    hidden = config.hidden_size
-    groups = int(hidden / config.conv_group_size)
-    shapes = {**norm(f"{path}.convolution.prenorm", hidden), **linear(f"{path}.convolution.glu", 2 * hidden, hidden),
-              **convolution(f"{path}.convolution.groupconv", hidden, hidden, (config.conv_kernel_size,), groups),
-              **norm(f"{path}.convolution.conv_norm", hidden),
-              **linear(f"{path}.convolution.output_projection", hidden, hidden),
-              **_groupbert_feed_forward(f"{path}.intermediate_first", f"{path}.output_first", config),
-              **_groupbert_attention(f"{path}.attention", config),
-              **_relative_positions(f"{path}.attention.self", config)}
-    if config.add_cross_attention:
-        shapes.update(_groupbert_attention(f"{path}.crossattention", config))
-    shapes.update(_groupbert_feed_forward(f"{path}.intermediate_second", f"{path}.output_second", config))
-    return shapes
-
-
-def groupbert_body(config: ModelConfig) -> Shapes:
-    return {**bert_embeddings("bert.embeddings", config),
-            **_layers("bert.encoder.layer.{i}", config.num_hidden_layers, groupbert_layer, config),
-            **norm("bert.encoder.LayerNorm", config.hidden_size)}
 
 
 # --- MPNet, DistilBERT, DeBERTa --------------------------------------------------------------------------------------

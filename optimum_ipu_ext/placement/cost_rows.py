@@ -134,41 +134,8 @@ def _encoder_dims(config: Any, shape: Any, hidden: str = "hidden_size", heads: s
             "v": read(config, "vocab_size", 0), "n": config.num_labels}
 
 
-def _encoder_family(prefix: str, embeddings: Table, layer: Table, mlm: Any,
-                    sequence_classifier: Table) -> Dict[str, Dict[str, Table]]:
-    """`{architecture: {path: table}}` of a BERT-like family's heads."""
-    base = prefix.lower()
-    body = {f"{base}.embeddings": embeddings, f"{base}.encoder.layer.{{i}}": layer,
-            f"{base}.pooler": _pooler()}
-    rows = {
-        f"{prefix}ForSequenceClassification": {**body, "classifier": sequence_classifier},
-        f"{prefix}ForMultipleChoice": {**body, "classifier": CHOICE_CLASSIFIER},
-        f"{prefix}ForTokenClassification": {**body, "classifier": TOKEN_CLASSIFIER},
-        f"{prefix}ForQuestionAnswering": {**body, "qa_outputs": QA_OUTPUTS},
-    }
-    if mlm is not None:
-        path, head = mlm
-        rows[f"{prefix}ForMaskedLM"] = {**body, path: head}
-    return rows
-
-
 BERT_LAYER = _post_norm_layer(fused=True)
 UNFUSED_LAYER = _post_norm_layer(fused=False)
-
-BERT = _encoder_family("Bert", BERT_EMBEDDINGS, BERT_LAYER, ("cls", table(*MLM_HEAD, enters=HIDDEN)),
-                       POOLED_CLASSIFIER)
-BERT["BertForPreTraining"] = {
-    **BERT["BertForMaskedLM"],
-    "cls": table(*MLM_HEAD, linear("pooled", "b", "h", "2"), cross_entropy("next sentence", "b", "2"),
-                 enters=(*HIDDEN, Kept("pooled", "b*h"))),
-}
-BERT["BertModel"] = {"embeddings": BERT_EMBEDDINGS, "encoder.layer.{i}": BERT_LAYER, "pooler": _pooler()}
-
-ROBERTA = _encoder_family(
-    "Roberta", POSITION_EMBEDDINGS, UNFUSED_LAYER, ("lm_head", table(*MLM_HEAD, enters=HIDDEN)),
-    # RobertaClassificationHead: dense and tanh on the first token, then the projection
-    table(linear("hidden", "b", "h", "h", storage="b*s*h"), elementwise("pooled", "b*h", "tanh"),
-          linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"), enters=HIDDEN))
 
 # MPNet's relative position buckets, computed once for all layers
 MPNET_BUCKETS = table(embedding("buckets", "s*s"), enters=HIDDEN, leaves=HIDDEN)
@@ -720,56 +687,6 @@ def _lxmert_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "boxes": read(config, "visual_pos_dim", 4), "answers": read(config, "num_qa_labels", 9500)}
 
 
-# --- GroupBERT -------------------------------------------------------------------------------------------------------
-
-
-def _grouped_feed_forward(name: str) -> tuple:
-    """Norm, dense, gelu, a grouped matmul back to h (a convolution of kernel 1 in `groups` groups, on a transposed
-    copy) and a projection."""
-    return (
-        layer_norm(f"{name}: input", "b*s", "h"),
-        linear(f"{name}: normalised", "b*s", "h", "i"),
-        elementwise(f"{name}: intermediate", "b*s*i"),
-        conv(f"{name}: transposed", "b*i*s", "2*b*s*h*(i//groups)"),
-        linear(f"{name}: grouped", "b*s", "h", "h"),
-    )
-
-
-GROUPBERT_LAYER = table(
-    # convolution module: norm, gated linear unit, masked grouped convolution, norm, swish, projection
-    layer_norm("convolution: input", "b*s", "h"),
-    linear("convolution: normalised", "b*s", "h", "2*h"),
-    keep("gates", "b*s*h"), keep("values", "2*b*s*h"),  # the values are a view of the unit's output
-    keep("mask", "b*s"),
-    conv("convolution: transposed", "b*h*s", "2*b*s*h*conv_group_size*kernel"),
-    layer_norm("convolved", "b*s", "h"),
-    elementwise("convolution: normalised output", "b*s*h", "silu"),
-    linear("activated", "b*s", "h", "h"),
-    *_grouped_feed_forward("first feed-forward"),
-    # attention, pre-norm, with BERT's fused query-key-value weight
-    layer_norm("attention: input", "b*s", "h"),
-    keep("query-key-value weight", "3*h*h"),
-    linear("attention: normalised", "b*s", "h", "3*h"),
-    attention("self", "b", "a", "s", "s", "d"),
-    linear("context", "b*s", "h", "h"),
-    *_grouped_feed_forward("second feed-forward"),
-    enters=HIDDEN, leaves=HIDDEN)
-GROUPBERT = {
-    name.replace("Bert", "GroupBert", 1): {
-        **rows,
-        "bert.encoder.layer.{i}": GROUPBERT_LAYER,
-        "bert.encoder.LayerNorm": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-        "bert.pooler": _pooler(),
-    }
-    for name, rows in BERT.items() if name not in ("BertModel",)
-}
-
-
-def _groupbert_dims(config: Any, shape: Any) -> Dict[str, Any]:
-    return {**_encoder_dims(config, shape), "groups": read(config, "ffn_groups", 4),
-            "conv_group_size": read(config, "conv_group_size", 16), "kernel": read(config, "conv_kernel_size", 7)}
-
-
 def _with(kind: str, dims: Callable[[Any, Any], Dict[str, int]],
           rows: Mapping[str, Mapping[str, Table]]) -> Dict[str, ArchitectureCosts]:
     return {name: ArchitectureCosts(kind, dims, tables) for name, tables in rows.items()}
@@ -780,7 +697,7 @@ def _distilbert_dims(config: Any, shape: Any) -> Dict[str, int]:
 
 
 COSTS: Dict[str, ArchitectureCosts] = {
-    **_with(TEXT, _encoder_dims, {**BERT, **ROBERTA, **MPNET}),
+    **_with(TEXT, _encoder_dims, MPNET),
     **_with(TEXT, _distilbert_dims, DISTILBERT),
     **_with(TEXT, _gpt2_dims, GPT2),
     **_with(ENCODER_DECODER, _t5_dims, {name: rows for name, rows in T5.items() if name != "T5EncoderModel"}),
@@ -791,7 +708,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
     **_with(TEXT, _lxmert_dims, LXMERT),
-    **_with(TEXT, _groupbert_dims, GROUPBERT),
     **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),
     **_with(TEXT, _deberta_dims, {name: rows for name, rows in DEBERTA.items() if name != "DebertaForMaskedLM"}),
     **_with(TEXT, _deberta_masked_lm_dims, {"DebertaForMaskedLM": DEBERTA["DebertaForMaskedLM"]}),

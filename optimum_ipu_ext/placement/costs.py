@@ -105,7 +105,7 @@ def block_costs(architecture: Union[str, Architecture], config: ModelConfig, sha
     patterns = [(_template_pattern(template), step) for template, step in costs.tables.items()]
     counts = layer_counts(architecture, config)
     found: Dict[str, BlockCost] = {}
-    for step, group, _, _ in expand(architecture, config):
+    for step, group, _ in expand(architecture, config):
         if isinstance(step, Block) and not step.called:
             continue
         for pattern, table in patterns:
@@ -126,13 +126,13 @@ def _described_costs(architecture: Architecture, config: ModelConfig, shape: Inp
                      fp32: bool) -> Dict[str, BlockCost]:
     sizes = architecture.sizes(config, shape)
     found: Dict[str, BlockCost] = {}
-    for step, _, _, at in expand(architecture, config):
+    for step, _, _ in expand(architecture, config):
         if isinstance(step, Block) and not step.called:
             continue
         module = module_of(step)
         if module is None:
             raise KeyError(f"no cost table for {architecture.name}'s step {step.path}")
-        found[step.path] = BlockCost(*module(sizes, at).cost(fp32))
+        found[step.path] = BlockCost(*module(sizes).cost(fp32))
     return found
 
 

@@ -130,7 +130,7 @@ class Layout(NamedTuple):
 def layer_counts(architecture: Architecture, config: ModelConfig) -> Dict[str, int]:
     """`{layer group: layers}`, in the order of the layer list."""
     counts: Dict[str, int] = {}
-    for _, group, _, _ in expand(architecture, config):
+    for _, group, _ in expand(architecture, config):
         if group is not None:
             counts[group] = counts.get(group, 0) + 1
     return counts
@@ -138,7 +138,7 @@ def layer_counts(architecture: Architecture, config: ModelConfig) -> Dict[str, i
 
 def layer_paths(architecture: Architecture, config: ModelConfig) -> List[str]:
     """The module path of each layer of the layer list."""
-    return [step.path for step, group, _, _ in expand(architecture, config) if group is not None]
+    return [step.path for step, group, _ in expand(architecture, config) if group is not None]
 
 
 def fixed_layer_groups(architecture: Architecture) -> Tuple[str, ...]:
@@ -249,7 +249,7 @@ def split_shares(step: Split, settings: Mapping[str, Any], mode: Mode) -> Option
 def _with_splits(steps, settings: Mapping[str, Any], mode: Mode, executor: Executor):
     """The steps with each `Split` replaced by its parts, as its settings place them for this executor, or by its
     whole module's block."""
-    for step, group, index, _ in steps:
+    for step, group, index in steps:
         if not isinstance(step, Split):
             yield step, group, index
             continue

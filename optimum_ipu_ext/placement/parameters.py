@@ -100,11 +100,11 @@ def _described(architecture: Architecture, config: ModelConfig) -> Tuple[Shapes,
     sizes = architecture.sizes(config, resolve_shape(config.model, architecture.name, config))
     body: Shapes = {}
     heads: Dict[str, Shapes] = {}
-    for step, _, _, at in expand(architecture, config):
+    for step, _, _ in expand(architecture, config):
         module = module_of(step)
         if module is None:
             continue
-        shapes = module(sizes, at).parameters(step.path)
+        shapes = module(sizes).parameters(step.path)
         if (step.whole if isinstance(step, Split) else step).head:
             heads.setdefault(step.path, {}).update(shapes)
         else:

@@ -39,7 +39,7 @@ PRETRAINING_SIZES = dict(AUDIO_SIZES, num_codevectors_per_group=5, num_codevecto
 
 def _cases():
     for architecture in sorted(ARCHITECTURES):
-        kind = COSTS[architecture].kind
+        kind = ARCHITECTURES[architecture].inputs or COSTS[architecture].kind
         if kind == AUDIO:
             sizes = PRETRAINING_SIZES if architecture == "Wav2Vec2ForPreTraining" else AUDIO_SIZES
             yield from ((architecture, batch, length, None, sizes) for batch, length in AUDIO_CASES)

@@ -25,14 +25,15 @@ from torch.utils.flop_counter import FlopCounterMode
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
 from optimum_ipu_ext.placement.costs import MULTIPLE_CHOICES
-from optimum_ipu_ext.placement.layout import _steps
-from optimum_ipu_ext.placement.models.rules import Block
+from optimum_ipu_ext.placement.models.rules import Block, expand
 
 from .doubles import installed
 from .placement_models import TINY_MODELS, _classes, _text, _tokens
 from .upstream_placement import _ipu_config, _one_thread, _original_model, _Trace, _tracing, upstream_modules
 
 AUDIO_MASK_EVERY = 3
+# the models whose tokenizer gives token types with the ids (BertTokenizer's)
+GIVEN_TOKEN_TYPES = ("Bert", "GroupBert")
 
 
 class Measured(NamedTuple):
@@ -57,7 +58,7 @@ def step_paths(architecture: str, model_config: Dict[str, Any]) -> List[str]:
     row = ARCHITECTURES[architecture]
     config = row.config(model_config)
     paths: List[str] = []
-    for step, _, _ in _steps(row, config):
+    for step, _, _ in expand(row, config):
         if (not isinstance(step, Block) or step.called) and step.path not in paths:
             paths.append(step.path)
     return paths
@@ -90,9 +91,11 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int,
                 "visual_pos": torch.rand(batch, boxes, config.visual_pos_dim, generator=generator),
                 "labels": _classes(config.num_qa_labels, generator, batch)}
     if architecture.endswith("ForMultipleChoice"):
-        return {**_text(config, generator, batch, MULTIPLE_CHOICES, length),
+        inputs = _text(config, generator, batch, MULTIPLE_CHOICES, length)
+        return {**inputs, **_token_types(architecture, config, generator, inputs["input_ids"].shape),
                 "labels": _classes(MULTIPLE_CHOICES, generator, batch)}
     inputs = _text(config, generator, batch, length)
+    inputs.update(_token_types(architecture, config, generator, inputs["input_ids"].shape))
     if architecture.endswith(("ForMaskedLM", "LMHeadModel")):
         inputs["labels"] = _tokens(config, generator, batch, length)
     elif architecture.endswith("ForPreTraining"):
@@ -112,6 +115,14 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int,
         start = torch.full((batch, 1), config.decoder_start_token_id, dtype=torch.long)
         inputs.update(labels=labels, decoder_input_ids=torch.cat([start, labels[:, :-1]], dim=1))
     return inputs
+
+
+def _token_types(architecture: str, config: Any, generator: torch.Generator,
+                 shape: Tuple[int, ...]) -> Dict[str, torch.Tensor]:
+    """The token types of the models whose tokenizer gives them with the ids."""
+    if not architecture.startswith(GIVEN_TOKEN_TYPES):
+        return {}
+    return {"token_type_ids": _classes(config.type_vocab_size, generator, *shape)}
 
 
 def _audio_inputs(architecture: str, config: Any, batch: int, length: int,

@@ -13,7 +13,7 @@ A row's `steps` are the model's modules in the order its forward pass runs them:
   `SplitProjection`), else a `Block`.
 
 Each step's `module` says what the module at its path is: a function of the row's sizes (`Architecture.sizes`: the
-`config.json` and the micro-batch, as numbers) and of where the step is (`At`: a layer's index), giving the blocks
+`config.json` and the micro-batch, as numbers), and for a layer of where it is (`At`: its index), giving the blocks
 of blocks.py that hold its parameters and keep and compute its share of a micro-batch. `head`: the step's
 parameters are a head's, which a checkpoint of another class may lack (they are then added from the module).
 
@@ -75,8 +75,10 @@ class At(NamedTuple):
     stage: Optional[int] = None
 
 
-# `module(sizes, at)`: the blocks of the module at a step's path (blocks.Sequential), `sizes` the row's
-Module = Callable[[Any, At], Sequential]
+# `module(sizes)`: the blocks of the module at a step's path (blocks.Sequential), `sizes` the row's; a layer's
+# `module(sizes, at)`, where the layer is
+Module = Callable[[Any], Sequential]
+LayerModule = Callable[[Any, At], Sequential]
 
 # `when`: (config field, value) the step needs, or None: the step is always there.
 Condition = Optional[Tuple[str, Any]]
@@ -119,9 +121,9 @@ class Layers(NamedTuple):
     ipu: Optional[int] = None
     stage_prelude: Optional[str] = None
     executor: Optional[str] = None
-    module: Optional[Module] = None
+    module: Optional[LayerModule] = None
     head: bool = False
-    prelude_module: Optional[Module] = None
+    prelude_module: Optional[LayerModule] = None
 
 
 class Split(NamedTuple):
@@ -318,13 +320,19 @@ class Architecture(NamedTuple):
 
 
 class Expanded(NamedTuple):
-    """A row's step under a config, each layer a `Block` of its own: its layer group and index in the layer list's
-    group (None but for layers), and where it is (`At`)."""
+    """A row's step under a config, each layer a `Block` of its own whose module is the layer's, where it is: its
+    layer group and index in the group (None but for layers)."""
 
     step: Step
     group: Optional[str]
     index: Optional[int]
-    at: At
+
+
+def _placed(module: Optional[LayerModule], at: At) -> Optional[Module]:
+    """A layer's module, where the layer is."""
+    if module is None:
+        return None
+    return lambda sizes: module(sizes, at)
 
 
 def _count(step: Layers, config: ModelConfig) -> Any:
@@ -339,7 +347,7 @@ def expand(architecture: Architecture, config: ModelConfig) -> Iterator[Expanded
     for step in architecture.steps:
         if not isinstance(step, Layers):
             if isinstance(step, Split) or config.holds(step.when):
-                yield Expanded(step, None, None, At())
+                yield Expanded(step, None, None)
             continue
         count = _count(step, config)
         stages = list(enumerate(count)) if isinstance(count, list) else [(None, count)]
@@ -347,12 +355,12 @@ def expand(architecture: Architecture, config: ModelConfig) -> Iterator[Expanded
         for stage, layers in stages:
             if step.stage_prelude is not None:
                 yield Expanded(Run(step.stage_prelude.format(stage=stage), executor=step.executor,
-                                   module=step.prelude_module), None, None, At(stage=stage))
+                                   module=_placed(step.prelude_module, At(stage=stage))), None, None)
             for layer in range(layers):
+                module = _placed(step.module, At(layer, layers - 1, stage))
                 block = Block(step.name.format(i=layer, stage=stage), step.path.format(i=layer, stage=stage),
-                              step.ipu, executor=step.executor, module=step.module, head=step.head)
-                yield Expanded(block, step.group, index, At(layer, layers - 1 if stage is not None else count - 1,
-                                                             stage))
+                              step.ipu, executor=step.executor, module=module, head=step.head)
+                yield Expanded(block, step.group, index)
                 index += 1
 
 

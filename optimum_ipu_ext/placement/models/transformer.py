@@ -1,0 +1,208 @@
+"""What several families share, under the names each gives its modules: a transformer layer's sizes, its post-norm
+and pre-norm layers, the pooler and the task heads of the encoders, in the building blocks of blocks.py.
+
+Sizes, as the papers name them: b sequences of the micro-batch (e examples x c choices), s tokens (patches, frames),
+h hidden size, a attention heads, d head size, i feed-forward size, v vocabulary, n labels.
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple, Optional, Tuple
+
+from .blocks import (
+    INTEGER,
+    Activation,
+    Attention,
+    CrossEntropy,
+    Embedding,
+    Keeps,
+    LayerNorm,
+    Linear,
+    Parameter,
+    Saved,
+    Sequential,
+)
+from .rules import LAST, Block, InputShape, IPURule, Layers, Module, Step
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes of a transformer's micro-batch and layers."""
+
+    e: int
+    c: int
+    b: int
+    s: int
+    h: int
+    a: int
+    d: int
+    i: int
+    v: int
+    n: int
+
+
+def sizes(shape: InputShape, hidden: int, heads: int, inner: int, vocabulary: int, labels: int) -> Sizes:
+    return Sizes(e=shape.micro_batch_size, c=shape.choices, b=shape.micro_batch_size * shape.choices,
+                 s=shape.sequence_length, h=hidden, a=heads, d=hidden // heads, i=inner, v=vocabulary, n=labels)
+
+
+def hidden(z: Sizes) -> Tuple[Saved, ...]:
+    """The hidden state a step hands on, or takes from the one before."""
+    return (Saved("hidden", z.b * z.s * z.h),)
+
+
+def pooled(z: Sizes) -> Tuple[Saved, ...]:
+    return (Saved("pooled", z.b * z.h),)
+
+
+def ids(z: Sizes) -> Tuple[Saved, ...]:
+    """The token ids that enter the embeddings."""
+    return (Saved("ids", z.b * z.s, INTEGER),)
+
+
+class LayerNames(NamedTuple):
+    """The names a family gives the modules of a transformer layer, under the layer's path. `projections`: the
+    query, key and value projections, or one projection to all three (a fused weight)."""
+
+    projections: Tuple[str, ...]
+    context: str
+    attention_norm: str
+    intermediate: str
+    output: str
+    output_norm: str
+
+
+# the names most encoders of transformers give a layer's modules (copied from one model into the others)
+LAYER_NAMES = LayerNames(("attention.self.query", "attention.self.key", "attention.self.value"),
+                         "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense", "output.dense",
+                         "output.LayerNorm")
+
+
+def self_attention(names: LayerNames, z: Sizes, x: str, keep_fused_weight: bool = False) -> Tuple:
+    """The projections of `x` (kept once), the attention and its output projection. `keep_fused_weight`: the
+    pipelined model concatenates the three weights in each pass, and autograd keeps the concatenation."""
+    rows = z.b * z.s
+    width = z.h * 3 // len(names.projections)
+    return (
+        Keeps("query-key-value weight", 3 * z.h * z.h) if keep_fused_weight else None,
+        tuple(Linear(name, z.h, width, rows, x) for name in names.projections),
+        Attention("self", z.b, z.a, z.s, z.s, z.d),
+        Linear(names.context, z.h, z.h, rows, "context"),
+    )
+
+
+def feed_forward(names: LayerNames, z: Sizes, x: str, activation_keeps: int = 1) -> Tuple:
+    """Two linear layers around an activation that keeps `activation_keeps` tensors (gelu's tanh approximation keeps
+    4)."""
+    rows = z.b * z.s
+    return (
+        Linear(names.intermediate, z.h, z.i, rows, x),
+        tuple(Activation(f"intermediate {index}" if index else "intermediate", rows * z.i)
+              for index in range(activation_keeps)),
+        Linear(names.output, z.i, z.h, rows, "activated"),
+    )
+
+
+def post_norm_layer(names: LayerNames, z: Sizes, fused: bool = False, extra: Tuple = ()) -> Sequential:
+    """Attention, add and norm, feed-forward, add and norm. `fused`: the query, key and value weights are
+    concatenated in each pass (the pipelined models of optimum-graphcore that fuse them). `extra`: modules the
+    layer holds and this pass does not run."""
+    rows = z.b * z.s
+    return Sequential(
+        self_attention(names, z, "input", keep_fused_weight=fused),
+        LayerNorm(names.attention_norm, z.h, rows, "attention sum"),
+        feed_forward(names, z, "attention output"),
+        LayerNorm(names.output_norm, z.h, rows, "output sum"),
+        extra,
+        enters=hidden(z), leaves=hidden(z))
+
+
+def pre_norm_layer(names: LayerNames, input_norm: str, z: Sizes, activation_keeps: int = 1) -> Sequential:
+    """Norm, attention, add, norm, feed-forward, add."""
+    rows = z.b * z.s
+    return Sequential(
+        LayerNorm(input_norm, z.h, rows, "input"),
+        self_attention(names, z, "normalised"),
+        LayerNorm(names.attention_norm, z.h, rows, "attention sum"),
+        feed_forward(names, z, "normalised sum", activation_keeps),
+        enters=hidden(z), leaves=hidden(z))
+
+
+def embeddings(z: Sizes, word: str, positions: Optional[Tuple[str, int]], types: Optional[Tuple[str, int]],
+               norm: str, computed_positions: bool = False, given_types: bool = False) -> Sequential:
+    """Word, position and token type embeddings, summed and normed. Positions index a buffer, unless
+    `computed_positions` (worked out from the ids, and kept); token types a buffer of zeros, unless `given_types`
+    (the tokenizer gives them: the lookup keeps them)."""
+    tokens = z.b * z.s
+    return Sequential(
+        Embedding(word, z.v, z.h, "ids", tokens),
+        Embedding(*positions, z.h, "positions" if computed_positions else None, tokens) if positions else None,
+        Embedding(*types, z.h, "token types" if given_types else None, tokens) if types else None,
+        LayerNorm(norm, z.h, tokens, "sum"),
+        enters=ids(z), leaves=hidden(z))
+
+
+def under(base: str, path: str) -> str:
+    return f"{base}.{path}" if base else path
+
+
+def encoder_steps(base: str, embedding, layer, tail: Tuple[Step, ...], after_layers: Tuple[Step, ...] = (),
+                  after_embeddings: Tuple[Step, ...] = ()) -> Tuple[Step, ...]:
+    """An encoder's steps: an embedding block on IPU 0, the layers as `get_layer_ipu` places them, then `tail`.
+    `base`: where the encoder sits (the prefix, or "" for the bare model)."""
+    return (
+        Block("Embedding", under(base, "embeddings"), module=embedding),
+        *after_embeddings,
+        Layers("encoder", "Encoder{i}", under(base, "encoder.layer.{i}"), "num_hidden_layers", module=layer),
+        *after_layers,
+        *tail,
+    )
+
+
+# --- heads ----------------------------------------------------------------------------------------------------------
+
+
+def pooler(z: Sizes, dense: str = "dense") -> Sequential:
+    """`tanh(dense(hidden[:, 0]))`: keeps the whole hidden state (the first token is a view of it) and its output."""
+    return Sequential(Linear(dense, z.h, z.h, z.b, "hidden", storage=z.b * z.s * z.h),
+                      Activation("pooled", z.b * z.h), enters=hidden(z), leaves=pooled(z))
+
+
+def sequence_classifier(z: Sizes, name: str = "") -> Sequential:
+    """A linear layer on the pooled state, and the loss over the labels."""
+    return Sequential(Linear(name, z.h, z.n, z.b, "pooled"), CrossEntropy("loss", z.b, z.n), enters=pooled(z))
+
+
+def choice_classifier(z: Sizes, name: str = "") -> Sequential:
+    """A score for each choice of each example, and the loss over the choices."""
+    return Sequential(Linear(name, z.h, 1, z.b, "pooled"), CrossEntropy("loss", z.e, z.c), enters=pooled(z))
+
+
+def token_classifier(z: Sizes, name: str = "") -> Sequential:
+    return Sequential(Linear(name, z.h, z.n, z.b * z.s, "hidden"), CrossEntropy("loss", z.b * z.s, z.n),
+                      enters=hidden(z))
+
+
+def span_classifier(z: Sizes, name: str = "") -> Sequential:
+    """Question answering: a start and an end score for each token (its `n` labels: 2), a loss over the tokens for
+    each."""
+    return Sequential(Linear(name, z.h, z.n, z.b * z.s, "hidden"), CrossEntropy("start", z.b, z.s),
+                      CrossEntropy("end", z.b, z.s), enters=hidden(z))
+
+
+def masked_lm_head(z: Sizes, dense: str, norm: str, decoder: str, bias: str, tied: bool) -> Sequential:
+    """A dense layer, gelu and a norm, then the projection to the vocabulary (its weight the word embeddings' where
+    `tied`, its bias a parameter of the head's own), and the loss over every token."""
+    rows = z.b * z.s
+    return Sequential(
+        Linear(dense, z.h, z.h, rows, "hidden"),
+        Activation("transformed", rows * z.h),
+        LayerNorm(norm, z.h, rows, "activated"),
+        Linear(decoder, z.h, z.v, rows, "normalised", bias=False, tied=tied),
+        Parameter(bias, (z.v,)),
+        CrossEntropy("masked tokens", rows, z.v),
+        enters=hidden(z))
+
+
+def head(block: str, path: str, module: Module, ipu: IPURule = LAST) -> Block:
+    """A head in a block of its own, on the last IPU unless said."""
+    return Block(block, path, ipu, module=module, head=True)
