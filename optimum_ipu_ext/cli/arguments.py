@@ -49,6 +49,18 @@ def import_source(text: str) -> Tuple[str, Optional[str]]:
     return text, None
 
 
+def share(text: str) -> float:
+    """The argparse type of `--reserve`: a share of an IPU's memory, from 0 to less than 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a share of an IPU's memory from 0 to less than 1, e.g. 0.25, got "
+                                         f"{text!r}")
+    return value
+
+
 def named_value(text: str) -> Tuple[str, Any]:
     """The argparse type of `--arg` and `--kwarg`: `NAME=VALUE`, VALUE read as JSON (4, true, [1, 2], "x"), else
     kept as text."""

@@ -22,7 +22,7 @@ class Stream:
     who reads its output.
     """
 
-    CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32"}
+    CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33"}
 
     def __init__(self, stream):
         self.stream = stream

@@ -147,6 +147,8 @@ class SettingsMixin:
         micro_batch_size: Optional[int] = None,
         sequence_length: Optional[int] = None,
         decoder_sequence_length: Optional[int] = None,
+        ipu: str = "gc200",
+        reserve: Optional[float] = None,
     ) -> "Placement":
         """Where optimum-graphcore 0.7.1's `parallelize()` puts `model` on this config's IPUs: the blocks, layers
         and parameters of each IPU, and the memory its parameters need as `IPUTrainer` builds the model. Needs no
@@ -166,17 +168,23 @@ class SettingsMixin:
                 defaults to 1). `sequence_length`: tokens (default 128); Wav2Vec2/HuBERT: input samples at 16 kHz;
                 Whisper: the feature extractor's frames; images: refused, the size is the config's `image_size`.
                 `decoder_sequence_length`: an encoder-decoder's decoder tokens (default: the encoder's).
+            ipu: the IPU generation a step is timed on: `"gc200"` (IPU-M2000) or `"bow"` (Bow-2000).
+            reserve: the share of each IPU's memory kept for what is not counted (code, exchange buffers,
+                temporaries), default 0.25; the verdict is "fits" where every IPU's on-chip figure leaves it.
 
         Raises:
             PlacementError: where optimum-graphcore refuses this config for this model (`ArchitectureError` for an
                 architecture with no pipelined version).
+            InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
             ModelFileError: for a missing or malformed `config.json` or safetensors header, naming the file.
             HubError: where the Hub cannot give the model's files.
         """
+        from ..placement.hardware import RESERVE
         from ..placement.sources import place_model
 
         return place_model(vars(self), model, architecture, for_inference, fp32, revision, token,
-                           (micro_batch_size, sequence_length, decoder_sequence_length))
+                           (micro_batch_size, sequence_length, decoder_sequence_length), ipu,
+                           RESERVE if reserve is None else reserve)
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None

@@ -7,7 +7,10 @@ a lower bound, since activations, pipeline stashes, code and exchange buffers co
   is 6 (8) bytes a trained parameter. A frozen parameter (`requires_grad=False`) has neither;
 - where the build's `TensorLocations` put each kind of tensor: on chip, or in Streaming Memory (`useOnChipStorage`
   false: `optimizer_state_offchip`, or the `*_location` settings), divided among the replicas where it is sharded
-  (`useReplicatedTensorSharding` with more than one replica).
+  (`useReplicatedTensorSharding` with more than one replica);
+- an optimizer state kept in Streaming Memory is still brought on chip for the weight update, a tensor at a time
+  (optimum-graphcore's `notebooks/mt5_translation.ipynb`): the state of the IPU's largest trained tensor (a
+  serialized embedding's part) is on chip then, after the pipeline has flushed its stashes.
 """
 
 from typing import Any, Dict, NamedTuple, Tuple
@@ -55,6 +58,12 @@ class MemoryModel(NamedTuple):
             parts[kind] = (share, 0) if storage.on_chip else (0, share)
         return parts
 
+    def update_bytes(self, largest: int) -> int:
+        """The optimizer state brought on chip to update the largest trained tensor, of `largest` elements, where the
+        state is kept in Streaming Memory."""
+        storage = self.storage["optimizer"]
+        return 0 if storage.on_chip else -(-largest * self.optimizer_bytes // storage.shards)
+
     def describe(self, activations: bool = False) -> str:
         """The assumptions, in one line; `activations`: whether the figures count them and the pipeline's stashes."""
         kinds = [f"weights fp{8 * self.weight_bytes}{self._where('weights')}"]
@@ -62,11 +71,10 @@ class MemoryModel(NamedTuple):
             if self.accumulator_bytes:
                 kinds.append(f"gradient accumulators fp{8 * self.accumulator_bytes}{self._where('accumulators')}")
             kinds.append(f"AdamW/LAMB state {self.optimizer_bytes} bytes a parameter{self._where('optimizer')}")
+        uncounted = "code, exchange buffers and the temporaries matmul_proportion allows are the reserve's"
         if activations:
-            return (f"{self.build}: {', '.join(kinds)}; code, exchange buffers and the temporaries "
-                    "matmul_proportion allows come on top")
-        return (f"{self.build}: {', '.join(kinds)}; activations, pipeline stashes, code and exchange buffers come on "
-                "top")
+            return f"{self.build}: {', '.join(kinds)}; {uncounted}"
+        return f"{self.build}: {', '.join(kinds)}; activations and pipeline stashes come on top; {uncounted}"
 
     def _where(self, kind: str) -> str:
         storage = self.storage[kind]

@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..errors import InvalidSettingError, PlacementError
 from ..settings.mode import Mode
 from . import balance
+from .hardware import GC200, IPU_MEMORY_BYTES, RESERVE, IPUType
 from .layout import (
     Layout,
     first_uses,
@@ -17,12 +18,14 @@ from .layout import (
     layer_paths,
     origins,
     reference_layout,
+    split_shares,
 )
-from .memory import IPU_MEMORY_BYTES, MemoryModel, memory_model
-from .models.rules import Architecture, ModelConfig
+from .memory import MemoryModel, memory_model
+from .models.rules import Architecture, ModelConfig, Split
 from .parameters import Parameters, parallelized
 from .pipeline import Costs, Rules, ipu_work, pipeline_rules, schedule, stages_of, work
 from .report import IPUPlacement, Placement
+from .timing import IPUShare, Job, StepTime, step_time
 
 OBJECTIVES = ("memory", "time")
 
@@ -33,11 +36,13 @@ Measure = Callable[[Architecture, ModelConfig], Tuple[Any, Costs]]
 
 def place(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
           shapes: Callable[[Architecture, ModelConfig], Parameters], for_inference: bool, fp32: bool,
-          measure: Optional[Measure] = None) -> Placement:
+          measure: Optional[Measure] = None, ipu: IPUType = GC200, reserve: float = RESERVE) -> Placement:
     """The placement of `architecture`, configured by `values` (its `config.json`), on the IPUs of a config whose
     `settings` are its `vars()`. `shapes(architecture, config)` gives its parameters; it is called only once the
     config's layers are found to fit the model, so a wrong `layers_per_ipu` is reported before any weight header
-    is read. `measure`, where given, gives the micro-batch and the costs of each step: the activations are counted.
+    is read. `measure`, where given, gives the micro-batch and the costs of each step: the activations are counted,
+    and a step is timed on IPUs of type `ipu`. `reserve`: the share of each IPU's memory kept for what is not
+    counted.
 
     Raises:
         PlacementError: where optimum-graphcore refuses the config for this model.
@@ -51,7 +56,7 @@ def place(model: str, architecture: Architecture, values: Mapping[str, Any], set
     frozen = frozenset(name for name in parameters.shapes if _frozen(architecture, config, name))
     planner = Planner(model, architecture, config, settings, for_inference, parameters,
                       memory_model(dict(settings), for_inference, fp32), frozen,
-                      pipeline_rules(settings, for_inference), shape, costs)
+                      pipeline_rules(settings, for_inference), shape, costs, ipu, round(reserve * IPU_MEMORY_BYTES))
     return planner.placement(None)
 
 
@@ -85,6 +90,8 @@ class Planner:
     rules: Rules
     shape: Any
     costs: Optional[Costs]
+    ipu: IPUType
+    reserve_bytes: int
 
     def layout(self, layers_per_ipu: Optional[Sequence[int]]) -> Layout:
         return lay_out(self.model, self.architecture, self.config, self.settings, self.for_inference, layers_per_ipu)
@@ -93,25 +100,57 @@ class Planner:
         """The placement with `layers_per_ipu` (None: the config's)."""
         layout = self.layout(layers_per_ipu)
         counts = [[0, 0] for _ in range(layout.ipus)]  # [trained, frozen] parameters of each IPU
+        largest = [0] * layout.ipus  # elements of each IPU's largest trained tensor, as the update takes it
         for name, claims in self._first_uses(layout).items():
             for claim in claims:
                 counts[claim.ipu][name in self.frozen] += self.parameters.elements(name)
+                if name not in self.frozen:
+                    largest[claim.ipu] = max(largest[claim.ipu], self.updated_elements(name))
         stages = stages_of(layout, self.rules)
         works = ipu_work(layout.ipus, stages, self.costs, self.rules) if self.costs is not None else None
         ipus = []
+        shares = []
         for ipu, (trained, frozen) in enumerate(counts):
             parts = self.memory.parts(trained, frozen)
             on_chip = sum(size for size, _ in parts.values())
             streaming = sum(size for _, size in parts.values())
             done = None if works is None else works[ipu]
+            update = self.memory.update_bytes(largest[ipu])
+            on_chip += max(update, 0 if done is None else done.stash_bytes + done.recompute_bytes)
             if done is not None:
-                on_chip += done.stash_bytes + done.recompute_bytes
+                shares.append(IPUShare(done.flops, trained * self.memory.weight_bytes, parts["optimizer"][1]))
             layers = tuple(index for index, on in enumerate(layout.layer_ipus) if on == ipu)
             ipus.append(IPUPlacement(ipu, tuple(layout.blocks[ipu]), layers, trained + frozen, on_chip, streaming,
-                                     parts["weights"][0], parts["accumulators"][0], parts["optimizer"][0], done))
+                                     parts["weights"][0], parts["accumulators"][0], parts["optimizer"][0], update,
+                                     done))
+        steps = schedule(stages, self.rules)
+        time = self._time(shares, steps.cycles, layout.ipus) if shares else None
         return Placement(self.model, self.architecture.name, self.memory.build, tuple(layout.layers_per_ipu),
-                         IPU_MEMORY_BYTES, tuple(ipus), self.memory.describe(self.costs is not None), self.shape,
-                         stages, schedule(stages, self.rules), self)
+                         IPU_MEMORY_BYTES, self.reserve_bytes, tuple(ipus),
+                         self.memory.describe(self.costs is not None), self.shape, stages, steps, time, self)
+
+    def _time(self, shares: Sequence[IPUShare], cycles: Optional[int], ipus: int) -> StepTime:
+        """A step of the whole job, its replicas each running this pipeline."""
+        replicas = self.settings[Mode.of(self.for_inference).setting("replication_factor")]
+        job = Job(self.rules.training, self.rules.micro_batches, cycles, replicas, ipus,
+                  self.shape.micro_batch_size)
+        return step_time(shares, job, self.ipu)
+
+    def updated_elements(self, name: str) -> int:
+        """The elements of the largest part of parameter `name` the weight update takes at once: a weight
+        `parallelize()` serializes, in its factor's parts (a split weight's parts are parameters of their own)."""
+        return -(-self.parameters.elements(name) // self._serialized.get(name, 1))
+
+    @property
+    def _serialized(self) -> Dict[str, int]:
+        """`{parameter: the parts parallelize() serializes it into}`."""
+        factor = self.settings["embedding_serialization_factor"] or 1
+        found = {self.architecture.serialized_embedding: factor, self.architecture.padded_embedding: factor}
+        mode = Mode.of(self.for_inference)
+        for step in self.architecture.steps:
+            if isinstance(step, Split) and split_shares(step, self.settings, mode) is None:
+                found[f"{step.path}.weight"] = self.settings[mode.setting(step.factor)] or 1
+        return found
 
     def parameter_ipus(self, layers_per_ipu: Sequence[int]) -> Dict[str, Tuple[int, ...]]:
         return {name: tuple(claim.ipu for claim in claims)
@@ -160,7 +199,7 @@ class Planner:
 
         def splits(count: int, over: int, some_layer_within: int = 0) -> balance.Splits:
             found = balance.Splits(count, over, some_layer_within, every_ipu)
-            return found.within(costs.memory, IPU_MEMORY_BYTES) if objective == "time" else found
+            return found.within(costs.memory, IPU_MEMORY_BYTES - self.reserve_bytes) if objective == "time" else found
 
         if cut is None:
             return balance.best_of([balance.Part(splits(layers, ipus), objectives, split)])
@@ -182,12 +221,19 @@ class SplitCosts:
         layers = sum(layer_counts(planner.architecture, planner.config).values())
         self.fixed = [[0, 0] for _ in range(ipus)]  # [trained, frozen] parameters
         self.following = [[0, 0] for _ in range(layers + 1)]  # of each layer, as prefix sums
+        # the elements of the largest trained tensor the update takes, of each IPU's fixed part and of each layer
+        self.fixed_largest = [0] * ipus
+        self.layer_largest = [0] * layers
         names = list(planner.parameters.shapes)
         for name, sources in origins(planner.model, planner.architecture, planner.config, planner.settings,
                                      planner.for_inference, cut, names, planner.parameters.aliases).items():
+            frozen = name in planner.frozen
             for kind, index in sources:
                 target = self.fixed[index] if kind == "ipu" else self.following[index + 1]
-                target[name in planner.frozen] += planner.parameters.elements(name)
+                target[frozen] += planner.parameters.elements(name)
+                if not frozen:
+                    largest = self.fixed_largest if kind == "ipu" else self.layer_largest
+                    largest[index] = max(largest[index], planner.updated_elements(name))
         for layer in range(layers):
             self.following[layer + 1] = [self.following[layer][0] + self.following[layer + 1][0],
                                          self.following[layer][1] + self.following[layer + 1][1]]
@@ -225,7 +271,9 @@ class SplitCosts:
             trained = self.fixed[ipu][0] + self.following[end][0] - self.following[first][0]
             frozen = self.fixed[ipu][1] + self.following[end][1] - self.following[first][1]
             on_chip = planner.memory.bytes(trained, frozen)[0]
+            update = planner.memory.update_bytes(max([self.fixed_largest[ipu], *self.layer_largest[first:end]]))
             flops = 0
+            pipeline = 0
             if planner.costs is not None:
                 steps = list(self.fixed_steps[ipu])
                 stage = self.layer_stage.get(ipu)
@@ -237,9 +285,9 @@ class SplitCosts:
                 done = work([(0 if index is None else self.stages[index].stash_depth,
                               [self.forward[position] for position in positions])
                              for index, positions in grouped.items()], planner.costs, planner.rules)
-                on_chip += done.stash_bytes + done.recompute_bytes
+                pipeline = done.stash_bytes + done.recompute_bytes
                 flops = done.flops
-            self._found[key] = (on_chip, flops)
+            self._found[key] = (on_chip + max(update, pipeline), flops)
         return self._found[key]
 
     def memory(self, ipu: int, first: int, end: int) -> int:

@@ -11,15 +11,19 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .architectures import ARCHITECTURES
 from .cost_rows import COSTS, ENCODER_DECODER, SPEECH_RECOGNITION
 from .costs import InputShape
+from .hardware import IPU_TYPES
 from .pipeline import Schedule, Stage, Work
+from .timing import StepTime
 
 
 @dataclass(frozen=True)
 class IPUPlacement:
     """One IPU of the pipeline: its blocks (named as `poptorch.BeginBlock` is given them; None: a block upstream
-    leaves unnamed), the indices of its layers in the layer list, its parameters and their bytes: on chip, the sum of
-    its weights, gradient accumulators, optimizer state (their on-chip parts), stash and recomputation; in Streaming
-    Memory. `work`: what it keeps and computes for the micro-batches in flight (None: activations not counted)."""
+    leaves unnamed), the indices of its layers in the layer list, its parameters and their bytes: on chip, its
+    weights, gradient accumulators and optimizer state (their on-chip parts), and the larger of what the pipeline
+    keeps (stash and recomputation) and what the weight update brings on chip after it (`update_bytes`: optimizer
+    state kept in Streaming Memory); in Streaming Memory. `work`: what it keeps and computes for the micro-batches
+    in flight (None: activations not counted)."""
 
     ipu: int
     blocks: Tuple[Optional[str], ...]
@@ -30,6 +34,7 @@ class IPUPlacement:
     weights_bytes: int
     gradient_accumulator_bytes: int
     optimizer_state_bytes: int
+    update_bytes: int = 0
     work: Optional[Work] = None
 
     def to_dict(self) -> Dict[str, Any]:
@@ -38,7 +43,14 @@ class IPUPlacement:
                 "parameters": self.parameters, "on_chip_bytes": self.on_chip_bytes,
                 "streaming_bytes": self.streaming_bytes, "weights_bytes": self.weights_bytes,
                 "gradient_accumulator_bytes": self.gradient_accumulator_bytes,
-                "optimizer_state_bytes": self.optimizer_state_bytes, **work}
+                "optimizer_state_bytes": self.optimizer_state_bytes, "update_bytes": self.update_bytes, **work}
+
+
+FITS = "fits"
+TIGHT = "tight"
+DOES_NOT_FIT = "does not fit"
+# how a terminal shows each verdict
+VERDICT_STYLES = {FITS: "green", TIGHT: "yellow", DOES_NOT_FIT: "red"}
 
 
 @dataclass(frozen=True)
@@ -46,18 +58,21 @@ class Placement:
     """Where optimum-graphcore 0.7.1's `parallelize()` puts a model on the IPUs of a config, the memory each IPU
     needs (a lower bound: see `assumptions`), and the pipeline it runs: its stages, the cycles of a step and what
     poptorch refuses (`problems`). `str()` is a table to read; `to_dict()` and `to_json_string()` the same as data.
-    `shape` is the micro-batch the activations are counted for (None: they are not)."""
+    `shape` is the micro-batch the activations are counted for (None: they are not); `time` a step of the whole job
+    then. `reserve_bytes`: what each IPU keeps for what is not counted (code, exchange buffers, temporaries)."""
 
     model: str
     architecture: str
     build: str
     layers_per_ipu: Tuple[int, ...]
     ipu_memory_bytes: int
+    reserve_bytes: int
     ipus: Tuple[IPUPlacement, ...]
     assumptions: str
     shape: Optional[InputShape]
     stages: Tuple[Stage, ...]
     schedule: Schedule
+    time: Optional[StepTime]
     _planner: Any = field(repr=False, compare=False)
 
     @property
@@ -66,9 +81,18 @@ class Placement:
         return self.schedule.problems
 
     @property
+    def verdict(self) -> str:
+        """FITS: every IPU's on-chip bytes leave it its reserve; TIGHT: they are within its memory, not all within
+        what the reserve leaves; DOES_NOT_FIT: some IPU's are over its memory."""
+        largest = max(ipu.on_chip_bytes for ipu in self.ipus)
+        if largest > self.ipu_memory_bytes:
+            return DOES_NOT_FIT
+        return TIGHT if largest > self.ipu_memory_bytes - self.reserve_bytes else FITS
+
+    @property
     def fits(self) -> bool:
-        """Whether every IPU's on-chip bytes are within its memory, and poptorch runs the pipeline."""
-        return not self.problems and all(ipu.on_chip_bytes <= self.ipu_memory_bytes for ipu in self.ipus)
+        """Whether the verdict is FITS, and poptorch runs the pipeline."""
+        return not self.problems and self.verdict == FITS
 
     @property
     def bottleneck_ipu(self) -> Optional[int]:
@@ -97,12 +121,15 @@ class Placement:
             "sequence_length": shape.get("sequence_length"),
             "decoder_sequence_length": self.decoder_sequence_length,
             "ipu_memory_bytes": self.ipu_memory_bytes,
+            "reserve_bytes": self.reserve_bytes,
+            "verdict": self.verdict,
             "fits": self.fits,
             "problems": list(self.problems),
             "stages": [stage.to_dict() for stage in self.stages],
             "pipeline_cycles": self.schedule.cycles,
             "pipeline_efficiency": self.schedule.efficiency,
             "bottleneck_ipu": self.bottleneck_ipu,
+            **(self.time.to_dict() if self.time is not None else dict.fromkeys(NO_TIME)),
             "ipus": [ipu.to_dict() for ipu in self.ipus],
         }
 
@@ -132,6 +159,10 @@ class Placement:
             ValueError: for another objective, or "time" without activations counted.
         """
         return self._planner.balanced(self, objective)
+
+
+# the keys of a step's time, where the activations are not counted
+NO_TIME = ("ipu", "step_seconds", "samples_per_step", "samples_per_second", "step_parts")
 
 
 # --- text ------------------------------------------------------------------------------------------------------
@@ -188,9 +219,10 @@ def bar(size: int, capacity: int) -> str:
     return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
 
 
-# the parts of an IPU's on-chip memory, in the order its bar stacks them, and the letter each is drawn with
+# the parts of an IPU's on-chip memory, in the order its bar stacks them, and the letter each is drawn with: after
+# the parameters' parts, the pipeline's or the update's, whichever is larger
 BAR_PARTS = (("weights", "W"), ("gradient accumulators", "A"), ("optimizer state", "O"), ("stash", "S"),
-             ("recomputation", "R"))
+             ("recomputation", "R"), ("optimizer state brought in for the update", "U"))
 
 
 def stacked_bar(sizes: Sequence[int], capacity: int) -> str:
@@ -208,10 +240,13 @@ def gflop(flops: int) -> str:
     return f"{flops / 1e9:,.1f}"
 
 
-def _parts(ipu: IPUPlacement) -> List[int]:
-    """The sizes of the parts of an IPU's on-chip memory (BAR_PARTS), of a placement with its activations counted."""
-    return [ipu.weights_bytes, ipu.gradient_accumulator_bytes, ipu.optimizer_state_bytes, ipu.work.stash_bytes,
-            ipu.work.recompute_bytes]
+def parts(ipu: IPUPlacement) -> List[int]:
+    """The sizes of the parts of an IPU's on-chip memory (BAR_PARTS), of a placement with its activations counted:
+    the pipeline's (stash, recomputation) or the update's, whichever is larger, the other's 0."""
+    pipeline = [ipu.work.stash_bytes, ipu.work.recompute_bytes]
+    update = [ipu.update_bytes] if ipu.update_bytes > sum(pipeline) else [0]
+    return [ipu.weights_bytes, ipu.gradient_accumulator_bytes, ipu.optimizer_state_bytes,
+            *(pipeline if not update[0] else [0, 0]), *update]
 
 
 def _title(placement: Placement, style: Style) -> str:
@@ -237,6 +272,45 @@ def _pipeline_line(placement: Placement) -> str:
             f"{100 * schedule.efficiency:.1f}% of them with every stage busy; {slowest}.")
 
 
+def seconds(value: float) -> str:
+    return f"{value:.3g} s"
+
+
+def _time_line(time: StepTime) -> str:
+    """A step's time, by part, and the samples it takes, in one line."""
+    parts = ", ".join(f"{name.replace('_', ' ')} {seconds(value)}"
+                      for name, value in time.to_dict()["step_parts"].items())
+    return (f"Time: {seconds(time.step_seconds)} a step on {IPU_TYPES[time.ipu].label} IPUs ({parts}): "
+            f"{time.samples_per_step:,} samples, {time.samples_per_second:,.1f} a second.")
+
+
+def _verdict_line(placement: Placement, style: Style) -> str:
+    """The verdict, with its reasons: what poptorch refuses, the IPUs over their memory or their reserve."""
+    capacity, reserve = placement.ipu_memory_bytes, placement.reserve_bytes
+    leaves = (f"the {mib(capacity - reserve)} MiB a reserve of {mib(reserve)} MiB leaves of an IPU's "
+              f"{mib(capacity)} MiB")
+    verdict = placement.verdict
+    if verdict == FITS:
+        memory = f"every IPU's on-chip figure is within {leaves}"
+    else:
+        limit = capacity if verdict == DOES_NOT_FIT else capacity - reserve
+        named = ", ".join(style(f"IPU {ipu.ipu}", VERDICT_STYLES[verdict]) + f" ({mib(ipu.on_chip_bytes)} MiB)"
+                          for ipu in placement.ipus if ipu.on_chip_bytes > limit)
+        memory = f"{named} over " + (f"the {mib(capacity)} MiB of an IPU" if verdict == DOES_NOT_FIT else leaves)
+    if placement.problems:
+        return f"{style('Does not run', 'red')}: {'; '.join(placement.problems)}; memory {verdict}: {memory}."
+    return f"{style(verdict.capitalize(), VERDICT_STYLES[verdict])}: {memory}."
+
+
+def _ipu_style(placement: Placement, ipu: IPUPlacement) -> Optional[str]:
+    """The style of an IPU's number: red over its memory, yellow over what its reserve leaves."""
+    if ipu.on_chip_bytes > placement.ipu_memory_bytes:
+        return VERDICT_STYLES[DOES_NOT_FIT]
+    if ipu.on_chip_bytes > placement.ipu_memory_bytes - placement.reserve_bytes:
+        return VERDICT_STYLES[TIGHT]
+    return None
+
+
 def render(placement: Placement, style: Style = _plain) -> str:
     """The placement as text; `style` colours the IPUs that are over their memory, on terminals."""
     capacity = placement.ipu_memory_bytes
@@ -245,9 +319,8 @@ def render(placement: Placement, style: Style = _plain) -> str:
     if counted:
         rows[0] += ["Forward, GFLOP", "Backward, GFLOP", "Pace"]
         slowest = max(ipu.work.flops for ipu in placement.ipus) or 1
-    over = []
     for ipu in placement.ipus:
-        drawn = stacked_bar(_parts(ipu), capacity) if counted else bar(ipu.on_chip_bytes, capacity)
+        drawn = stacked_bar(parts(ipu), capacity) if counted else bar(ipu.on_chip_bytes, capacity)
         share = f"{mib(ipu.on_chip_bytes):>9} {drawn} {100 * ipu.on_chip_bytes / capacity:3.0f}%"
         row = [str(ipu.ipu), compress(ipu.blocks), f"{ipu.parameters:,}", share, mib(ipu.streaming_bytes)]
         if counted:
@@ -255,14 +328,13 @@ def render(placement: Placement, style: Style = _plain) -> str:
             row += [gflop(work.forward_flops), gflop(work.backward_flops + work.recompute_flops),
                     f"{100 * work.flops / slowest:.0f}%"]
         rows.append(row)
-        if ipu.on_chip_bytes > capacity:
-            over.append(ipu)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [_title(placement, style), ""]
     for number, row in enumerate(rows):
         ipu = row[0].rjust(widths[0])
-        if number and placement.ipus[number - 1] in over:
-            ipu = style(ipu, "red")
+        marked = _ipu_style(placement, placement.ipus[number - 1]) if number else None
+        if marked:
+            ipu = style(ipu, marked)
         cells = [cell.ljust(width) if column in (1, 3) else cell.rjust(width)
                  for column, (cell, width) in enumerate(zip(row, widths)) if column]
         text = "  ".join([ipu, *cells]).rstrip()
@@ -270,13 +342,8 @@ def render(placement: Placement, style: Style = _plain) -> str:
     lines.append("")
     if counted:
         lines.append(_pipeline_line(placement))
-    for problem in placement.problems:
-        lines.append(f"{style('Does not run', 'red')}: {problem}.")
-    if over:
-        named = ", ".join(style(f"IPU {ipu.ipu}", "red") + f" ({mib(ipu.on_chip_bytes)} MiB)" for ipu in over)
-        lines.append(f"Does not fit: {named} over the {mib(capacity)} MiB of an IPU.")
-    else:
-        lines.append(f"Fits: every IPU's on-chip figure is within its {mib(capacity)} MiB.")
+        lines.append(_time_line(placement.time))
+    lines.append(_verdict_line(placement, style))
     if counted:
         legend = ", ".join(f"{letter} {name}" for name, letter in BAR_PARTS)
         lines.append(f"Bars: {legend}; backward FLOPs count the recomputation; pace: the share of the slowest IPU's "
@@ -308,7 +375,7 @@ def render_comparison(current: Placement, proposal: Placement, style: Style = _p
     for number, row in enumerate(rows):
         text = "  ".join(cell.rjust(width) for cell, width in zip(row, widths))
         lines.append(style(text, "bold") if number == 0 else text)
-    verdict = "fits" if proposal.fits else "still does not fit"
+    verdict = {FITS: "fits", TIGHT: "is tight", DOES_NOT_FIT: "still does not fit"}[proposal.verdict]
     largest_now = max(ipu.on_chip_bytes for ipu in current.ipus)
     largest = max(ipu.on_chip_bytes for ipu in proposal.ipus)
     summary = f"The largest on-chip figure: {mib(largest)} MiB instead of {mib(largest_now)} MiB"

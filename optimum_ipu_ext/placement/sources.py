@@ -10,12 +10,13 @@ leaves torch alone).
 import os
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
-from ..errors import ArchitectureError, ModelFileError, PlacementError, as_json
+from ..errors import ArchitectureError, InvalidSettingError, ModelFileError, PlacementError, as_json
 from ..settings.rules import check_rules
 from ..settings.sources import is_local
 from .architectures import ARCHITECTURES
 from .checkpoint import TensorHeader, parse_config, read_folder
 from .costs import block_costs, resolve_shape
+from .hardware import GC200, IPU_TYPES, RESERVE, IPUType
 from .models.rules import Architecture, ModelConfig
 from .parameters import Parameters, from_checkpoint, from_config
 from .placement import Measure, Placement, place
@@ -147,12 +148,33 @@ def measure(model: str, request: ShapeRequest, fp32: bool) -> Optional[Measure]:
 
 def place_model(settings: Dict[str, Any], model: Any, architecture: Optional[str], for_inference: bool, fp32: bool,
                 revision: Optional[str], token: Optional[str],
-                request: ShapeRequest = (None, None, None)) -> Placement:
+                request: ShapeRequest = (None, None, None), ipu: str = GC200.name,
+                reserve: float = RESERVE) -> Placement:
     """`IPUConfig.placement()`: the placement of `model` on the IPUs of a config whose settings are `settings`,
-    its activations counted for the micro-batch `request` gives."""
+    its activations counted for the micro-batch `request` gives, a step timed on IPUs of type `ipu`, `reserve` of
+    each IPU's memory kept for what is not counted.
+
+    Raises:
+        InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
+    """
+    ipu_type = ipu_type_of(ipu)
+    check_reserve(reserve)
     check_rules(settings)
     source = read_model(model, revision, token)
     row = architecture_of(source, architecture)
     return place(source.name, row, source.config, settings, parameter_shapes(source), for_inference, fp32,
-                 measure(source.name, request, fp32))
+                 measure(source.name, request, fp32), ipu_type, reserve)
+
+
+def ipu_type_of(name: Any) -> IPUType:
+    """The IPU generation named `name`."""
+    if name not in IPU_TYPES:
+        raise InvalidSettingError("ipu", name, "allowed values are " + ", ".join(f'"{name}"' for name in IPU_TYPES))
+    return IPU_TYPES[name]
+
+
+def check_reserve(reserve: Any) -> None:
+    if isinstance(reserve, bool) or not isinstance(reserve, (int, float)) or not 0 <= reserve < 1:
+        raise InvalidSettingError("reserve", reserve, "allowed values are shares of an IPU's memory, from 0 to less "
+                                  "than 1")
 

@@ -231,7 +231,8 @@ def test_check_exits_1_when_poptorch_refuses_the_pipeline(capsys, bert):
     code, out, err = run(capsys, "place", PRESET, "--model", bert, "--check", "--set", "gradient_accumulation_steps=4")
     assert (code, err) == (1, "")
     assert ("Does not run: `gradient_accumulation_steps` is 4, and a pipeline of 3 stages needs at least 2 x 3 - 1 = "
-            "5: set it to 5 or more.") in out.splitlines()
+            "5: set it to 5 or more; memory fits: every IPU's on-chip figure is within the 672.8 MiB a reserve of "
+            "224.2 MiB leaves of an IPU's 897.0 MiB.") in out.splitlines()
 
 
 def test_balance_time_shows_the_flops_beside_the_config_s(capsys, bert):

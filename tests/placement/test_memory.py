@@ -4,7 +4,8 @@ kept (on chip or in Streaming Memory, sharded or not) as the build's options kee
 
 import pytest
 
-from optimum_ipu_ext.placement.memory import IPU_MEMORY_BYTES, MemoryModel, Storage, memory_model
+from optimum_ipu_ext.placement.hardware import IPU_MEMORY_BYTES
+from optimum_ipu_ext.placement.memory import MemoryModel, Storage, memory_model
 from support.placement_fixtures import settings
 
 ON_CHIP = Storage(True, 1)
@@ -66,8 +67,9 @@ def test_the_bytes_of_each_kind_of_tensor_where_it_is_kept():
         "weights": (110 * 2, 0), "accumulators": (100 * 2 // 2, 0), "optimizer": (0, 100 * 6 // 3)}
 
 
-def test_the_assumptions_say_what_is_counted_and_what_comes_on_top():
-    on_top = "activations, pipeline stashes, code and exchange buffers come on top"
+def test_the_assumptions_say_what_is_counted_what_comes_on_top_and_what_the_reserve_is_for():
+    reserve = "code, exchange buffers and the temporaries matmul_proportion allows are the reserve's"
+    on_top = f"activations and pipeline stashes come on top; {reserve}"
     assert memory_model(settings(gradient_accumulation_steps=4), False, False).describe() == (
         f"training: weights fp16, gradient accumulators fp16, AdamW/LAMB state 6 bytes a parameter; {on_top}")
     assert memory_model(settings(optimizer_state_offchip=True, replicated_tensor_sharding=True, replication_factor=2),
@@ -75,8 +77,16 @@ def test_the_assumptions_say_what_is_counted_and_what_comes_on_top():
         "training: weights fp32, AdamW/LAMB state 8 bytes a parameter in Streaming Memory, sharded over 2 replicas; "
         f"{on_top}")
     assert memory_model(settings(), True, False).describe() == f"inference: weights fp16; {on_top}"
-    assert memory_model(settings(), True, False).describe(activations=True) == (
-        "inference: weights fp16; code, exchange buffers and the temporaries matmul_proportion allows come on top")
+    assert memory_model(settings(), True, False).describe(activations=True) == f"inference: weights fp16; {reserve}"
+
+
+def test_an_optimizer_state_kept_off_chip_is_brought_on_chip_for_the_update_sharded_as_it_is_kept():
+    on_chip = memory_model(settings(), False, False)
+    off_chip = memory_model(settings(optimizer_state_offchip=True), False, False)
+    sharded = memory_model(settings(optimizer_state_offchip=True, replicated_tensor_sharding=True,
+                                    replication_factor=4), False, False)
+    assert (on_chip.update_bytes(1001), off_chip.update_bytes(1001), sharded.update_bytes(1001)) == (
+        0, 6 * 1001, -(-6 * 1001 // 4))
 
 
 def test_an_ipu_holds_1472_tiles_of_624_kib():

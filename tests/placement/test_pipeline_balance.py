@@ -1,6 +1,7 @@
 """`--balance memory|time` with the activations counted: the split a brute force over every split finds best, for
 both objectives, on the tiny models of the architectures whose costs are known (the search itself: test_balance.py)."""
 
+import dataclasses
 
 import pytest
 
@@ -15,13 +16,13 @@ from support.splits import compositions
 TRAINING = {"gradient_accumulation_steps": 16}
 
 
-def placed(architecture, model_config, ipu_settings, for_inference=False):
+def placed(architecture, model_config, ipu_settings, for_inference=False, reserve=None):
     """The placement of a tiny model, activations counted for micro-batches of 2 x 16 tokens (Whisper: the frames
     its encoder takes)."""
     config = dict(tiny_model(architecture).config.to_dict(), **model_config)
     length = None if architecture.startswith("Whisper") else 16
     return PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture, for_inference=for_inference,
-                                                    micro_batch_size=2, sequence_length=length)
+                                                    micro_batch_size=2, sequence_length=length, reserve=reserve)
 
 
 def best_by_brute_force(placement, objective, every_ipu=True):
@@ -126,7 +127,7 @@ def test_the_time_objective_keeps_to_the_splits_that_fit(monkeypatch, architectu
     largest = sorted(max(ipu.on_chip_bytes for ipu in placement.with_layers_per_ipu(split).ipus)
                      for split in compositions(layers, len(placement.ipus)) if all(split))
     monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", largest[len(largest) // 2])  # half the splits fit
-    placement = placed(architecture, model_config, ipu_settings)
+    placement = placed(architecture, model_config, ipu_settings, reserve=0)
     balanced = placement.balanced("time")
     assert balanced.fits
     best = best_by_brute_force(placement, "time")
@@ -139,9 +140,19 @@ def test_the_time_objective_passes_over_the_fastest_split_where_it_does_not_fit(
     fastest = placed(*BALANCED_CASES[1]).with_layers_per_ipu([3, 2])
     assert max(ipu.on_chip_bytes for ipu in fastest.ipus) == 132_896
     monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", 132_895)
-    balanced = placed(*BALANCED_CASES[1]).balanced("time")
+    balanced = placed(*BALANCED_CASES[1], reserve=0).balanced("time")
     assert (balanced.layers_per_ipu, balanced.fits) == ((2, 3), True)
     assert max(ipu.work.flops for ipu in balanced.ipus) > max(ipu.work.flops for ipu in fastest.ipus)
+
+
+def test_the_time_objective_keeps_each_ipu_s_reserve(monkeypatch):
+    """With IPUs of 132,896 bytes, the fastest split [3, 2] fits them exactly, and leaves no reserve: kept a byte's
+    reserve, the time objective takes [2, 3]."""
+    monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", 132_896)
+    assert placed(*BALANCED_CASES[1], reserve=0).balanced("time").layers_per_ipu == (3, 2)
+    planner = placed(*BALANCED_CASES[1], reserve=0)._planner
+    reserved = dataclasses.replace(planner, reserve_bytes=1).placement(None)
+    assert reserved.balanced("time").layers_per_ipu == (2, 3)
 
 
 def test_the_time_objective_falls_back_to_memory_where_no_split_fits(monkeypatch):

@@ -58,7 +58,7 @@ def test_each_ipu_s_figures_and_the_pipeline_s(bert):
 
 
 def test_the_text_stacks_each_ipu_s_memory_and_shows_its_flops_and_the_pipeline(bert):
-    placement = dataclasses.replace(placed(bert, **RECOMPUTING), ipu_memory_bytes=100_000)
+    placement = dataclasses.replace(placed(bert, **RECOMPUTING), ipu_memory_bytes=100_000, reserve_bytes=20_000)
     assert str(placement) == f"""\
 {bert}: BertForMaskedLM, training, layers_per_ipu [1, 2], micro-batch 2, sequence length 16
 
@@ -71,11 +71,13 @@ Forward, GFLOP  Backward, GFLOP  Pace
 
 Pipeline: 3 stages (IPUs 0, 1, 0), 12 cycles a step, 66.7% of them with every stage busy; IPU 0 computes the most \
 and sets the pace.
-Fits: every IPU's on-chip figure is within its 0.1 MiB.
-Bars: W weights, A gradient accumulators, O optimizer state, S stash, R recomputation; backward FLOPs count the \
-recomputation; pace: the share of the slowest IPU's FLOPs.
+Time: 0.123 s a step on GC200 IPUs (pipeline 0.00151 s, weight update 0 s, reduction 0 s, overhead 0.121 s): 16 \
+samples, 130.6 a second.
+Fits: every IPU's on-chip figure is within the 0.1 MiB a reserve of 0.0 MiB leaves of an IPU's 0.1 MiB.
+Bars: W weights, A gradient accumulators, O optimizer state, S stash, R recomputation, U optimizer state brought in \
+for the update; backward FLOPs count the recomputation; pace: the share of the slowest IPU's FLOPs.
 Assumes training: weights fp16, gradient accumulators fp16, AdamW/LAMB state 6 bytes a parameter; code, exchange \
-buffers and the temporaries matmul_proportion allows come on top."""
+buffers and the temporaries matmul_proportion allows are the reserve's."""
 
 
 @pytest.mark.parametrize("sizes, bar", [
@@ -93,8 +95,9 @@ def test_a_pipeline_poptorch_refuses_does_not_fit_and_says_why(bert):
     problem = ("`gradient_accumulation_steps` is 4, and a pipeline of 3 stages needs at least 2 x 3 - 1 = 5: set it "
                "to 5 or more")
     assert (placement.fits, placement.problems, placement.to_dict()["problems"]) == (False, (problem,), [problem])
-    lines = str(placement).splitlines()
-    assert lines[lines.index(f"Does not run: {problem}.") + 1].startswith("Fits: every IPU's on-chip figure")
+    line = f"Does not run: {problem}; memory fits: every IPU's on-chip figure is within the 672.8 MiB a reserve of " \
+           "224.2 MiB leaves of an IPU's 897.0 MiB."
+    assert line in str(placement).splitlines()
     assert "<red>Does not run</red>: " in render(placement, lambda text, name: f"<{name}>{text}</{name}>")
     assert placed(bert, gradient_accumulation_steps=5).fits
 
@@ -102,8 +105,9 @@ def test_a_pipeline_poptorch_refuses_does_not_fit_and_says_why(bert):
 def test_without_activations_the_problem_is_still_said(bert):
     placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(bert)
     assert not placement.fits and placement.shape is None and placement.bottleneck_ipu is None
-    assert str(placement).splitlines()[-3] == ("Does not run: `gradient_accumulation_steps` is 1, and a pipeline of 3 "
-                                               "stages needs at least 2 x 3 - 1 = 5: set it to 5 or more.")
+    assert str(placement).splitlines()[-2].startswith(
+        "Does not run: `gradient_accumulation_steps` is 1, and a pipeline of 3 stages needs at least 2 x 3 - 1 = 5: "
+        "set it to 5 or more; memory fits: every IPU's on-chip figure is within ")
 
 
 def test_without_recomputation_every_activation_is_stashed(bert):

@@ -25,29 +25,32 @@ def test_a_placement_s_data_has_exactly_the_keys_of_its_json(tmp_path):
     placement = PlainIPUConfig(layers_per_ipu=[1, 2], gradient_accumulation_steps=5).placement(tiny_bert(tmp_path))
     data = placement.to_dict()
     assert list(data) == ["model", "architecture", "build", "layers_per_ipu", "micro_batch_size", "sequence_length",
-                          "decoder_sequence_length", "ipu_memory_bytes", "fits", "problems", "stages",
-                          "pipeline_cycles", "pipeline_efficiency", "bottleneck_ipu", "ipus"]
+                          "decoder_sequence_length", "ipu_memory_bytes", "reserve_bytes", "verdict", "fits",
+                          "problems", "stages", "pipeline_cycles", "pipeline_efficiency", "bottleneck_ipu", "ipu",
+                          "step_seconds", "samples_per_step", "samples_per_second", "step_parts", "ipus"]
     assert [list(ipu) for ipu in data["ipus"]] == [
         ["ipu", "blocks", "layers", "parameters", "on_chip_bytes", "streaming_bytes", "weights_bytes",
-         "gradient_accumulator_bytes", "optimizer_state_bytes", "activation_bytes", "stash_bytes", "recompute_bytes",
-         "forward_flops", "backward_flops", "recompute_flops"]] * 2
+         "gradient_accumulator_bytes", "optimizer_state_bytes", "update_bytes", "activation_bytes", "stash_bytes",
+         "recompute_bytes", "forward_flops", "backward_flops", "recompute_flops"]] * 2
     uncounted = dict.fromkeys(["activation_bytes", "stash_bytes", "recompute_bytes", "forward_flops", "backward_flops",
                                "recompute_flops"])
     assert data == {
         "model": str(tmp_path / "bert"), "architecture": "BertForMaskedLM", "build": "training",
         "layers_per_ipu": [1, 2], "micro_batch_size": None, "sequence_length": None, "decoder_sequence_length": None,
-        "ipu_memory_bytes": 940572672, "fits": True, "problems": [],
+        "ipu_memory_bytes": 940572672, "reserve_bytes": 235143168, "verdict": "fits", "fits": True, "problems": [],
         "stages": [{"ipu": 0, "blocks": ["Embedding", "Encoder0"], "stash_depth": 5},
                    {"ipu": 1, "blocks": ["Encoder1", "Encoder2"], "stash_depth": 3},
                    {"ipu": 0, "blocks": ["Classifier"], "stash_depth": 1}],
         "pipeline_cycles": 5 + 4, "pipeline_efficiency": 5 / 9, "bottleneck_ipu": None,
+        **dict.fromkeys(["ipu", "step_seconds", "samples_per_step", "samples_per_second", "step_parts"]),
         "ipus": [{"ipu": 0, "blocks": ["Embedding", "Encoder0", "Classifier"], "layers": [0],
                   "parameters": 1600 + 2224 + 368, "on_chip_bytes": 10 * 4192, "streaming_bytes": 0,
                   "weights_bytes": 2 * 4192, "gradient_accumulator_bytes": 2 * 4192, "optimizer_state_bytes": 6 * 4192,
-                  **uncounted},
+                  "update_bytes": 0, **uncounted},
                  {"ipu": 1, "blocks": ["Encoder1", "Encoder2"], "layers": [1, 2], "parameters": 2 * 2224,
                   "on_chip_bytes": 10 * 2 * 2224, "streaming_bytes": 0, "weights_bytes": 2 * 2 * 2224,
-                  "gradient_accumulator_bytes": 2 * 2 * 2224, "optimizer_state_bytes": 6 * 2 * 2224, **uncounted}]}
+                  "gradient_accumulator_bytes": 2 * 2 * 2224, "optimizer_state_bytes": 6 * 2 * 2224, "update_bytes": 0,
+                  **uncounted}]}
     assert json.loads(placement.to_json_string()) == data and placement.to_json_string().endswith("}\n")
 
 
@@ -87,10 +90,15 @@ def test_a_placement_is_immutable(tmp_path):
         placement.ipus[0].parameters = 0
 
 
-def test_an_ipu_fits_up_to_its_last_byte(tmp_path):
+def test_an_ipu_fits_up_to_its_reserve_s_last_byte_and_is_tight_up_to_its_memory_s(tmp_path):
     placement = PlainIPUConfig().placement(tiny_bert(tmp_path))
-    exactly = dataclasses.replace(placement, ipu_memory_bytes=placement.ipus[0].on_chip_bytes)
-    assert exactly.fits and not dataclasses.replace(exactly, ipu_memory_bytes=exactly.ipu_memory_bytes - 1).fits
+    largest = placement.ipus[0].on_chip_bytes
+    verdicts = [dataclasses.replace(placement, ipu_memory_bytes=largest + reserve, reserve_bytes=10).verdict
+                for reserve in (10, 9, 0, -1)]
+    assert verdicts == ["fits", "tight", "tight", "does not fit"]
+    fits = [dataclasses.replace(placement, ipu_memory_bytes=largest + reserve, reserve_bytes=10).fits
+            for reserve in (10, 9, 0, -1)]
+    assert fits == [True, False, False, False]
 
 
 def test_every_parameter_is_on_the_ipu_that_first_uses_it(tmp_path):

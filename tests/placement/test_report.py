@@ -48,33 +48,40 @@ IPU  Blocks                             Parameters  On chip, MiB of 897.0       
   0  Embedding, Encoder0-5, Classifier  66,987,066      638.8 [##############......]  71%             0.0
   1  Encoder6-11                        42,527,232      405.6 [#########...........]  45%             0.0
 
-Fits: every IPU's on-chip figure is within its 897.0 MiB.
-Assumes training: weights fp16, gradient accumulators fp16, AdamW/LAMB state 6 bytes a parameter; activations, \
-pipeline stashes, code and exchange buffers come on top."""
+Fits: every IPU's on-chip figure is within the 672.8 MiB a reserve of 224.2 MiB leaves of an IPU's 897.0 MiB.
+Assumes training: weights fp16, gradient accumulators fp16, AdamW/LAMB state 6 bytes a parameter; activations and \
+pipeline stashes come on top; code, exchange buffers and the temporaries matmul_proportion allows are the reserve's."""
 
 
 def tagged(text, name):
     return f"<{name}>{text}</{name}>"
 
 
-def test_an_ipu_over_its_memory_is_named_in_red(tmp_path):
+def test_an_ipu_over_its_memory_is_named_in_red_and_one_over_its_reserve_in_yellow(tmp_path):
     config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
     placement = config.placement(bert_base(tmp_path / "bert"))
-    over = dataclasses.replace(placement, ipu_memory_bytes=600 << 20)
+    over = dataclasses.replace(placement, ipu_memory_bytes=600 << 20, reserve_bytes=200 << 20)
     text = render(over, tagged)
-    assert "<red>  0</red>  Embedding, Encoder0-5" in text and "  1  Encoder6-11" in text
-    assert text.splitlines()[-2] == "Does not fit: <red>IPU 0</red> (638.8 MiB) over the 600.0 MiB of an IPU."
-    assert not over.fits
+    assert "<red>  0</red>  Embedding, Encoder0-5" in text and "<yellow>  1</yellow>  Encoder6-11" in text
+    assert text.splitlines()[-2] == ("<red>Does not fit</red>: <red>IPU 0</red> (638.8 MiB) over the 600.0 MiB of an "
+                                     "IPU.")
+    assert (over.verdict, over.fits) == ("does not fit", False)
+    tight = dataclasses.replace(placement, ipu_memory_bytes=700 << 20, reserve_bytes=100 << 20)
+    text = render(tight, tagged)
+    assert "<yellow>  0</yellow>  Embedding, Encoder0-5" in text and "\n  1  Encoder6-11" in text
+    assert text.splitlines()[-2] == ("<yellow>Tight</yellow>: <yellow>IPU 0</yellow> (638.8 MiB) over the 600.0 MiB a "
+                                     "reserve of 100.0 MiB leaves of an IPU's 700.0 MiB.")
+    assert (tight.verdict, tight.fits) == ("tight", False)
 
 
-def test_the_model_and_the_headers_are_bold_and_an_ipu_full_to_its_last_byte_is_not_over(tmp_path):
+def test_the_model_and_the_headers_are_bold_and_an_ipu_full_to_its_reserve_s_last_byte_is_not_over(tmp_path):
     placement = PlainIPUConfig(layers_per_ipu=[12, 0]).placement(bert_base(tmp_path / "bert"))
-    exactly = dataclasses.replace(placement, ipu_memory_bytes=placement.ipus[0].on_chip_bytes)
+    exactly = dataclasses.replace(placement, ipu_memory_bytes=placement.ipus[0].on_chip_bytes + 10, reserve_bytes=10)
     lines = render(exactly, tagged).splitlines()
     assert lines[0] == f"<bold>{tmp_path / 'bert'}</bold>: BertForMaskedLM, training, layers_per_ipu [12, 0]"
     assert lines[2].startswith("<bold>IPU  Blocks") and lines[2].endswith("Streaming, MiB</bold>")
-    assert [number for number, line in enumerate(lines) if "<" in line] == [0, 2]
-    assert lines[-2].startswith("Fits: ")
+    assert [number for number, line in enumerate(lines) if "<" in line] == [0, 2, len(lines) - 2]
+    assert lines[-2].startswith("<green>Fits</green>: ")
     # the parameters are right-aligned under their header
     header, *rows = str(exactly).splitlines()[2:5]
     ends = [row.index(f"{ipu.parameters:,}") + len(f"{ipu.parameters:,}") for row, ipu in zip(rows, exactly.ipus)]

@@ -13,6 +13,7 @@ from ..arguments import (
     add_revision_option,
     add_set_option,
     add_source_argument,
+    share,
 )
 from ..output import PROG, Stream, one_line, progress
 
@@ -25,7 +26,7 @@ def register(subparsers) -> None:
         "parameters of each IPU, the memory they need, and whether each IPU holds them.",
         epilog="MODEL is a Hub model id or a folder with its config.json; only the headers of its safetensors "
         "checkpoint are read. Exit codes: 0 placed, 1 a config that cannot be placed for this model (with --check: "
-        "or an IPU over its memory), 2 usage error.",
+        "or one that does not fit or is tight), 2 usage error.",
     )
     add_source_argument(parser, nargs="?", metavar="CONFIG")
     parser.add_argument("--model", metavar="MODEL", help="a Hub model id, or a folder holding config.json (required)")
@@ -37,7 +38,8 @@ def register(subparsers) -> None:
                         help="place the inference build (inference settings and parallelize kwargs, weights only)")
     parser.add_argument("--fp32", action="store_true", help="weights in fp32, as IPUTrainer with fp32=True")
     add_json_option(parser, help="print the placement as JSON")
-    parser.add_argument("--check", action="store_true", help="exit 1 if an IPU's on-chip bytes exceed its memory")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless the verdict is 'fits' and poptorch runs the pipeline")
     parser.add_argument("--micro-batch-size", type=int, metavar="B",
                         help="count the activations, the pipeline's stashes and the FLOPs of micro-batches of B "
                         "examples (default 1 when a sequence length is given)")
@@ -47,6 +49,13 @@ def register(subparsers) -> None:
                         "is config.json's image_size")
     parser.add_argument("--decoder-sequence-length", type=int, metavar="T",
                         help="with the activations: an encoder-decoder's decoder takes T tokens (default: S)")
+    parser.add_argument("--ipu", choices=("gc200", "bow"), default="gc200",
+                        help="with the activations: time a step on GC200 IPUs (IPU-M2000, the default) or Bow IPUs "
+                        "(Bow-2000)")
+    parser.add_argument("--reserve", type=share, metavar="SHARE",
+                        help="the share of each IPU's memory kept for what is not counted (code, exchange buffers, "
+                        "temporaries); the verdict is 'fits' where every IPU leaves it, 'tight' within the IPU's "
+                        "memory (default 0.25)")
     parser.add_argument("--balance", nargs="?", const="memory", choices=("memory", "time"),
                         help="propose the layers_per_ipu that makes the largest on-chip figure smallest (memory, the "
                         "default), or the slowest IPU fastest among the splits that fit (time: needs the activations)")
@@ -122,4 +131,5 @@ def _placement(args: argparse.Namespace, config, err: Stream):
         return config.placement(args.model, architecture=args.architecture, for_inference=args.inference,
                                 fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None,
                                 micro_batch_size=args.micro_batch_size, sequence_length=args.sequence_length,
-                                decoder_sequence_length=args.decoder_sequence_length)
+                                decoder_sequence_length=args.decoder_sequence_length, ipu=args.ipu,
+                                reserve=args.reserve)
