@@ -17,16 +17,16 @@ UNREACHABLE = float("inf")
 
 
 class Splits:
-    """The splits of `layers` consecutive layers over `ipus` IPUs: each IPU takes 0 layers or more (`every_ipu`: 1 or
-    more), the first `some_layer_within` IPUs at least one between them, and each IPU's `limits` (cost, bound) stay
+    """The splits of `layers` consecutive layers over `ipus` IPUs: IPU i takes `least[i]` layers or more (default
+    0), the first `some_layer_within` IPUs at least one between them, and each IPU's `limits` (cost, bound) stay
     within their bounds."""
 
-    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, every_ipu: bool = False,
+    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, least: Sequence[int] = (),
                  limits: Tuple[Tuple[Cost, float], ...] = ()):
         self.layers = layers
         self.ipus = ipus
         self.some_layer_within = some_layer_within
-        self.every_ipu = every_ipu
+        self.least = tuple(least) or (0,) * ipus
         self.limits = limits
         self._counts: Dict[Tuple[int, int], List[int]] = {}
         self._least: Dict[Tuple[Cost, int, int], float] = {}
@@ -34,18 +34,18 @@ class Splits:
 
     def within(self, cost: Cost, bound: float) -> "Splits":
         """The same splits, restricted to those where every IPU's `cost` is at most `bound`."""
-        return Splits(self.layers, self.ipus, self.some_layer_within, self.every_ipu, (*self.limits, (cost, bound)))
+        return Splits(self.layers, self.ipus, self.some_layer_within, self.least, (*self.limits, (cost, bound)))
 
     def counts(self, ipu: int, first: int) -> List[int]:
         """The numbers of layers IPU `ipu` may take when the layers before `first` are placed (all the rest on the
         last IPU)."""
         key = (ipu, first)
         if key not in self._counts:
-            least = 1 if self.every_ipu else 0
+            least = self.least[ipu]
             if ipu == self.ipus - 1:
                 counts = [self.layers - first] if self.layers - first >= least else []
             else:
-                counts = list(range(least, self.layers - first - least * (self.ipus - 1 - ipu) + 1))
+                counts = list(range(least, self.layers - first - sum(self.least[ipu + 1:]) + 1))
             if first == 0 and ipu == self.some_layer_within - 1:
                 counts = [count for count in counts if count]
             self._counts[key] = [count for count in counts

@@ -177,7 +177,7 @@ class Planner:
                      if split[0] is not None]
             if found:
                 return self.placement(balance.chosen(found, current.layers_per_ipu)[0])
-        raise PlacementError(self.model, "no split gives every IPU a layer of the pipeline")
+        raise PlacementError(self.model, "no split gives every IPU a stage of the pipeline")
 
     def _cuts(self, ipus: int) -> List[Optional[int]]:
         """The numbers of IPUs the encoder may take in a generation build (powers of two); [None] for others."""
@@ -188,26 +188,25 @@ class Planner:
 
     def _best_for(self, current: Placement, cut: Optional[int], objective: str):
         """The best split with the encoder on `cut` IPUs (None: no encoder-decoder cut), and its largest costs."""
-        ipus = len(current.ipus)
         counts = layer_counts(self.architecture, self.config)
         layers = sum(counts.values())
         split = list(current.layers_per_ipu)
         costs = SplitCosts(self, cut)
         objectives = (costs.memory,) if objective == "memory" else (costs.flops, costs.memory)
-        # stash depths are those of the even split, where every IPU runs a stage: the balance keeps it so
-        every_ipu = self.costs is not None and self.rules.training and self.rules.pipelined
+        least = costs.least_layers()
 
-        def splits(count: int, over: int, some_layer_within: int = 0) -> balance.Splits:
-            found = balance.Splits(count, over, some_layer_within, every_ipu)
+        def splits(count: int, ipus: slice, some_layer_within: int = 0) -> balance.Splits:
+            found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus])
             return found.within(costs.memory, IPU_MEMORY_BYTES - self.reserve_bytes) if objective == "time" else found
 
         if cut is None:
-            return balance.best_of([balance.Part(splits(layers, ipus), objectives, split)])
+            return balance.best_of([balance.Part(splits(layers, slice(None)), objectives, split)])
         encoder = counts[self.architecture.generation[0]]
         # the decoder's first `cut` IPUs take a layer between them: else the cut would fall after them
         decoder = [costs.shifted(cost, cut, encoder) for cost in objectives]
-        return balance.best_of([balance.Part(splits(encoder, cut), objectives, split[:cut]),
-                                balance.Part(splits(layers - encoder, ipus - cut, cut), tuple(decoder), split[cut:])])
+        return balance.best_of([balance.Part(splits(encoder, slice(cut)), objectives, split[:cut]),
+                                balance.Part(splits(layers - encoder, slice(cut, None), cut), tuple(decoder),
+                                             split[cut:])])
 
 
 class SplitCosts:
@@ -289,6 +288,13 @@ class SplitCosts:
                 flops = done.flops
             self._found[key] = (on_chip + max(update, pipeline), flops)
         return self._found[key]
+
+    def least_layers(self) -> List[int]:
+        """The layers each IPU takes at least: where the stash is counted, one on an IPU no fixed step runs on, so
+        that every IPU runs a stage, as in the even split whose stash depths the costs take (else none)."""
+        planner = self.planner
+        counted = planner.costs is not None and planner.rules.training and planner.rules.pipelined
+        return [int(counted and not steps) for steps in self.fixed_steps]
 
     def memory(self, ipu: int, first: int, end: int) -> int:
         return self._figures(ipu, first, end)[0]

@@ -5,6 +5,7 @@ restrictions, its ties and the distance between splits, on costs written out.
 The balance of real placements (`--balance memory|time`): test_pipeline_balance.py and test_placement_models.py."""
 
 import itertools
+import operator
 import random
 
 import pytest
@@ -63,11 +64,11 @@ def random_cost(generator, ipus, layers):
 
 
 def brute_force_of_parts(shapes, costs, limit):
-    """Of every combination of each part's splits (`shapes`: (layers, ipus, some_layer_within, every_ipu, current,
-    its costs)), those keeping each IPU's `limit` cost within its bound: the best by the largest of each cost in
-    turn, then the distance to the config's split, then the split."""
-    choices = [[split for split in compositions(layers, ipus) if (not every_ipu or all(split))
-                and (not within or sum(split[:within]))] for layers, ipus, within, every_ipu, _, _ in shapes]
+    """Of every combination of each part's splits (`shapes`: (layers, ipus, some_layer_within, the least layers of
+    each IPU, current, its costs)), those keeping each IPU's `limit` cost within its bound: the best by the largest
+    of each cost in turn, then the distance to the config's split, then the split."""
+    choices = [[split for split in compositions(layers, ipus) if all(map(operator.ge, split, least))
+                and (not within or sum(split[:within]))] for layers, ipus, within, least, _, _ in shapes]
     found = []
     for combination in itertools.product(*choices):
         parts = list(zip(shapes, combination))
@@ -89,14 +90,14 @@ def test_the_best_of_several_costs_parts_and_bounds_is_the_brute_force_s(seed):
     shapes = []
     for part in range(generator.randint(1, 2)):
         layers, ipus = generator.randint(1, 6), generator.randint(1, 3)
-        every_ipu = generator.random() < 0.4
+        least = tuple(int(generator.random() < 0.4) for _ in range(ipus))
         within = generator.choice([0, 0, 1, 2]) if part else 0
         costs = tuple(random_cost(generator, ipus, layers) for _ in range(objectives + 1))  # the last: a bound's
-        shapes.append((layers, ipus, within, every_ipu, generator.choice(compositions(layers, ipus)), costs))
+        shapes.append((layers, ipus, within, least, generator.choice(compositions(layers, ipus)), costs))
     bound = generator.choice([None, 20, 40, 60])
     parts = []
-    for layers, ipus, within, every_ipu, current, costs in shapes:
-        splits = balance.Splits(layers, ipus, within, every_ipu)
+    for layers, ipus, within, least, current, costs in shapes:
+        splits = balance.Splits(layers, ipus, within, least)
         if bound is not None:
             splits = splits.within(costs[-1], bound)
         parts.append(balance.Part(splits, costs[:objectives], current))
@@ -115,10 +116,13 @@ def test_a_split_beyond_every_bound_is_none():
                                                                                             (balance.UNREACHABLE,))
 
 
-def test_every_ipu_takes_a_layer_if_asked():
-    assert balance.Splits(3, 2, every_ipu=True).counts(0, 0) == [1, 2]
-    assert balance.Splits(3, 2, every_ipu=True).counts(1, 3) == []
+def test_each_ipu_takes_at_least_the_layers_asked():
+    assert balance.Splits(3, 2, least=(1, 1)).counts(0, 0) == [1, 2]
+    assert balance.Splits(3, 2, least=(1, 1)).counts(1, 3) == []
     assert balance.Splits(3, 2).counts(0, 0) == [0, 1, 2, 3]
+    assert balance.Splits(4, 3, least=(0, 2, 1)).counts(0, 0) == [0, 1]
+    assert balance.Splits(4, 3, least=(0, 2, 1)).counts(1, 0) == [2, 3]
+    assert balance.Splits(4, 3, least=(1, 0, 0)).counts(0, 0) == [1, 2, 3, 4]
 
 
 # --- the search's parts, on costs written out ----------------------------------------------------------------------
@@ -143,10 +147,10 @@ def test_the_distance_between_splits_is_the_sum_of_their_differences_per_ipu():
 
 
 def test_restricted_splits_keep_their_shape_and_add_the_bound():
-    splits = balance.Splits(4, 2, some_layer_within=1, every_ipu=True)
+    splits = balance.Splits(4, 2, some_layer_within=1, least=(1, 0))
     restricted = splits.within(layer_count, 2)
-    shape = (restricted.layers, restricted.ipus, restricted.some_layer_within, restricted.every_ipu)
-    assert shape == (4, 2, 1, True)
+    shape = (restricted.layers, restricted.ipus, restricted.some_layer_within, restricted.least)
+    assert shape == (4, 2, 1, (1, 0)) and balance.Splits(4, 2).least == (0, 0)
     assert restricted.limits == ((layer_count, 2),) and splits.limits == ()
     assert restricted.within(nothing, 0).limits == ((layer_count, 2), (nothing, 0))
 
@@ -157,7 +161,7 @@ def test_restricted_splits_keep_their_shape_and_add_the_bound():
     (balance.Splits(3, 3, some_layer_within=2), 1, 0, [1, 2, 3]),  # it must, when the first took none
     (balance.Splits(3, 3, some_layer_within=2), 1, 1, [0, 1, 2]),
     (balance.Splits(3, 3), 2, 1, [2]),  # the last IPU takes the rest
-    (balance.Splits(3, 3, every_ipu=True), 0, 0, [1]),  # leaving one for each other IPU
+    (balance.Splits(3, 3, least=(1, 1, 1)), 0, 0, [1]),  # leaving one for each other IPU
     (balance.Splits(3, 3).within(layer_count, 1), 0, 0, [0, 1]),
 ])
 def test_the_counts_an_ipu_may_take(splits, ipu, first, counts):
@@ -168,7 +172,7 @@ def test_the_least_largest_cost_from_an_ipu_on():
     assert balance.Splits(5, 2).least_largest(layer_count) == 3
     assert balance.Splits(5, 2).least_largest(layer_count, 1, 2) == 3  # the last IPU takes the 3 left
     assert balance.Splits(5, 3).least_largest(layer_count, 1, 1) == 2
-    assert balance.Splits(1, 2, every_ipu=True).least_largest(layer_count) == balance.UNREACHABLE
+    assert balance.Splits(1, 2, least=(1, 1)).least_largest(layer_count) == balance.UNREACHABLE
 
 
 @pytest.mark.parametrize("splits, current, closest", [

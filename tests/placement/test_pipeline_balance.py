@@ -25,18 +25,25 @@ def placed(architecture, model_config, ipu_settings, for_inference=False, reserv
                                                     micro_batch_size=2, sequence_length=length, reserve=reserve)
 
 
-def best_by_brute_force(placement, objective, every_ipu=True):
-    """The split a brute force over every split upstream accepts (`every_ipu`: giving each IPU a layer) finds best
-    for `objective`."""
+def same_stages(placement, other):
+    """Whether `other` runs its stages on the IPUs `placement` runs them on, in the same order: every IPU of a
+    pipelined training build runs a stage (an IPU without a layer where a block of its own is on it)."""
+    return [stage.ipu for stage in other.stages] == [stage.ipu for stage in placement.stages]
+
+
+def best_by_brute_force(placement, objective, every_stage=True):
+    """The split a brute force over every split upstream accepts (`every_stage`: keeping the even split's stages)
+    finds best for `objective`."""
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
     found = []
+    even = placement.with_layers_per_ipu([-1] * len(placement.ipus)) if every_stage else None
     for split in compositions(layers, len(placement.ipus)):
-        if every_ipu and not all(split):
-            continue
         try:
             other = placement.with_layers_per_ipu(split)
         except PlacementError:
             continue  # an encoder-decoder cut upstream refuses
+        if every_stage and not same_stages(even, other):
+            continue
         memory = max(ipu.on_chip_bytes for ipu in other.ipus)
         flops = max(ipu.work.flops for ipu in other.ipus)
         if objective == "time":
@@ -76,22 +83,27 @@ SHARDED = ("BertForMaskedLM", {"num_hidden_layers": 2},
 INFERENCE = ("BertForMaskedLM", {"num_hidden_layers": 4}, {"inference_layers_per_ipu": [-1, -1, -1]}, True)
 
 
-@pytest.mark.parametrize("case, every_ipu", [*((case, True) for case in BALANCED_CASES), (SHARDED, False),
-                                             (INFERENCE, False)])
-def test_the_costs_the_balance_weighs_are_those_of_each_split_s_placement(case, every_ipu):
+@pytest.mark.parametrize("case, every_stage", [*((case, True) for case in BALANCED_CASES), (SHARDED, False),
+                                               (INFERENCE, False)])
+def test_the_costs_the_balance_weighs_are_those_of_each_split_s_placement(case, every_stage):
     """Each IPU's on-chip bytes and FLOPs for a run of layers, as the balance works them out from the even split's
-    stages, are those of the placement of every split it weighs (a pipelined training build gives each IPU a layer;
-    a sharded one, whose even split leaves an IPU without, stashes nothing; an inference one neither)."""
+    stages, are those of the placement of every split it weighs (a pipelined training build keeps the even split's
+    stages: an IPU takes a layer unless a block of its own runs a stage there; a sharded one, whose even split leaves
+    an IPU without, stashes nothing; an inference one neither), and it weighs exactly those."""
     placement = placed(*case)
     costs = SplitCosts(placement._planner, None)
+    least = costs.least_layers()
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
     for split in compositions(layers, len(placement.ipus)):
-        if every_ipu and not all(split):
+        other = placement.with_layers_per_ipu(split)
+        weighed = all(count >= minimum for count, minimum in zip(split, least))
+        assert weighed == (not every_stage or same_stages(placement, other)), split
+        if not weighed:
             continue
         firsts = [sum(split[:ipu]) for ipu in range(len(split))]
         weighed = [(costs.memory(ipu, first, first + count), costs.flops(ipu, first, first + count))
                    for ipu, (first, count) in enumerate(zip(firsts, split))]
-        placed_ = [(ipu.on_chip_bytes, ipu.work.flops) for ipu in placement.with_layers_per_ipu(split).ipus]
+        placed_ = [(ipu.on_chip_bytes, ipu.work.flops) for ipu in other.ipus]
         assert weighed == placed_, split
 
 
@@ -114,7 +126,7 @@ def test_a_generation_build_is_balanced_over_every_cut_upstream_accepts(architec
                                                                          objective):
     placement = placed(architecture, model_config, ipu_settings, for_inference=True)
     balanced = placement.balanced(objective)
-    best = best_by_brute_force(placement, objective, every_ipu=False)
+    best = best_by_brute_force(placement, objective, every_stage=False)
     memory = max(ipu.on_chip_bytes for ipu in balanced.ipus)
     flops = max(ipu.work.flops for ipu in balanced.ipus)
     assert (list(balanced.layers_per_ipu), (flops, memory) if objective == "time" else (memory,)) == best
@@ -163,11 +175,15 @@ def test_the_time_objective_falls_back_to_memory_where_no_split_fits(monkeypatch
     assert (placement.balanced("time").layers_per_ipu, placement.balanced("time").fits) == ((2, 3), False)
 
 
-def test_a_pipeline_with_more_ipus_than_layers_cannot_give_each_a_layer():
+def test_an_ipu_running_a_block_of_its_own_may_take_no_layer_and_the_others_take_one():
+    """BERT's IPU 0 runs the embeddings and the head: 2 layers go on IPUs 1 and 2; 1 layer cannot run a stage on
+    both."""
     placement = placed("BertForMaskedLM", {"num_hidden_layers": 2}, {"layers_per_ipu": [-1, -1, -1], **TRAINING})
+    assert placement.balanced().layers_per_ipu == (0, 1, 1)
+    placement = placed("BertForMaskedLM", {"num_hidden_layers": 1}, {"layers_per_ipu": [-1, -1, 1], **TRAINING})
     with pytest.raises(PlacementError) as raised:
         placement.balanced()
-    assert str(raised.value) == "Cannot place the model config: no split gives every IPU a layer of the pipeline."
+    assert str(raised.value) == "Cannot place the model config: no split gives every IPU a stage of the pipeline."
 
 
 def test_the_objective_is_memory_or_time_and_time_needs_the_flops():

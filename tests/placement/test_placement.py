@@ -66,17 +66,22 @@ def test_a_placement_can_be_copied_and_its_copy_balanced(tmp_path):
     assert copied.balanced().to_dict() == placement.balanced().to_dict()
 
 
-def test_the_balance_leaves_an_ipu_without_a_layer_unless_it_counts_a_training_stash(tmp_path):
-    """Only a training pipeline with its activations counted gives every IPU a layer (the stash depths are those of
-    the even split); elsewhere an IPU may take none, as upstream allows."""
-    config = PlainIPUConfig(layers_per_ipu=[1, 1, 0], inference_layers_per_ipu=[1, 1, 0],
+def test_the_balance_leaves_an_ipu_without_a_stage_only_where_it_counts_no_training_stash(tmp_path):
+    """A training pipeline with its activations counted keeps every IPU running a stage (the stash depths are those
+    of the even split): an IPU takes a layer unless a block of its own runs there (BERT's IPU 0, the embeddings and
+    the head); elsewhere an IPU may take none, as upstream allows."""
+    config = PlainIPUConfig(layers_per_ipu=[0, 1, 0], inference_layers_per_ipu=[0, 1, 0],
                             gradient_accumulation_steps=16)
-    folder = tiny_bert(tmp_path, layers=2, num_hidden_layers=2)
+    folder = tiny_bert(tmp_path, layers=1, num_hidden_layers=1)
     uncounted = config.placement(folder)
     inference = config.placement(folder, for_inference=True, micro_batch_size=2, sequence_length=16)
-    assert uncounted.balanced().layers_per_ipu == inference.balanced().layers_per_ipu == (0, 1, 1)
-    with pytest.raises(PlacementError, match="no split gives every IPU a layer of the pipeline"):
+    assert uncounted.balanced().layers_per_ipu == inference.balanced().layers_per_ipu == (0, 1, 0)
+    with pytest.raises(PlacementError, match="no split gives every IPU a stage of the pipeline"):
         config.placement(folder, micro_batch_size=2, sequence_length=16).balanced()
+    two_layers = tiny_bert(tmp_path / "two", layers=2, num_hidden_layers=2)
+    counted = PlainIPUConfig(layers_per_ipu=[1, 1, 0], gradient_accumulation_steps=16).placement(
+        two_layers, micro_batch_size=2, sequence_length=16)
+    assert counted.balanced().layers_per_ipu == (0, 1, 1)
 
 
 def test_a_placement_is_immutable(tmp_path):
