@@ -18,8 +18,6 @@ from .bodies import (
     HUBERT_DEFAULTS,
     LXMERT_DEFAULTS,
     MPNET_DEFAULTS,
-    MT5_DEFAULTS,
-    T5_DEFAULTS,
     VIT_DEFAULTS,
     WAV2VEC2_DEFAULTS,
     WHISPER_DEFAULTS,
@@ -34,7 +32,6 @@ from .bodies import (
     mpnet_body,
     norm as _norm,
     speech_body,
-    t5_body,
     under as _under,
     vit_body,
     whisper_body,
@@ -49,10 +46,9 @@ from .models.rules import (
     Layers,
     ModelConfig,
     Run,
-    Split,
     Step,
-    WhenConfig,
 )
+from .models.t5 import T5
 
 
 def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
@@ -266,7 +262,7 @@ GPT2 = {
         lambda c: _linear("classifier", c.num_labels, c.n_embd)),
 }
 
-# --- encoder-decoders: BART, T5, MT5, Whisper ---------------------------------------------------------------------
+# --- encoder-decoders: BART, Whisper ------------------------------------------------------------------------------
 
 GENERATION_KWARGS = ("for_generation", "use_cache", "*")
 
@@ -300,49 +296,6 @@ BART = {
         Block("Classification Head Output", "classification_head", LayerIPU("decoder", -1)),
         lambda c: {**_linear("classification_head.dense", c.d_model, c.d_model),
                    **_linear("classification_head.out_proj", c.num_labels, c.d_model)}, {}),
-}
-
-T5_ENCODER = (
-    Block("Embedding", "shared"),
-    Layers("encoder", "Encoder{i}", "encoder.block.{i}", "num_layers", executor="encoder"),
-    Block("Encoder Stack Final LayerNorm", "encoder.final_layer_norm", LayerIPU("encoder", -1), executor="encoder"),
-)
-T5_DECODER = (
-    Layers("decoder", "Decoder{i}", "decoder.block.{i}", "num_decoder_layers", executor="decoder"),
-    Block("Decoder Stack Final LayerNorm", "decoder.final_layer_norm", LayerIPU("decoder", -1), executor="decoder"),
-)
-T5_TIES = {f"{stack}.embed_tokens.weight": ("shared.weight", None) for stack in ("encoder", "decoder")}
-
-
-def _t5_lm_head(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-    return {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.d_model, bias=False)
-
-
-T5 = {
-    "T5ForConditionalGeneration": Architecture(
-        "T5ForConditionalGeneration", ("t5",), "transformer",
-        (*T5_ENCODER, *T5_DECODER, Block("LM Head Output", "lm_head", executor="decoder")), T5_DEFAULTS,
-        partial(t5_body, True),
-        heads={"lm_head": _t5_lm_head}, ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
-        kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder"),
-        reads_embedding_factor=True),
-    "T5EncoderModel": Architecture(
-        "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS, partial(t5_body, False),
-        ties={"encoder.embed_tokens.weight": ("shared.weight", None)}),
-    # the LM head goes with the embedding it is tied to, else to the last IPU; untied, the embedding and the head
-    # may be split over IPUs
-    "MT5ForConditionalGeneration": Architecture(
-        "MT5ForConditionalGeneration", ("mt5",), "transformer",
-        (Split("Embedding", "shared", "split_embeddings", "serialized_embedding_splits_per_ipu",
-               "embedding_serialization_factor", T5_ENCODER[0], own_share=False, factor_divides=True),
-         *T5_ENCODER[1:], *T5_DECODER,
-         Split("Linear", "lm_head", "split_linear_layers", "serialized_projection_splits_per_ipu",
-               "projection_serialization_factor",
-               Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder"),
-               own_share=True, factor_divides=False)),
-        MT5_DEFAULTS, partial(t5_body, True), heads={"lm_head": _t5_lm_head},
-        ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
-        kwargs=("for_generation",), generation=("encoder", "decoder"), untied_splits=True),
 }
 
 # the decoder's embedding and the output projection tied to it go where the decoder starts, or where

@@ -35,11 +35,6 @@ def norm(name: str, size: int) -> Shapes:
     return {f"{name}.weight": (size,), f"{name}.bias": (size,)}
 
 
-def scale(name: str, size: int) -> Shapes:
-    """A norm with a weight and no bias (T5's)."""
-    return {f"{name}.weight": (size,)}
-
-
 def embedding(name: str, rows: int, width: int) -> Shapes:
     return {f"{name}.weight": (rows, width)}
 
@@ -221,16 +216,11 @@ def gpt2_body(config: ModelConfig) -> Shapes:
             **norm("transformer.ln_f", config.n_embd)}
 
 
-# --- encoder-decoders: BART, T5, MT5, Whisper --------------------------------------------------------------------
+# --- encoder-decoders: BART, Whisper -----------------------------------------------------------------------------
 
 BART_DEFAULTS = {"num_labels": 3, "vocab_size": 50265, "max_position_embeddings": 1024, "d_model": 1024,
                  "encoder_layers": 12, "decoder_layers": 12, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096,
                  "tie_word_embeddings": True}
-T5_DEFAULTS = {"vocab_size": 32128, "d_model": 512, "d_kv": 64, "d_ff": 2048, "num_layers": 6,
-               "num_decoder_layers": lambda c: c.num_layers, "num_heads": 8, "relative_attention_num_buckets": 32,
-               "feed_forward_proj": "relu", "tie_word_embeddings": True}
-MT5_DEFAULTS = {**T5_DEFAULTS, "vocab_size": 250112, "d_ff": 1024, "num_layers": 8, "num_heads": 6,
-                "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
 WHISPER_DEFAULTS = {"vocab_size": 51865, "num_mel_bins": 80, "d_model": 256, "encoder_layers": 6, "decoder_layers": 6,
                     "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536, "max_source_positions": 1500,
                     "max_target_positions": 448, "tie_word_embeddings": True}
@@ -267,52 +257,6 @@ def bart_body(config: ModelConfig) -> Shapes:
                               _seq2seq_layer(True, cross, f"{stack}_ffn_dim"), config))
         shapes.update(norm(f"model.{stack}.layernorm_embedding", width))
     return shapes
-
-
-def _t5_attention(path: str, config: ModelConfig, relative: bool) -> Shapes:
-    inner, width = config.num_heads * config.d_kv, config.d_model
-    shapes = {**weight(f"{path}.q", inner, width), **weight(f"{path}.k", inner, width),
-              **weight(f"{path}.v", inner, width), **weight(f"{path}.o", width, inner)}
-    if relative:
-        shapes.update(embedding(f"{path}.relative_attention_bias", config.relative_attention_num_buckets,
-                                config.num_heads))
-    return shapes
-
-
-def _t5_feed_forward(path: str, config: ModelConfig) -> Shapes:
-    """"gated-..." projections have two input matrices, `wi_0` and `wi_1`; the others one, `wi`."""
-    width, inner = config.d_model, config.d_ff
-    gated = config.feed_forward_proj.split("-")[0] == "gated"
-    inputs = ("wi_0", "wi_1") if gated else ("wi",)
-    shapes = {}
-    for name in inputs:
-        shapes.update(weight(f"{path}.DenseReluDense.{name}", inner, width))
-    return {**shapes, **weight(f"{path}.DenseReluDense.wo", width, inner),
-            **scale(f"{path}.layer_norm", width)}
-
-
-def _t5_stack(stack: str, layers: int, config: ModelConfig) -> Shapes:
-    """A T5 stack: its first block alone holds the relative attention bias; the decoder's blocks attend to the
-    encoder too."""
-    shapes: Shapes = {}
-    decoder = stack == "decoder"
-    for index in range(layers):
-        block = f"{stack}.block.{index}.layer"
-        shapes.update({**_t5_attention(f"{block}.0.SelfAttention", config, index == 0),
-                       **scale(f"{block}.0.layer_norm", config.d_model)})
-        if decoder:
-            shapes.update({**_t5_attention(f"{block}.1.EncDecAttention", config, False),
-                           **scale(f"{block}.1.layer_norm", config.d_model)})
-        shapes.update(_t5_feed_forward(f"{block}.{2 if decoder else 1}", config))
-    return {**shapes, **scale(f"{stack}.final_layer_norm", config.d_model)}
-
-
-def t5_body(decoder: bool, config: ModelConfig) -> Shapes:
-    """The shared embedding (each stack's `embed_tokens` is tied to it), the encoder and, but in
-    `T5EncoderModel`, the decoder."""
-    shapes = {**embedding("shared", config.vocab_size, config.d_model),
-              **_t5_stack("encoder", config.num_layers, config)}
-    return {**shapes, **_t5_stack("decoder", config.num_decoder_layers, config)} if decoder else shapes
 
 
 def whisper_body(config: ModelConfig) -> Shapes:

@@ -29,7 +29,6 @@ from .cost_ops import (
     layer_norm,
     linear,
     matmul,
-    rms_norm,
     table,
 )
 
@@ -190,85 +189,6 @@ def _gpt2_dims(config: Any, shape: Any) -> Dict[str, int]:
     h, a = config.n_embd, read(config, "n_head", 12)
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "h": h, "a": a, "d": h // a,
             "i": read(config, "n_inner") or 4 * h, "v": config.vocab_size, "n": config.num_labels}
-
-
-# --- T5, MT5 ---------------------------------------------------------------------------------------------------------
-
-
-def _t5_attention(prefix: str, queries: str, keys: str, relative: bool, buckets: str) -> tuple:
-    """T5's attention on normalised inputs: the query, key and value projections (keys and values of `keys`
-    positions, from the encoder in a cross-attention), and in the first layer the relative position buckets."""
-    normalised = f"{prefix}: normalised"
-    projections = (linear(normalised, f"b*{queries}", "h", "3*a*d"),) if queries == keys else (
-        linear(normalised, f"b*{queries}", "h", "a*d"), linear("encoder output", f"b*{keys}", "h", "2*a*d"))
-    return (
-        *projections,
-        embedding(f"{prefix}: buckets", buckets, when=f"{relative} and layer == 0"),
-        attention(prefix, "b", "a", queries, keys, "d"),
-        linear(f"{prefix}: context", f"b*{queries}", "a*d", "h"),
-    )
-
-
-def _t5_feed_forward(length: str, gated: bool) -> tuple:
-    """ReLU (T5), or gelu gating (MT5: the tanh approximation keeps 4 tensors, the gate and its product 3 more, and
-    a mask of the values clamped)."""
-    rows = f"b*{length}"
-    if not gated:
-        return (linear("feed-forward: normalised", rows, "h", "i"), elementwise("activated", f"{rows}*i", "relu"),
-                linear("activated", rows, "i", "h"))
-    return (linear("feed-forward: normalised", rows, "h", "2*i"),
-            *(elementwise(f"gated {index}", f"{rows}*i") for index in range(7)),
-            keep("clamped", f"{rows}*i", BOOL), linear("activated", rows, "i", "h"))
-
-
-def _t5_block(decoder: bool, gated: bool) -> Table:
-    length = "t" if decoder else "s"
-    rows = f"b*{length}"
-    cross = (rms_norm("cross: input", rows, "h"), *_t5_attention("cross", "t", "s", False, "")) if decoder else ()
-    hidden = DECODER_HIDDEN if decoder else HIDDEN
-    return table(
-        rms_norm("self: input", rows, "h"),
-        # the first layer's input is a view of the one lookup of the encoder's and the decoder's ids together
-        keep("the other stack's embeddings", "b*t*h" if length == "s" else "b*s*h", when="joint and layer == 0"),
-        *_t5_attention("self", length, length, True, f"{length}*{length}"),
-        *cross,
-        rms_norm("feed-forward: input", rows, "h"),
-        *_t5_feed_forward(length, gated),
-        enters=(*hidden, *((Kept("encoder output", "b*s*h"),) if decoder else ())), leaves=hidden)
-
-
-def _t5_rows(gated: bool) -> Dict[str, Table]:
-    return {
-        "shared": table(embedding("ids", "b*s + b*t"), enters=(Kept("ids", "b*s + b*t", INTEGER),), leaves=HIDDEN),
-        "encoder.block.{i}": _t5_block(False, gated),
-        "encoder.final_layer_norm": table(rms_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-        "decoder.block.{i}": _t5_block(True, gated),
-        "decoder.final_layer_norm": table(rms_norm("hidden", "b*t", "h"), enters=DECODER_HIDDEN,
-                                          leaves=DECODER_HIDDEN),
-        # tied to the embedding, the hidden state is scaled by d_model ** -0.5 first: a new tensor either way
-        "lm_head": table(linear("hidden", "b*t", "h", "v"), cross_entropy("next tokens", "b*t", "v"),
-                         enters=DECODER_HIDDEN),
-    }
-
-
-T5 = {
-    "T5ForConditionalGeneration": _t5_rows(gated=False),
-    "MT5ForConditionalGeneration": _t5_rows(gated=True),
-    "T5EncoderModel": {**_t5_rows(gated=False), "shared": table(embedding("ids", "b*s"), leaves=HIDDEN,
-                                                                 enters=(Kept("ids", "b*s", INTEGER),))},
-}
-
-
-def _t5_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length,
-            "h": config.d_model, "a": read(config, "num_heads", 8), "d": read(config, "d_kv", 64),
-            "i": read(config, "d_ff", 2048), "v": config.vocab_size,
-            "joint": True}
-
-
-def _t5_encoder_dims(config: Any, shape: Any) -> Dict[str, int]:
-    """T5EncoderModel embeds its ids alone."""
-    return {**_t5_dims(config, shape), "joint": False}
 
 
 # --- BART, Whisper ---------------------------------------------------------------------------------------------------
@@ -700,8 +620,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _encoder_dims, MPNET),
     **_with(TEXT, _distilbert_dims, DISTILBERT),
     **_with(TEXT, _gpt2_dims, GPT2),
-    **_with(ENCODER_DECODER, _t5_dims, {name: rows for name, rows in T5.items() if name != "T5EncoderModel"}),
-    **_with(TEXT, _t5_encoder_dims, {"T5EncoderModel": T5["T5EncoderModel"]}),
     **_with(ENCODER_DECODER, _bart_dims, {"BartForConditionalGeneration": BART["BartForConditionalGeneration"]}),
     **_with(TEXT, _bart_classifier_dims, {"BartForSequenceClassification": BART["BartForSequenceClassification"]}),
     **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),

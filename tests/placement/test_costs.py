@@ -124,6 +124,12 @@ def test_work_after_the_last_layer_is_the_last_layers():
             4 * b)
 
 
+def test_a_config_json_leaving_sizes_out_is_costed_with_its_config_class_s_defaults():
+    """MT5's: 6 heads and a feed-forward 1024 wide (not T5's 8 and 2048), as its parameters are."""
+    assert costs_of("MT5ForConditionalGeneration", {}, 1, 16) == costs_of(
+        "MT5ForConditionalGeneration", {"num_heads": 6, "d_ff": 1024}, 1, 16)
+
+
 def test_convnexts_first_stage_does_not_downsample():
     costs = costs_of("ConvNextForImageClassification", {})
     assert costs["convnext.encoder.stages.0.downsampling_layer"] == BlockCost(0, 0, 0, 0)

@@ -206,3 +206,36 @@ def masked_lm_head(z: Sizes, dense: str, norm: str, decoder: str, bias: str, tie
 def head(block: str, path: str, module: Module, ipu: IPURule = LAST) -> Block:
     """A head in a block of its own, on the last IPU unless said."""
     return Block(block, path, ipu, module=module, head=True)
+
+
+# --- encoder-decoders -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EncoderDecoderSizes(Sizes):
+    """An encoder-decoder's sizes: its encoder's, and `decoder`, its decoder's (s: the decoder's tokens)."""
+
+    decoder: Sizes
+
+
+def encoder_decoder_sizes(shape: InputShape, hidden: int, heads: int, inner: int, decoder_heads: int,
+                          decoder_inner: int, vocabulary: int, labels: int) -> EncoderDecoderSizes:
+    """The encoder's sizes for the micro-batch's sequences, the decoder's for its decoder's, each stack with its
+    heads and feed-forward size."""
+    encoder = sizes(shape, hidden, heads, inner, vocabulary, labels)
+    decoder = sizes(shape._replace(sequence_length=shape.decoder_sequence_length), hidden, decoder_heads,
+                    decoder_inner, vocabulary, labels)
+    return EncoderDecoderSizes(**vars(encoder), decoder=decoder)
+
+
+def encoder_output(z: Sizes, sources: int) -> Saved:
+    """The encoder's output, of `sources` positions, that each decoder layer attends to."""
+    return Saved("encoder output", z.b * sources * z.h)
+
+
+def lm_head(z: Sizes, tied: bool) -> Sequential:
+    """The projection of every token to the vocabulary, without a bias (`tied`: its weight the word embeddings'),
+    and the loss of the next tokens. `z`: the decoder's sizes."""
+    rows = z.b * z.s
+    return Sequential(Linear("", z.h, z.v, rows, "hidden", bias=False, tied=tied),
+                      CrossEntropy("next tokens", rows, z.v), enters=hidden(z))
