@@ -10,7 +10,6 @@ from functools import partial
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .bodies import (
-    BART_DEFAULTS,
     CONVNEXT_DEFAULTS,
     DEBERTA_DEFAULTS,
     DISTILBERT_DEFAULTS,
@@ -22,7 +21,6 @@ from .bodies import (
     WAV2VEC2_DEFAULTS,
     WHISPER_DEFAULTS,
     Body,
-    bart_body,
     convnext_body,
     deberta_body,
     distilbert_body,
@@ -36,6 +34,7 @@ from .bodies import (
     vit_body,
     whisper_body,
 )
+from .models.bart import BART
 from .models.bert import BERT, GROUPBERT, ROBERTA
 from .models.rules import (
     LAST,
@@ -262,41 +261,7 @@ GPT2 = {
         lambda c: _linear("classifier", c.num_labels, c.n_embd)),
 }
 
-# --- encoder-decoders: BART, Whisper ------------------------------------------------------------------------------
-
-GENERATION_KWARGS = ("for_generation", "use_cache", "*")
-
-
-def _bart(name: str, head: Block, shapes: Any, ties: Mapping[str, Any], **fields: Any) -> Architecture:
-    """BART: one embedding shared by the encoder and the decoder, computed once on IPU 0; each stack's positions
-    and embedding norm are blocks named "Embedding" on IPU 0 too."""
-    steps = (
-        Block("Embedding", "model.shared"),
-        Block("Embedding", "model.encoder.embed_positions", executor="encoder"),
-        Block("Embedding", "model.encoder.layernorm_embedding", executor="encoder"),
-        Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder"),
-        Block("Embedding", "model.decoder.embed_positions", executor="decoder"),
-        Block("Embedding", "model.decoder.layernorm_embedding", executor="decoder"),
-        Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder"),
-        head,
-    )
-    shared = {f"model.{stack}.embed_tokens.weight": ("model.shared.weight", None) for stack in ("encoder", "decoder")}
-    return Architecture(name, ("bart",), "model", steps, BART_DEFAULTS, bart_body, heads={head.path: shapes},
-                        ties={**shared, **ties}, **fields)
-
-
-BART = {
-    "BartForConditionalGeneration": _bart(
-        "BartForConditionalGeneration", Block("LM Head Output", "lm_head", executor="decoder"),
-        lambda c: {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.d_model, bias=False),
-        {"lm_head.weight": ("model.shared.weight", "tie_word_embeddings")},
-        kwargs=GENERATION_KWARGS, generation=("encoder", "decoder"), reads_embedding_factor=True),
-    "BartForSequenceClassification": _bart(
-        "BartForSequenceClassification",
-        Block("Classification Head Output", "classification_head", LayerIPU("decoder", -1)),
-        lambda c: {**_linear("classification_head.dense", c.d_model, c.d_model),
-                   **_linear("classification_head.out_proj", c.num_labels, c.d_model)}, {}),
-}
+# --- Whisper ------------------------------------------------------------------------------------------------------
 
 # the decoder's embedding and the output projection tied to it go where the decoder starts, or where
 # `serialized_projection_splits_per_ipu` puts the projection

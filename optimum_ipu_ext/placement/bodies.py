@@ -216,11 +216,8 @@ def gpt2_body(config: ModelConfig) -> Shapes:
             **norm("transformer.ln_f", config.n_embd)}
 
 
-# --- encoder-decoders: BART, Whisper -----------------------------------------------------------------------------
+# --- Whisper -----------------------------------------------------------------------------------------------------
 
-BART_DEFAULTS = {"num_labels": 3, "vocab_size": 50265, "max_position_embeddings": 1024, "d_model": 1024,
-                 "encoder_layers": 12, "decoder_layers": 12, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096,
-                 "tie_word_embeddings": True}
 WHISPER_DEFAULTS = {"vocab_size": 51865, "num_mel_bins": 80, "d_model": 256, "encoder_layers": 6, "decoder_layers": 6,
                     "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536, "max_source_positions": 1500,
                     "max_target_positions": 448, "tie_word_embeddings": True}
@@ -244,19 +241,6 @@ def _seq2seq_layer(key_bias: bool, cross: bool, feed_forward: str) -> Callable[[
                 **norm(f"{path}.final_layer_norm", width)}
 
     return layer
-
-
-def bart_body(config: ModelConfig) -> Shapes:
-    """The shared embedding (each stack's `embed_tokens` is tied to it), then each stack: learned positions with an
-    offset of 2, the layers, the embedding norm."""
-    width = config.d_model
-    shapes = embedding("model.shared", config.vocab_size, width)
-    for stack, cross in (("encoder", False), ("decoder", True)):
-        shapes.update(embedding(f"model.{stack}.embed_positions", config.max_position_embeddings + 2, width))
-        shapes.update(_layers(f"model.{stack}.layers.{{i}}", getattr(config, f"{stack}_layers"),
-                              _seq2seq_layer(True, cross, f"{stack}_ffn_dim"), config))
-        shapes.update(norm(f"model.{stack}.layernorm_embedding", width))
-    return shapes
 
 
 def whisper_body(config: ModelConfig) -> Shapes:

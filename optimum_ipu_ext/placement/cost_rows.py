@@ -191,7 +191,7 @@ def _gpt2_dims(config: Any, shape: Any) -> Dict[str, int]:
             "i": read(config, "n_inner") or 4 * h, "v": config.vocab_size, "n": config.num_labels}
 
 
-# --- BART, Whisper ---------------------------------------------------------------------------------------------------
+# --- Whisper ---------------------------------------------------------------------------------------------------------
 
 
 def _decoder_layer(pre_norm: bool, classifying: bool = False) -> Table:
@@ -228,26 +228,6 @@ def _renamed(step: Table, **names: str) -> Table:
 
 
 LM_HEAD = table(linear("hidden", "b*t", "h", "v"), cross_entropy("next tokens", "b*t", "v"), enters=DECODER_HIDDEN)
-BART_BODY = {
-    "model.shared": table(embedding("ids", "b*s + b*t"), enters=(Kept("ids", "b*s + b*t", INTEGER),)),
-    "model.encoder.embed_positions": table(embedding("positions", "b*s"), enters=HIDDEN, leaves=HIDDEN),
-    "model.encoder.layernorm_embedding": table(layer_norm("sum", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-    "model.encoder.layers.{i}": UNFUSED_LAYER,
-    "model.decoder.embed_positions": table(embedding("positions", "b*t"), enters=DECODER_HIDDEN,
-                                           leaves=DECODER_HIDDEN),
-    "model.decoder.layernorm_embedding": table(layer_norm("sum", "b*t", "h"), enters=DECODER_HIDDEN,
-                                               leaves=DECODER_HIDDEN),
-    "model.decoder.layers.{i}": _decoder_layer(pre_norm=False),
-}
-BART = {
-    "BartForConditionalGeneration": {**BART_BODY, "lm_head": LM_HEAD},
-    "BartForSequenceClassification": {
-        **BART_BODY, "model.decoder.layers.{i}": _decoder_layer(pre_norm=False, classifying=True),
-        "classification_head": table(linear("end-of-sequence hidden", "b", "h", "h"),
-                                     elementwise("pooled", "b*h", "tanh"),
-                                     linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"),
-                                     enters=(Kept("end-of-sequence hidden", "b*h"),))},
-}
 
 
 def _bart_dims(config: Any, shape: Any, heads: int = 16, width: int = 4096) -> Dict[str, int]:
@@ -256,11 +236,6 @@ def _bart_dims(config: Any, shape: Any, heads: int = 16, width: int = 4096) -> D
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length, "h": h,
             "a": a, "d": h // a, "i": read(config, "encoder_ffn_dim", width),
             "j": read(config, "decoder_ffn_dim", width), "v": config.vocab_size, "n": config.num_labels}
-
-
-def _bart_classifier_dims(config: Any, shape: Any) -> Dict[str, int]:
-    """BartForSequenceClassification's decoder reads the encoder's tokens, shifted."""
-    return {**_bart_dims(config, shape), "t": shape.sequence_length}
 
 
 WHISPER = {"WhisperForConditionalGeneration": {
@@ -620,8 +595,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _encoder_dims, MPNET),
     **_with(TEXT, _distilbert_dims, DISTILBERT),
     **_with(TEXT, _gpt2_dims, GPT2),
-    **_with(ENCODER_DECODER, _bart_dims, {"BartForConditionalGeneration": BART["BartForConditionalGeneration"]}),
-    **_with(TEXT, _bart_classifier_dims, {"BartForSequenceClassification": BART["BartForSequenceClassification"]}),
     **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),

@@ -36,10 +36,12 @@ AUDIO_SIZES = {"vocab_size": 20}
 PRETRAINING_SIZES = dict(AUDIO_SIZES, num_codevectors_per_group=5, num_codevector_groups=3, codevector_dim=6,
                          proj_codevector_dim=7, num_negatives=4, conv_dim=(8, 8, 9))
 # (architecture, micro-batch size, length, decoder length, config changes): the configs that change what a step
-# keeps or computes besides its sizes: a gated feed-forward or not
+# keeps or computes besides its sizes: a gated feed-forward or not, decoders with heads of their own
 VARIANT_CASES = [
     ("T5ForConditionalGeneration", 3, 12, 5, {"feed_forward_proj": "gated-gelu"}),
     ("MT5ForConditionalGeneration", 3, 12, 5, {"feed_forward_proj": "relu"}),
+    ("BartForConditionalGeneration", 3, 12, 5, {"decoder_attention_heads": 8}),
+    ("BartForSequenceClassification", 3, 12, None, {"decoder_attention_heads": 8}),
 ]
 
 
