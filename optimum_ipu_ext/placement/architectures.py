@@ -19,7 +19,6 @@ from .bodies import (
     MPNET_DEFAULTS,
     VIT_DEFAULTS,
     WAV2VEC2_DEFAULTS,
-    WHISPER_DEFAULTS,
     Body,
     convnext_body,
     deberta_body,
@@ -32,7 +31,6 @@ from .bodies import (
     speech_body,
     under as _under,
     vit_body,
-    whisper_body,
 )
 from .models.bart import BART
 from .models.bert import BERT, GROUPBERT, ROBERTA
@@ -40,14 +38,13 @@ from .models.rules import (
     LAST,
     Architecture,
     Block,
-    FirstSplitIPU,
-    LayerIPU,
     Layers,
     ModelConfig,
     Run,
     Step,
 )
 from .models.t5 import T5
+from .models.whisper import WHISPER
 
 
 def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
@@ -259,34 +256,6 @@ GPT2 = {
     "GPT2ForTokenClassification": _gpt2(
         "ForTokenClassification", Block("Classifier", "classifier", LAST),
         lambda c: _linear("classifier", c.num_labels, c.n_embd)),
-}
-
-# --- Whisper ------------------------------------------------------------------------------------------------------
-
-# the decoder's embedding and the output projection tied to it go where the decoder starts, or where
-# `serialized_projection_splits_per_ipu` puts the projection
-WHISPER_PROJECTION_IPU = FirstSplitIPU("serialized_projection_splits_per_ipu", LayerIPU("decoder", 0))
-
-WHISPER = {
-    "WhisperForConditionalGeneration": Architecture(
-        "WhisperForConditionalGeneration", ("whisper",), "model",
-        (
-            Block("Conv1", "model.encoder.conv1", executor="encoder"),
-            Block("Conv2", "model.encoder.conv2", executor="encoder"),
-            Block("Embed Positions", "model.encoder.embed_positions", called=False, executor="encoder"),
-            Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder"),
-            Block("Encoder Layer Norm", "model.encoder.layer_norm", LayerIPU("encoder", -1), executor="encoder"),
-            Block("Decoder Embedding", "model.decoder.embed_tokens", WHISPER_PROJECTION_IPU, executor="decoder"),
-            Run("model.decoder.embed_positions", executor="decoder"),
-            Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder"),
-            Block("Decoder Layer Norm", "model.decoder.layer_norm", LayerIPU("decoder", -1), executor="decoder"),
-            Block("Output Projection", "proj_out", WHISPER_PROJECTION_IPU, executor="decoder"),
-        ),
-        WHISPER_DEFAULTS, whisper_body,
-        heads={"proj_out": lambda c: {} if c.tie_word_embeddings else _linear("proj_out", c.vocab_size, c.d_model,
-                                                                               bias=False)},
-        ties={"proj_out.weight": ("model.decoder.embed_tokens.weight", "tie_word_embeddings")},
-        kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder")),
 }
 
 # --- vision: ViT, ConvNeXt -------------------------------------------------------------------------------------------

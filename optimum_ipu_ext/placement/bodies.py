@@ -216,50 +216,6 @@ def gpt2_body(config: ModelConfig) -> Shapes:
             **norm("transformer.ln_f", config.n_embd)}
 
 
-# --- Whisper -----------------------------------------------------------------------------------------------------
-
-WHISPER_DEFAULTS = {"vocab_size": 51865, "num_mel_bins": 80, "d_model": 256, "encoder_layers": 6, "decoder_layers": 6,
-                    "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536, "max_source_positions": 1500,
-                    "max_target_positions": 448, "tie_word_embeddings": True}
-
-
-def _attention(path: str, width: int, key_bias: bool = True) -> Shapes:
-    """BART's and Whisper's attention: k, v, q and out projections (Whisper's key without a bias)."""
-    return {**linear(f"{path}.k_proj", width, width, bias=key_bias), **linear(f"{path}.v_proj", width, width),
-            **linear(f"{path}.q_proj", width, width), **linear(f"{path}.out_proj", width, width)}
-
-
-def _seq2seq_layer(key_bias: bool, cross: bool, feed_forward: str) -> Callable[[str, ModelConfig], Shapes]:
-    """A BART or Whisper layer: self-attention, cross-attention in the decoder, two linear layers, norms after each."""
-    def layer(path: str, config: ModelConfig) -> Shapes:
-        width, inner = config.d_model, getattr(config, feed_forward)
-        shapes = {**_attention(f"{path}.self_attn", width, key_bias), **norm(f"{path}.self_attn_layer_norm", width)}
-        if cross:
-            shapes.update({**_attention(f"{path}.encoder_attn", width, key_bias),
-                           **norm(f"{path}.encoder_attn_layer_norm", width)})
-        return {**shapes, **linear(f"{path}.fc1", inner, width), **linear(f"{path}.fc2", width, inner),
-                **norm(f"{path}.final_layer_norm", width)}
-
-    return layer
-
-
-def whisper_body(config: ModelConfig) -> Shapes:
-    width = config.d_model
-    return {
-        **convolution("model.encoder.conv1", width, config.num_mel_bins, (3,)),
-        **convolution("model.encoder.conv2", width, width, (3,)),
-        **embedding("model.encoder.embed_positions", config.max_source_positions, width),
-        **_layers("model.encoder.layers.{i}", config.encoder_layers, _seq2seq_layer(False, False, "encoder_ffn_dim"),
-                  config),
-        **norm("model.encoder.layer_norm", width),
-        **embedding("model.decoder.embed_tokens", config.vocab_size, width),
-        **embedding("model.decoder.embed_positions", config.max_target_positions, width),
-        **_layers("model.decoder.layers.{i}", config.decoder_layers, _seq2seq_layer(False, True, "decoder_ffn_dim"),
-                  config),
-        **norm("model.decoder.layer_norm", width),
-    }
-
-
 # --- vision: ViT, ConvNeXt -------------------------------------------------------------------------------------------
 
 VIT_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 12, "intermediate_size": 3072, "image_size": 224,
@@ -331,6 +287,12 @@ _SPEECH = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "inter
 HUBERT_DEFAULTS = {**_SPEECH, "feat_proj_layer_norm": True}
 WAV2VEC2_DEFAULTS = {**_SPEECH, "adapter_kernel_size": 3, "num_adapter_layers": 3, "num_codevectors_per_group": 320,
                      "num_codevector_groups": 2, "codevector_dim": 256, "proj_codevector_dim": 256}
+
+
+def _attention(path: str, width: int) -> Shapes:
+    """An attention's k, v, q and out projections."""
+    return {**linear(f"{path}.k_proj", width, width), **linear(f"{path}.v_proj", width, width),
+            **linear(f"{path}.q_proj", width, width), **linear(f"{path}.out_proj", width, width)}
 
 
 def _speech_layer(path: str, config: ModelConfig) -> Shapes:

@@ -60,7 +60,6 @@ def read(config: Any, field: str, default: Any = None) -> Any:
 
 
 HIDDEN = (Kept("hidden", "b*s*h"),)
-DECODER_HIDDEN = (Kept("hidden", "b*t*h"),)
 EMPTY = table()
 
 
@@ -189,77 +188,6 @@ def _gpt2_dims(config: Any, shape: Any) -> Dict[str, int]:
     h, a = config.n_embd, read(config, "n_head", 12)
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "h": h, "a": a, "d": h // a,
             "i": read(config, "n_inner") or 4 * h, "v": config.vocab_size, "n": config.num_labels}
-
-
-# --- Whisper ---------------------------------------------------------------------------------------------------------
-
-
-def _decoder_layer(pre_norm: bool, classifying: bool = False) -> Table:
-    """A BART (post-norm) or Whisper (pre-norm) decoder layer: self-attention, cross-attention on the encoder's
-    output, feed-forward. `classifying`: the last layer of BartForSequenceClassification picks each sequence's last
-    end-of-sequence token after it."""
-    def norm(name: str) -> tuple:
-        return (layer_norm(name, "b*t", "h"),)
-
-    def block(name: str, ops: tuple) -> tuple:
-        return (*norm(f"{name}: residual"), *ops) if pre_norm else (*ops, *norm(f"{name}: sum"))
-
-    return table(
-        *block("self", (linear("self: input", "b*t", "h", "3*h"), attention("self", "b", "a", "t", "t", "d"),
-                        linear("self: context", "b*t", "h", "h"))),
-        *block("cross", (linear("cross: input", "b*t", "h", "h"), linear("encoder output", "b*s", "h", "2*h"),
-                         attention("cross", "b", "a", "t", "s", "d"), linear("cross: context", "b*t", "h", "h"))),
-        *block("feed-forward", (linear("feed-forward: input", "b*t", "h", "j"), elementwise("intermediate", "b*t*j"),
-                                linear("activated", "b*t", "j", "h"))),
-        keep("end-of-sequence positions", "b", INTEGER, when=f"{classifying} and layer == last"),
-        enters=(*DECODER_HIDDEN, Kept("encoder output", "b*s*h")), leaves=DECODER_HIDDEN)
-
-
-def _renamed(step: Table, **names: str) -> Table:
-    """`step` with its sizes renamed in its formulas (`s="o"`: its sequence is LXMERT's objects)."""
-    def rename(formula: str) -> str:
-        return re.sub(r"\b(" + "|".join(names) + r")\b", lambda match: names[match.group(1)], formula)
-
-    def kept(tensors: tuple) -> tuple:
-        return tuple(tensor._replace(elements=rename(tensor.elements)) for tensor in tensors)
-
-    ops = tuple(op._replace(keeps=kept(op.keeps), flops=rename(op.flops), when=rename(op.when)) for op in step.ops)
-    return Table(ops, kept(step.enters), kept(step.leaves))
-
-
-LM_HEAD = table(linear("hidden", "b*t", "h", "v"), cross_entropy("next tokens", "b*t", "v"), enters=DECODER_HIDDEN)
-
-
-def _bart_dims(config: Any, shape: Any, heads: int = 16, width: int = 4096) -> Dict[str, int]:
-    """BART's sizes (the defaults are BartConfig's: 16 heads, feed-forward 4096 wide)."""
-    h, a = config.d_model, read(config, "encoder_attention_heads", heads)
-    return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length, "h": h,
-            "a": a, "d": h // a, "i": read(config, "encoder_ffn_dim", width),
-            "j": read(config, "decoder_ffn_dim", width), "v": config.vocab_size, "n": config.num_labels}
-
-
-WHISPER = {"WhisperForConditionalGeneration": {
-    # the features' f frames, then s = f / 2 positions after the second convolution (stride 2)
-    "model.encoder.conv1": table(conv("features", "b*m*f", "2*b*h*f*m*3"), elementwise("convolved", "b*h*f"),
-                                 enters=(Kept("features", "b*m*f"),), leaves=(Kept("activated", "b*h*f"),)),
-    "model.encoder.conv2": table(conv("activated", "b*h*f", "2*b*h*s*h*3"), elementwise("convolved", "b*h*s"),
-                                 enters=(Kept("activated", "b*h*f"),), leaves=HIDDEN),
-    "model.encoder.layers.{i}": _pre_norm_layer(),
-    "model.encoder.layer_norm": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-    "model.decoder.embed_tokens": table(embedding("ids", "b*t"), enters=(Kept("ids", "b*t", INTEGER),),
-                                        leaves=DECODER_HIDDEN),
-    "model.decoder.embed_positions": EMPTY,  # a slice of its weight
-    "model.decoder.layers.{i}": _decoder_layer(pre_norm=True),
-    "model.decoder.layer_norm": table(layer_norm("hidden", "b*t", "h"), enters=DECODER_HIDDEN,
-                                      leaves=DECODER_HIDDEN),
-    "proj_out": LM_HEAD,
-}}
-
-
-def _whisper_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return {**_bart_dims(config, shape, heads=4, width=1536), "f": shape.sequence_length,
-            "s": shape.sequence_length // 2,
-            "m": read(config, "num_mel_bins", 80)}
 
 
 # --- ViT -------------------------------------------------------------------------------------------------------------
@@ -550,6 +478,18 @@ def _feed_forward_block(name: str, length: str, source: str) -> tuple:
             linear(f"{name}: activated", rows, "i", "h"), layer_norm(f"{name}: output sum", rows, "h"))
 
 
+def _renamed(step: Table, **names: str) -> Table:
+    """`step` with its sizes renamed in its formulas (`s="o"`: its sequence is LXMERT's objects)."""
+    def rename(formula: str) -> str:
+        return re.sub(r"\b(" + "|".join(names) + r")\b", lambda match: names[match.group(1)], formula)
+
+    def kept(tensors: tuple) -> tuple:
+        return tuple(tensor._replace(elements=rename(tensor.elements)) for tensor in tensors)
+
+    ops = tuple(op._replace(keeps=kept(op.keeps), flops=rename(op.flops), when=rename(op.when)) for op in step.ops)
+    return Table(ops, kept(step.enters), kept(step.leaves))
+
+
 LXMERT = {"LxmertForQuestionAnswering": {
     # the ids, their token types, and the positions (one row, broadcast)
     "lxmert.embeddings": table(keep("ids", "2*b*s + s", INTEGER), layer_norm("sum", "b*s", "h"),
@@ -595,7 +535,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _encoder_dims, MPNET),
     **_with(TEXT, _distilbert_dims, DISTILBERT),
     **_with(TEXT, _gpt2_dims, GPT2),
-    **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
     **_with(TEXT, _lxmert_dims, LXMERT),

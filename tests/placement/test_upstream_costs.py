@@ -42,6 +42,7 @@ VARIANT_CASES = [
     ("MT5ForConditionalGeneration", 3, 12, 5, {"feed_forward_proj": "relu"}),
     ("BartForConditionalGeneration", 3, 12, 5, {"decoder_attention_heads": 8}),
     ("BartForSequenceClassification", 3, 12, None, {"decoder_attention_heads": 8}),
+    ("WhisperForConditionalGeneration", 3, None, 5, {"max_source_positions": 16, "decoder_attention_heads": 8}),
 ]
 
 
