@@ -10,7 +10,6 @@ from functools import partial
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .bodies import (
-    BART_DEFAULTS,
     CONVNEXT_DEFAULTS,
     DEBERTA_DEFAULTS,
     DISTILBERT_DEFAULTS,
@@ -18,13 +17,9 @@ from .bodies import (
     HUBERT_DEFAULTS,
     LXMERT_DEFAULTS,
     MPNET_DEFAULTS,
-    MT5_DEFAULTS,
-    T5_DEFAULTS,
     VIT_DEFAULTS,
     WAV2VEC2_DEFAULTS,
-    WHISPER_DEFAULTS,
     Body,
-    bart_body,
     convnext_body,
     deberta_body,
     distilbert_body,
@@ -34,25 +29,22 @@ from .bodies import (
     mpnet_body,
     norm as _norm,
     speech_body,
-    t5_body,
     under as _under,
     vit_body,
-    whisper_body,
 )
+from .models.bart import BART
 from .models.bert import BERT, GROUPBERT, ROBERTA
 from .models.rules import (
     LAST,
     Architecture,
     Block,
-    FirstSplitIPU,
-    LayerIPU,
     Layers,
     ModelConfig,
     Run,
-    Split,
     Step,
-    WhenConfig,
 )
+from .models.t5 import T5
+from .models.whisper import WHISPER
 
 
 def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
@@ -264,111 +256,6 @@ GPT2 = {
     "GPT2ForTokenClassification": _gpt2(
         "ForTokenClassification", Block("Classifier", "classifier", LAST),
         lambda c: _linear("classifier", c.num_labels, c.n_embd)),
-}
-
-# --- encoder-decoders: BART, T5, MT5, Whisper ---------------------------------------------------------------------
-
-GENERATION_KWARGS = ("for_generation", "use_cache", "*")
-
-
-def _bart(name: str, head: Block, shapes: Any, ties: Mapping[str, Any], **fields: Any) -> Architecture:
-    """BART: one embedding shared by the encoder and the decoder, computed once on IPU 0; each stack's positions
-    and embedding norm are blocks named "Embedding" on IPU 0 too."""
-    steps = (
-        Block("Embedding", "model.shared"),
-        Block("Embedding", "model.encoder.embed_positions", executor="encoder"),
-        Block("Embedding", "model.encoder.layernorm_embedding", executor="encoder"),
-        Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder"),
-        Block("Embedding", "model.decoder.embed_positions", executor="decoder"),
-        Block("Embedding", "model.decoder.layernorm_embedding", executor="decoder"),
-        Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder"),
-        head,
-    )
-    shared = {f"model.{stack}.embed_tokens.weight": ("model.shared.weight", None) for stack in ("encoder", "decoder")}
-    return Architecture(name, ("bart",), "model", steps, BART_DEFAULTS, bart_body, heads={head.path: shapes},
-                        ties={**shared, **ties}, **fields)
-
-
-BART = {
-    "BartForConditionalGeneration": _bart(
-        "BartForConditionalGeneration", Block("LM Head Output", "lm_head", executor="decoder"),
-        lambda c: {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.d_model, bias=False),
-        {"lm_head.weight": ("model.shared.weight", "tie_word_embeddings")},
-        kwargs=GENERATION_KWARGS, generation=("encoder", "decoder"), reads_embedding_factor=True),
-    "BartForSequenceClassification": _bart(
-        "BartForSequenceClassification",
-        Block("Classification Head Output", "classification_head", LayerIPU("decoder", -1)),
-        lambda c: {**_linear("classification_head.dense", c.d_model, c.d_model),
-                   **_linear("classification_head.out_proj", c.num_labels, c.d_model)}, {}),
-}
-
-T5_ENCODER = (
-    Block("Embedding", "shared"),
-    Layers("encoder", "Encoder{i}", "encoder.block.{i}", "num_layers", executor="encoder"),
-    Block("Encoder Stack Final LayerNorm", "encoder.final_layer_norm", LayerIPU("encoder", -1), executor="encoder"),
-)
-T5_DECODER = (
-    Layers("decoder", "Decoder{i}", "decoder.block.{i}", "num_decoder_layers", executor="decoder"),
-    Block("Decoder Stack Final LayerNorm", "decoder.final_layer_norm", LayerIPU("decoder", -1), executor="decoder"),
-)
-T5_TIES = {f"{stack}.embed_tokens.weight": ("shared.weight", None) for stack in ("encoder", "decoder")}
-
-
-def _t5_lm_head(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-    return {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.d_model, bias=False)
-
-
-T5 = {
-    "T5ForConditionalGeneration": Architecture(
-        "T5ForConditionalGeneration", ("t5",), "transformer",
-        (*T5_ENCODER, *T5_DECODER, Block("LM Head Output", "lm_head", executor="decoder")), T5_DEFAULTS,
-        partial(t5_body, True),
-        heads={"lm_head": _t5_lm_head}, ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
-        kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder"),
-        reads_embedding_factor=True),
-    "T5EncoderModel": Architecture(
-        "T5EncoderModel", ("t5",), "transformer", T5_ENCODER, T5_DEFAULTS, partial(t5_body, False),
-        ties={"encoder.embed_tokens.weight": ("shared.weight", None)}),
-    # the LM head goes with the embedding it is tied to, else to the last IPU; untied, the embedding and the head
-    # may be split over IPUs
-    "MT5ForConditionalGeneration": Architecture(
-        "MT5ForConditionalGeneration", ("mt5",), "transformer",
-        (Split("Embedding", "shared", "split_embeddings", "serialized_embedding_splits_per_ipu",
-               "embedding_serialization_factor", T5_ENCODER[0], own_share=False, factor_divides=True),
-         *T5_ENCODER[1:], *T5_DECODER,
-         Split("Linear", "lm_head", "split_linear_layers", "serialized_projection_splits_per_ipu",
-               "projection_serialization_factor",
-               Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder"),
-               own_share=True, factor_divides=False)),
-        MT5_DEFAULTS, partial(t5_body, True), heads={"lm_head": _t5_lm_head},
-        ties={**T5_TIES, "lm_head.weight": ("shared.weight", "tie_word_embeddings")},
-        kwargs=("for_generation",), generation=("encoder", "decoder"), untied_splits=True),
-}
-
-# the decoder's embedding and the output projection tied to it go where the decoder starts, or where
-# `serialized_projection_splits_per_ipu` puts the projection
-WHISPER_PROJECTION_IPU = FirstSplitIPU("serialized_projection_splits_per_ipu", LayerIPU("decoder", 0))
-
-WHISPER = {
-    "WhisperForConditionalGeneration": Architecture(
-        "WhisperForConditionalGeneration", ("whisper",), "model",
-        (
-            Block("Conv1", "model.encoder.conv1", executor="encoder"),
-            Block("Conv2", "model.encoder.conv2", executor="encoder"),
-            Block("Embed Positions", "model.encoder.embed_positions", called=False, executor="encoder"),
-            Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder"),
-            Block("Encoder Layer Norm", "model.encoder.layer_norm", LayerIPU("encoder", -1), executor="encoder"),
-            Block("Decoder Embedding", "model.decoder.embed_tokens", WHISPER_PROJECTION_IPU, executor="decoder"),
-            Run("model.decoder.embed_positions", executor="decoder"),
-            Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder"),
-            Block("Decoder Layer Norm", "model.decoder.layer_norm", LayerIPU("decoder", -1), executor="decoder"),
-            Block("Output Projection", "proj_out", WHISPER_PROJECTION_IPU, executor="decoder"),
-        ),
-        WHISPER_DEFAULTS, whisper_body,
-        heads={"proj_out": lambda c: {} if c.tie_word_embeddings else _linear("proj_out", c.vocab_size, c.d_model,
-                                                                               bias=False)},
-        ties={"proj_out.weight": ("model.decoder.embed_tokens.weight", "tie_word_embeddings")},
-        kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder")),
 }
 
 # --- vision: ViT, ConvNeXt -------------------------------------------------------------------------------------------

@@ -35,11 +35,6 @@ def norm(name: str, size: int) -> Shapes:
     return {f"{name}.weight": (size,), f"{name}.bias": (size,)}
 
 
-def scale(name: str, size: int) -> Shapes:
-    """A norm with a weight and no bias (T5's)."""
-    return {f"{name}.weight": (size,)}
-
-
 def embedding(name: str, rows: int, width: int) -> Shapes:
     return {f"{name}.weight": (rows, width)}
 
@@ -221,117 +216,6 @@ def gpt2_body(config: ModelConfig) -> Shapes:
             **norm("transformer.ln_f", config.n_embd)}
 
 
-# --- encoder-decoders: BART, T5, MT5, Whisper --------------------------------------------------------------------
-
-BART_DEFAULTS = {"num_labels": 3, "vocab_size": 50265, "max_position_embeddings": 1024, "d_model": 1024,
-                 "encoder_layers": 12, "decoder_layers": 12, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096,
-                 "tie_word_embeddings": True}
-T5_DEFAULTS = {"vocab_size": 32128, "d_model": 512, "d_kv": 64, "d_ff": 2048, "num_layers": 6,
-               "num_decoder_layers": lambda c: c.num_layers, "num_heads": 8, "relative_attention_num_buckets": 32,
-               "feed_forward_proj": "relu", "tie_word_embeddings": True}
-MT5_DEFAULTS = {**T5_DEFAULTS, "vocab_size": 250112, "d_ff": 1024, "num_layers": 8, "num_heads": 6,
-                "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
-WHISPER_DEFAULTS = {"vocab_size": 51865, "num_mel_bins": 80, "d_model": 256, "encoder_layers": 6, "decoder_layers": 6,
-                    "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536, "max_source_positions": 1500,
-                    "max_target_positions": 448, "tie_word_embeddings": True}
-
-
-def _attention(path: str, width: int, key_bias: bool = True) -> Shapes:
-    """BART's and Whisper's attention: k, v, q and out projections (Whisper's key without a bias)."""
-    return {**linear(f"{path}.k_proj", width, width, bias=key_bias), **linear(f"{path}.v_proj", width, width),
-            **linear(f"{path}.q_proj", width, width), **linear(f"{path}.out_proj", width, width)}
-
-
-def _seq2seq_layer(key_bias: bool, cross: bool, feed_forward: str) -> Callable[[str, ModelConfig], Shapes]:
-    """A BART or Whisper layer: self-attention, cross-attention in the decoder, two linear layers, norms after each."""
-    def layer(path: str, config: ModelConfig) -> Shapes:
-        width, inner = config.d_model, getattr(config, feed_forward)
-        shapes = {**_attention(f"{path}.self_attn", width, key_bias), **norm(f"{path}.self_attn_layer_norm", width)}
-        if cross:
-            shapes.update({**_attention(f"{path}.encoder_attn", width, key_bias),
-                           **norm(f"{path}.encoder_attn_layer_norm", width)})
-        return {**shapes, **linear(f"{path}.fc1", inner, width), **linear(f"{path}.fc2", width, inner),
-                **norm(f"{path}.final_layer_norm", width)}
-
-    return layer
-
-
-def bart_body(config: ModelConfig) -> Shapes:
-    """The shared embedding (each stack's `embed_tokens` is tied to it), then each stack: learned positions with an
-    offset of 2, the layers, the embedding norm."""
-    width = config.d_model
-    shapes = embedding("model.shared", config.vocab_size, width)
-    for stack, cross in (("encoder", False), ("decoder", True)):
-        shapes.update(embedding(f"model.{stack}.embed_positions", config.max_position_embeddings + 2, width))
-        shapes.update(_layers(f"model.{stack}.layers.{{i}}", getattr(config, f"{stack}_layers"),
-                              _seq2seq_layer(True, cross, f"{stack}_ffn_dim"), config))
-        shapes.update(norm(f"model.{stack}.layernorm_embedding", width))
-    return shapes
-
-
-def _t5_attention(path: str, config: ModelConfig, relative: bool) -> Shapes:
-    inner, width = config.num_heads * config.d_kv, config.d_model
-    shapes = {**weight(f"{path}.q", inner, width), **weight(f"{path}.k", inner, width),
-              **weight(f"{path}.v", inner, width), **weight(f"{path}.o", width, inner)}
-    if relative:
-        shapes.update(embedding(f"{path}.relative_attention_bias", config.relative_attention_num_buckets,
-                                config.num_heads))
-    return shapes
-
-
-def _t5_feed_forward(path: str, config: ModelConfig) -> Shapes:
-    """"gated-..." projections have two input matrices, `wi_0` and `wi_1`; the others one, `wi`."""
-    width, inner = config.d_model, config.d_ff
-    gated = config.feed_forward_proj.split("-")[0] == "gated"
-    inputs = ("wi_0", "wi_1") if gated else ("wi",)
-    shapes = {}
-    for name in inputs:
-        shapes.update(weight(f"{path}.DenseReluDense.{name}", inner, width))
-    return {**shapes, **weight(f"{path}.DenseReluDense.wo", width, inner),
-            **scale(f"{path}.layer_norm", width)}
-
-
-def _t5_stack(stack: str, layers: int, config: ModelConfig) -> Shapes:
-    """A T5 stack: its first block alone holds the relative attention bias; the decoder's blocks attend to the
-    encoder too."""
-    shapes: Shapes = {}
-    decoder = stack == "decoder"
-    for index in range(layers):
-        block = f"{stack}.block.{index}.layer"
-        shapes.update({**_t5_attention(f"{block}.0.SelfAttention", config, index == 0),
-                       **scale(f"{block}.0.layer_norm", config.d_model)})
-        if decoder:
-            shapes.update({**_t5_attention(f"{block}.1.EncDecAttention", config, False),
-                           **scale(f"{block}.1.layer_norm", config.d_model)})
-        shapes.update(_t5_feed_forward(f"{block}.{2 if decoder else 1}", config))
-    return {**shapes, **scale(f"{stack}.final_layer_norm", config.d_model)}
-
-
-def t5_body(decoder: bool, config: ModelConfig) -> Shapes:
-    """The shared embedding (each stack's `embed_tokens` is tied to it), the encoder and, but in
-    `T5EncoderModel`, the decoder."""
-    shapes = {**embedding("shared", config.vocab_size, config.d_model),
-              **_t5_stack("encoder", config.num_layers, config)}
-    return {**shapes, **_t5_stack("decoder", config.num_decoder_layers, config)} if decoder else shapes
-
-
-def whisper_body(config: ModelConfig) -> Shapes:
-    width = config.d_model
-    return {
-        **convolution("model.encoder.conv1", width, config.num_mel_bins, (3,)),
-        **convolution("model.encoder.conv2", width, width, (3,)),
-        **embedding("model.encoder.embed_positions", config.max_source_positions, width),
-        **_layers("model.encoder.layers.{i}", config.encoder_layers, _seq2seq_layer(False, False, "encoder_ffn_dim"),
-                  config),
-        **norm("model.encoder.layer_norm", width),
-        **embedding("model.decoder.embed_tokens", config.vocab_size, width),
-        **embedding("model.decoder.embed_positions", config.max_target_positions, width),
-        **_layers("model.decoder.layers.{i}", config.decoder_layers, _seq2seq_layer(False, True, "decoder_ffn_dim"),
-                  config),
-        **norm("model.decoder.layer_norm", width),
-    }
-
-
 # --- vision: ViT, ConvNeXt -------------------------------------------------------------------------------------------
 
 VIT_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 12, "intermediate_size": 3072, "image_size": 224,
@@ -403,6 +287,12 @@ _SPEECH = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "inter
 HUBERT_DEFAULTS = {**_SPEECH, "feat_proj_layer_norm": True}
 WAV2VEC2_DEFAULTS = {**_SPEECH, "adapter_kernel_size": 3, "num_adapter_layers": 3, "num_codevectors_per_group": 320,
                      "num_codevector_groups": 2, "codevector_dim": 256, "proj_codevector_dim": 256}
+
+
+def _attention(path: str, width: int) -> Shapes:
+    """An attention's k, v, q and out projections."""
+    return {**linear(f"{path}.k_proj", width, width), **linear(f"{path}.v_proj", width, width),
+            **linear(f"{path}.q_proj", width, width), **linear(f"{path}.out_proj", width, width)}
 
 
 def _speech_layer(path: str, config: ModelConfig) -> Shapes:

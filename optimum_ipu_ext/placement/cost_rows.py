@@ -29,7 +29,6 @@ from .cost_ops import (
     layer_norm,
     linear,
     matmul,
-    rms_norm,
     table,
 )
 
@@ -61,7 +60,6 @@ def read(config: Any, field: str, default: Any = None) -> Any:
 
 
 HIDDEN = (Kept("hidden", "b*s*h"),)
-DECODER_HIDDEN = (Kept("hidden", "b*t*h"),)
 EMPTY = table()
 
 
@@ -190,181 +188,6 @@ def _gpt2_dims(config: Any, shape: Any) -> Dict[str, int]:
     h, a = config.n_embd, read(config, "n_head", 12)
     return {"b": shape.micro_batch_size, "s": shape.sequence_length, "h": h, "a": a, "d": h // a,
             "i": read(config, "n_inner") or 4 * h, "v": config.vocab_size, "n": config.num_labels}
-
-
-# --- T5, MT5 ---------------------------------------------------------------------------------------------------------
-
-
-def _t5_attention(prefix: str, queries: str, keys: str, relative: bool, buckets: str) -> tuple:
-    """T5's attention on normalised inputs: the query, key and value projections (keys and values of `keys`
-    positions, from the encoder in a cross-attention), and in the first layer the relative position buckets."""
-    normalised = f"{prefix}: normalised"
-    projections = (linear(normalised, f"b*{queries}", "h", "3*a*d"),) if queries == keys else (
-        linear(normalised, f"b*{queries}", "h", "a*d"), linear("encoder output", f"b*{keys}", "h", "2*a*d"))
-    return (
-        *projections,
-        embedding(f"{prefix}: buckets", buckets, when=f"{relative} and layer == 0"),
-        attention(prefix, "b", "a", queries, keys, "d"),
-        linear(f"{prefix}: context", f"b*{queries}", "a*d", "h"),
-    )
-
-
-def _t5_feed_forward(length: str, gated: bool) -> tuple:
-    """ReLU (T5), or gelu gating (MT5: the tanh approximation keeps 4 tensors, the gate and its product 3 more, and
-    a mask of the values clamped)."""
-    rows = f"b*{length}"
-    if not gated:
-        return (linear("feed-forward: normalised", rows, "h", "i"), elementwise("activated", f"{rows}*i", "relu"),
-                linear("activated", rows, "i", "h"))
-    return (linear("feed-forward: normalised", rows, "h", "2*i"),
-            *(elementwise(f"gated {index}", f"{rows}*i") for index in range(7)),
-            keep("clamped", f"{rows}*i", BOOL), linear("activated", rows, "i", "h"))
-
-
-def _t5_block(decoder: bool, gated: bool) -> Table:
-    length = "t" if decoder else "s"
-    rows = f"b*{length}"
-    cross = (rms_norm("cross: input", rows, "h"), *_t5_attention("cross", "t", "s", False, "")) if decoder else ()
-    hidden = DECODER_HIDDEN if decoder else HIDDEN
-    return table(
-        rms_norm("self: input", rows, "h"),
-        # the first layer's input is a view of the one lookup of the encoder's and the decoder's ids together
-        keep("the other stack's embeddings", "b*t*h" if length == "s" else "b*s*h", when="joint and layer == 0"),
-        *_t5_attention("self", length, length, True, f"{length}*{length}"),
-        *cross,
-        rms_norm("feed-forward: input", rows, "h"),
-        *_t5_feed_forward(length, gated),
-        enters=(*hidden, *((Kept("encoder output", "b*s*h"),) if decoder else ())), leaves=hidden)
-
-
-def _t5_rows(gated: bool) -> Dict[str, Table]:
-    return {
-        "shared": table(embedding("ids", "b*s + b*t"), enters=(Kept("ids", "b*s + b*t", INTEGER),), leaves=HIDDEN),
-        "encoder.block.{i}": _t5_block(False, gated),
-        "encoder.final_layer_norm": table(rms_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-        "decoder.block.{i}": _t5_block(True, gated),
-        "decoder.final_layer_norm": table(rms_norm("hidden", "b*t", "h"), enters=DECODER_HIDDEN,
-                                          leaves=DECODER_HIDDEN),
-        # tied to the embedding, the hidden state is scaled by d_model ** -0.5 first: a new tensor either way
-        "lm_head": table(linear("hidden", "b*t", "h", "v"), cross_entropy("next tokens", "b*t", "v"),
-                         enters=DECODER_HIDDEN),
-    }
-
-
-T5 = {
-    "T5ForConditionalGeneration": _t5_rows(gated=False),
-    "MT5ForConditionalGeneration": _t5_rows(gated=True),
-    "T5EncoderModel": {**_t5_rows(gated=False), "shared": table(embedding("ids", "b*s"), leaves=HIDDEN,
-                                                                 enters=(Kept("ids", "b*s", INTEGER),))},
-}
-
-
-def _t5_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length,
-            "h": config.d_model, "a": read(config, "num_heads", 8), "d": read(config, "d_kv", 64),
-            "i": read(config, "d_ff", 2048), "v": config.vocab_size,
-            "joint": True}
-
-
-def _t5_encoder_dims(config: Any, shape: Any) -> Dict[str, int]:
-    """T5EncoderModel embeds its ids alone."""
-    return {**_t5_dims(config, shape), "joint": False}
-
-
-# --- BART, Whisper ---------------------------------------------------------------------------------------------------
-
-
-def _decoder_layer(pre_norm: bool, classifying: bool = False) -> Table:
-    """A BART (post-norm) or Whisper (pre-norm) decoder layer: self-attention, cross-attention on the encoder's
-    output, feed-forward. `classifying`: the last layer of BartForSequenceClassification picks each sequence's last
-    end-of-sequence token after it."""
-    def norm(name: str) -> tuple:
-        return (layer_norm(name, "b*t", "h"),)
-
-    def block(name: str, ops: tuple) -> tuple:
-        return (*norm(f"{name}: residual"), *ops) if pre_norm else (*ops, *norm(f"{name}: sum"))
-
-    return table(
-        *block("self", (linear("self: input", "b*t", "h", "3*h"), attention("self", "b", "a", "t", "t", "d"),
-                        linear("self: context", "b*t", "h", "h"))),
-        *block("cross", (linear("cross: input", "b*t", "h", "h"), linear("encoder output", "b*s", "h", "2*h"),
-                         attention("cross", "b", "a", "t", "s", "d"), linear("cross: context", "b*t", "h", "h"))),
-        *block("feed-forward", (linear("feed-forward: input", "b*t", "h", "j"), elementwise("intermediate", "b*t*j"),
-                                linear("activated", "b*t", "j", "h"))),
-        keep("end-of-sequence positions", "b", INTEGER, when=f"{classifying} and layer == last"),
-        enters=(*DECODER_HIDDEN, Kept("encoder output", "b*s*h")), leaves=DECODER_HIDDEN)
-
-
-def _renamed(step: Table, **names: str) -> Table:
-    """`step` with its sizes renamed in its formulas (`s="o"`: its sequence is LXMERT's objects)."""
-    def rename(formula: str) -> str:
-        return re.sub(r"\b(" + "|".join(names) + r")\b", lambda match: names[match.group(1)], formula)
-
-    def kept(tensors: tuple) -> tuple:
-        return tuple(tensor._replace(elements=rename(tensor.elements)) for tensor in tensors)
-
-    ops = tuple(op._replace(keeps=kept(op.keeps), flops=rename(op.flops), when=rename(op.when)) for op in step.ops)
-    return Table(ops, kept(step.enters), kept(step.leaves))
-
-
-LM_HEAD = table(linear("hidden", "b*t", "h", "v"), cross_entropy("next tokens", "b*t", "v"), enters=DECODER_HIDDEN)
-BART_BODY = {
-    "model.shared": table(embedding("ids", "b*s + b*t"), enters=(Kept("ids", "b*s + b*t", INTEGER),)),
-    "model.encoder.embed_positions": table(embedding("positions", "b*s"), enters=HIDDEN, leaves=HIDDEN),
-    "model.encoder.layernorm_embedding": table(layer_norm("sum", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-    "model.encoder.layers.{i}": UNFUSED_LAYER,
-    "model.decoder.embed_positions": table(embedding("positions", "b*t"), enters=DECODER_HIDDEN,
-                                           leaves=DECODER_HIDDEN),
-    "model.decoder.layernorm_embedding": table(layer_norm("sum", "b*t", "h"), enters=DECODER_HIDDEN,
-                                               leaves=DECODER_HIDDEN),
-    "model.decoder.layers.{i}": _decoder_layer(pre_norm=False),
-}
-BART = {
-    "BartForConditionalGeneration": {**BART_BODY, "lm_head": LM_HEAD},
-    "BartForSequenceClassification": {
-        **BART_BODY, "model.decoder.layers.{i}": _decoder_layer(pre_norm=False, classifying=True),
-        "classification_head": table(linear("end-of-sequence hidden", "b", "h", "h"),
-                                     elementwise("pooled", "b*h", "tanh"),
-                                     linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"),
-                                     enters=(Kept("end-of-sequence hidden", "b*h"),))},
-}
-
-
-def _bart_dims(config: Any, shape: Any, heads: int = 16, width: int = 4096) -> Dict[str, int]:
-    """BART's sizes (the defaults are BartConfig's: 16 heads, feed-forward 4096 wide)."""
-    h, a = config.d_model, read(config, "encoder_attention_heads", heads)
-    return {"b": shape.micro_batch_size, "s": shape.sequence_length, "t": shape.decoder_sequence_length, "h": h,
-            "a": a, "d": h // a, "i": read(config, "encoder_ffn_dim", width),
-            "j": read(config, "decoder_ffn_dim", width), "v": config.vocab_size, "n": config.num_labels}
-
-
-def _bart_classifier_dims(config: Any, shape: Any) -> Dict[str, int]:
-    """BartForSequenceClassification's decoder reads the encoder's tokens, shifted."""
-    return {**_bart_dims(config, shape), "t": shape.sequence_length}
-
-
-WHISPER = {"WhisperForConditionalGeneration": {
-    # the features' f frames, then s = f / 2 positions after the second convolution (stride 2)
-    "model.encoder.conv1": table(conv("features", "b*m*f", "2*b*h*f*m*3"), elementwise("convolved", "b*h*f"),
-                                 enters=(Kept("features", "b*m*f"),), leaves=(Kept("activated", "b*h*f"),)),
-    "model.encoder.conv2": table(conv("activated", "b*h*f", "2*b*h*s*h*3"), elementwise("convolved", "b*h*s"),
-                                 enters=(Kept("activated", "b*h*f"),), leaves=HIDDEN),
-    "model.encoder.layers.{i}": _pre_norm_layer(),
-    "model.encoder.layer_norm": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-    "model.decoder.embed_tokens": table(embedding("ids", "b*t"), enters=(Kept("ids", "b*t", INTEGER),),
-                                        leaves=DECODER_HIDDEN),
-    "model.decoder.embed_positions": EMPTY,  # a slice of its weight
-    "model.decoder.layers.{i}": _decoder_layer(pre_norm=True),
-    "model.decoder.layer_norm": table(layer_norm("hidden", "b*t", "h"), enters=DECODER_HIDDEN,
-                                      leaves=DECODER_HIDDEN),
-    "proj_out": LM_HEAD,
-}}
-
-
-def _whisper_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return {**_bart_dims(config, shape, heads=4, width=1536), "f": shape.sequence_length,
-            "s": shape.sequence_length // 2,
-            "m": read(config, "num_mel_bins", 80)}
 
 
 # --- ViT -------------------------------------------------------------------------------------------------------------
@@ -655,6 +478,18 @@ def _feed_forward_block(name: str, length: str, source: str) -> tuple:
             linear(f"{name}: activated", rows, "i", "h"), layer_norm(f"{name}: output sum", rows, "h"))
 
 
+def _renamed(step: Table, **names: str) -> Table:
+    """`step` with its sizes renamed in its formulas (`s="o"`: its sequence is LXMERT's objects)."""
+    def rename(formula: str) -> str:
+        return re.sub(r"\b(" + "|".join(names) + r")\b", lambda match: names[match.group(1)], formula)
+
+    def kept(tensors: tuple) -> tuple:
+        return tuple(tensor._replace(elements=rename(tensor.elements)) for tensor in tensors)
+
+    ops = tuple(op._replace(keeps=kept(op.keeps), flops=rename(op.flops), when=rename(op.when)) for op in step.ops)
+    return Table(ops, kept(step.enters), kept(step.leaves))
+
+
 LXMERT = {"LxmertForQuestionAnswering": {
     # the ids, their token types, and the positions (one row, broadcast)
     "lxmert.embeddings": table(keep("ids", "2*b*s + s", INTEGER), layer_norm("sum", "b*s", "h"),
@@ -700,11 +535,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _encoder_dims, MPNET),
     **_with(TEXT, _distilbert_dims, DISTILBERT),
     **_with(TEXT, _gpt2_dims, GPT2),
-    **_with(ENCODER_DECODER, _t5_dims, {name: rows for name, rows in T5.items() if name != "T5EncoderModel"}),
-    **_with(TEXT, _t5_encoder_dims, {"T5EncoderModel": T5["T5EncoderModel"]}),
-    **_with(ENCODER_DECODER, _bart_dims, {"BartForConditionalGeneration": BART["BartForConditionalGeneration"]}),
-    **_with(TEXT, _bart_classifier_dims, {"BartForSequenceClassification": BART["BartForSequenceClassification"]}),
-    **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
     **_with(TEXT, _lxmert_dims, LXMERT),

@@ -124,6 +124,28 @@ def test_work_after_the_last_layer_is_the_last_layers():
             4 * b)
 
 
+def test_a_decoder_layer_attends_to_the_encoder_s_positions_normed_before_or_after():
+    """BART-large's decoder layer (post-norm) and Whisper's (pre-norm) of the same sizes: self-attention over the t
+    tokens, the cross-attention's keys and values projected from the s positions of the encoder's output, the
+    feed-forward; each keeps as much as the other."""
+    b, s, t, h, j = 2, 128, 32, 1024, 4096
+    sizes = {"d_model": h, "decoder_attention_heads": 16, "decoder_ffn_dim": j}
+    bart = costs_of("BartForConditionalGeneration", sizes, b, s, t)["model.decoder.layers.0"]
+    whisper = costs_of("WhisperForConditionalGeneration", {**sizes, "max_source_positions": s}, b, None, t)[
+        "model.decoder.layers.0"]
+    attention = 2 * b * t * h * 3 * h + 4 * b * t * t * h + 2 * b * t * h * h
+    cross = 2 * b * t * h * h + 2 * b * s * h * 2 * h + 4 * b * t * s * h + 2 * b * t * h * h
+    assert bart.forward_flops == whisper.forward_flops == attention + cross + 2 * 2 * b * t * h * j
+    assert bart == whisper
+    assert bart.input_bytes == 2 * (b * t * h + b * s * h)
+
+
+def test_a_config_json_leaving_sizes_out_is_costed_with_its_config_class_s_defaults():
+    """MT5's: 6 heads and a feed-forward 1024 wide (not T5's 8 and 2048), as its parameters are."""
+    assert costs_of("MT5ForConditionalGeneration", {}, 1, 16) == costs_of(
+        "MT5ForConditionalGeneration", {"num_heads": 6, "d_ff": 1024}, 1, 16)
+
+
 def test_convnexts_first_stage_does_not_downsample():
     costs = costs_of("ConvNextForImageClassification", {})
     assert costs["convnext.encoder.stages.0.downsampling_layer"] == BlockCost(0, 0, 0, 0)

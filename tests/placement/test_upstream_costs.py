@@ -1,7 +1,7 @@
 """`block_costs()` against optimum-graphcore 0.7.1's own pipelined models (measured by upstream_costs.py on tiny random
-models): for every architecture, at two micro-batch sizes and two sequence lengths, each step keeps the activations
-the formulas give (within 10 %) and computes their forward FLOPs (within 5 %). The tables are exact on every one of
-these cases; the tolerances are the issue's.
+models): for every architecture, at two micro-batch sizes and two sequence lengths, and for the configs that change a
+step's work besides its sizes, each step keeps the activations the formulas give (within 10 %) and computes their
+forward FLOPs (within 5 %). The tables are exact on every one of these cases; the tolerances are the issue's.
 
 The tiny configs give every size its own value (hidden 16, feed-forward 32, vocabulary 64 or 20, 2 heads of 8, ...), so
 that a formula naming the wrong size fails. Collected on the IPU-host stack only (conftest: `collect_ignore_glob`).
@@ -35,6 +35,15 @@ SIZES = {
 AUDIO_SIZES = {"vocab_size": 20}
 PRETRAINING_SIZES = dict(AUDIO_SIZES, num_codevectors_per_group=5, num_codevector_groups=3, codevector_dim=6,
                          proj_codevector_dim=7, num_negatives=4, conv_dim=(8, 8, 9))
+# (architecture, micro-batch size, length, decoder length, config changes): the configs that change what a step
+# keeps or computes besides its sizes: a gated feed-forward or not, decoders with heads of their own
+VARIANT_CASES = [
+    ("T5ForConditionalGeneration", 3, 12, 5, {"feed_forward_proj": "gated-gelu"}),
+    ("MT5ForConditionalGeneration", 3, 12, 5, {"feed_forward_proj": "relu"}),
+    ("BartForConditionalGeneration", 3, 12, 5, {"decoder_attention_heads": 8}),
+    ("BartForSequenceClassification", 3, 12, None, {"decoder_attention_heads": 8}),
+    ("WhisperForConditionalGeneration", 3, None, 5, {"max_source_positions": 16, "decoder_attention_heads": 8}),
+]
 
 
 def _cases():
@@ -60,7 +69,7 @@ def ours(architecture, model_config, batch, length, decoder):
     return block_costs(row, config, resolve_shape(architecture, architecture, config, batch, length, decoder))
 
 
-@pytest.mark.parametrize("architecture, batch, length, decoder, model_config", list(_cases()))
+@pytest.mark.parametrize("architecture, batch, length, decoder, model_config", [*_cases(), *VARIANT_CASES])
 def test_each_step_keeps_and_computes_what_upstream_does(architecture, batch, length, decoder, model_config):
     reference = upstream_costs(architecture, model_config, batch, length or 0, decoder_length=decoder)
     costs = ours(architecture, model_config, batch, length, decoder)

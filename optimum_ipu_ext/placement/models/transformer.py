@@ -6,7 +6,7 @@ h hidden size, a attention heads, d head size, i feed-forward size, v vocabulary
 """
 
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Tuple
+from typing import Callable, NamedTuple, Optional, Tuple
 
 from .blocks import (
     INTEGER,
@@ -61,7 +61,8 @@ def ids(z: Sizes) -> Tuple[Saved, ...]:
 
 class LayerNames(NamedTuple):
     """The names a family gives the modules of a transformer layer, under the layer's path. `projections`: the
-    query, key and value projections, or one projection to all three (a fused weight)."""
+    query, key and value projections, or one projection to all three (a fused weight); `unbiased`: those of them
+    without a bias."""
 
     projections: Tuple[str, ...]
     context: str
@@ -69,6 +70,7 @@ class LayerNames(NamedTuple):
     intermediate: str
     output: str
     output_norm: str
+    unbiased: Tuple[str, ...] = ()
 
 
 # the names most encoders of transformers give a layer's modules (copied from one model into the others)
@@ -84,7 +86,7 @@ def self_attention(names: LayerNames, z: Sizes, x: str, keep_fused_weight: bool 
     width = z.h * 3 // len(names.projections)
     return (
         Keeps("query-key-value weight", 3 * z.h * z.h) if keep_fused_weight else None,
-        tuple(Linear(name, z.h, width, rows, x) for name in names.projections),
+        tuple(Linear(name, z.h, width, rows, x, bias=name not in names.unbiased) for name in names.projections),
         Attention("self", z.b, z.a, z.s, z.s, z.d),
         Linear(names.context, z.h, z.h, rows, "context"),
     )
@@ -206,3 +208,79 @@ def masked_lm_head(z: Sizes, dense: str, norm: str, decoder: str, bias: str, tie
 def head(block: str, path: str, module: Module, ipu: IPURule = LAST) -> Block:
     """A head in a block of its own, on the last IPU unless said."""
     return Block(block, path, ipu, module=module, head=True)
+
+
+# --- encoder-decoders -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EncoderDecoderSizes(Sizes):
+    """An encoder-decoder's sizes: its encoder's, and `decoder`, its decoder's (s: the decoder's tokens)."""
+
+    decoder: Sizes
+
+
+def encoder_decoder_sizes(shape: InputShape, hidden: int, heads: int, inner: int, decoder_heads: int,
+                          decoder_inner: int, vocabulary: int, labels: int) -> EncoderDecoderSizes:
+    """The encoder's sizes for the micro-batch's sequences, the decoder's for its decoder's, each stack with its
+    heads and feed-forward size."""
+    encoder = sizes(shape, hidden, heads, inner, vocabulary, labels)
+    decoder = sizes(shape._replace(sequence_length=shape.decoder_sequence_length), hidden, decoder_heads,
+                    decoder_inner, vocabulary, labels)
+    return EncoderDecoderSizes(**vars(encoder), decoder=decoder)
+
+
+def encoder_output(z: Sizes, sources: int) -> Saved:
+    """The encoder's output, of `sources` positions, that each decoder layer attends to."""
+    return Saved("encoder output", z.b * sources * z.h)
+
+
+def encoder_decoder_names(attention: str, key_bias: bool = True) -> LayerNames:
+    """The names transformers gives the modules of a layer of the encoder-decoders written after fairseq's: the
+    attention's (`attention`: self_attn, or encoder_attn on the encoder's output) q, k, v and out projections and its
+    norm `{attention}_layer_norm`, then fc1, fc2 and final_layer_norm. `key_bias`: False where the key projection has
+    none."""
+    key = f"{attention}.k_proj"
+    return LayerNames((f"{attention}.q_proj", key, f"{attention}.v_proj"), f"{attention}.out_proj",
+                      f"{attention}_layer_norm", "fc1", "fc2", "final_layer_norm", () if key_bias else (key,))
+
+
+def cross_attention(names: LayerNames, z: Sizes, x: str, sources: int) -> Tuple:
+    """The query projection of `x`, the key and value projections of the encoder's output (`sources` positions,
+    kept once), the attention and its output projection."""
+    query, key, value = names.projections
+    rows = z.b * z.s
+    return (
+        Linear(query, z.h, z.h, rows, x, bias=query not in names.unbiased),
+        tuple(Linear(name, z.h, z.h, z.b * sources, "encoder output", bias=name not in names.unbiased)
+              for name in (key, value)),
+        Attention("cross", z.b, z.a, z.s, sources, z.d),
+        Linear(names.context, z.h, z.h, rows, "cross context"),
+    )
+
+
+def decoder_layer(z: Sizes, sources: int, pre_norm: bool, key_bias: bool = True) -> Sequential:
+    """A decoder layer, its modules named by `encoder_decoder_names`: self-attention, attention on the encoder's
+    output (`sources` positions), feed-forward, each with its norm: on its input (`pre_norm`), else on its residual
+    sum. `z`: the decoder's sizes."""
+    rows = z.b * z.s
+    own, cross = encoder_decoder_names("self_attn", key_bias), encoder_decoder_names("encoder_attn", key_bias)
+
+    def normed(norm: str, name: str, modules: Callable[[str], Tuple]) -> Tuple:
+        if pre_norm:
+            return LayerNorm(norm, z.h, rows, f"{name}: input"), modules(f"{name}: normalised")
+        return modules(f"{name}: input"), LayerNorm(norm, z.h, rows, f"{name}: sum")
+
+    return Sequential(
+        normed(own.attention_norm, "self", lambda x: self_attention(own, z, x)),
+        normed(cross.attention_norm, "cross", lambda x: cross_attention(cross, z, x, sources)),
+        normed(own.output_norm, "feed-forward", lambda x: feed_forward(own, z, x)),
+        enters=(*hidden(z), encoder_output(z, sources)), leaves=hidden(z))
+
+
+def lm_head(z: Sizes, tied: bool) -> Sequential:
+    """The projection of every token to the vocabulary, without a bias (`tied`: its weight the word embeddings'),
+    and the loss of the next tokens. `z`: the decoder's sizes."""
+    rows = z.b * z.s
+    return Sequential(Linear("", z.h, z.v, rows, "hidden", bias=False, tied=tied),
+                      CrossEntropy("next tokens", rows, z.v), enters=hidden(z))

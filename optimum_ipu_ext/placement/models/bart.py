@@ -1,0 +1,163 @@
+"""BART: `BartForConditionalGeneration` and `BartForSequenceClassification`.
+
+One embedding, shared by the encoder and the decoder, is computed once on IPU 0; each stack's learned positions
+(with an offset of 2) and its embedding norm are blocks named "Embedding" on IPU 0 too; the layers are post-norm,
+the decoder's with an attention on the encoder's output. The LM head goes on the last IPU; the classifier, which
+reads each sequence's last end-of-sequence token after the last decoder layer, with that layer. Read off
+transformers 4.29.2's `modeling_bart.py` and optimum-graphcore 0.7.1's `models/bart`.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, Tuple
+
+from .blocks import INTEGER, Activation, CrossEntropy, Embedding, Keeps, LayerNorm, Linear, Saved, Sequential
+from .rules import (
+    ENCODER_DECODER,
+    TEXT,
+    Architecture,
+    At,
+    Block,
+    InputShape,
+    LayerIPU,
+    LayerModule,
+    Layers,
+    ModelConfig,
+    Step,
+)
+from .transformer import (
+    EncoderDecoderSizes,
+    Sizes,
+    decoder_layer,
+    encoder_decoder_names,
+    encoder_decoder_sizes,
+    hidden,
+    lm_head,
+    post_norm_layer,
+)
+
+DEFAULTS = {"num_labels": 3, "vocab_size": 50265, "max_position_embeddings": 1024, "d_model": 1024,
+            "encoder_layers": 12, "decoder_layers": 12, "encoder_attention_heads": 16, "decoder_attention_heads": 16,
+            "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "tie_word_embeddings": True}
+# the learned positions start at 2 (fairseq's padding offset)
+POSITION_OFFSET = 2
+
+
+@dataclass(frozen=True)
+class BartSizes(EncoderDecoderSizes):
+    """An encoder-decoder's sizes, and the config's: learned `positions`, `tied` word embeddings."""
+
+    positions: int
+    tied: bool
+
+
+def bart_sizes(config: ModelConfig, shape: InputShape) -> BartSizes:
+    base = encoder_decoder_sizes(shape, config.d_model, config.encoder_attention_heads, config.encoder_ffn_dim,
+                                 config.decoder_attention_heads, config.decoder_ffn_dim, config.vocab_size,
+                                 config.num_labels)
+    return BartSizes(**vars(base), positions=config.max_position_embeddings, tied=config.tie_word_embeddings)
+
+
+def classifier_sizes(config: ModelConfig, shape: InputShape) -> BartSizes:
+    """`BartForSequenceClassification`'s decoder reads the encoder's tokens, shifted."""
+    return bart_sizes(config, shape._replace(decoder_sequence_length=shape.sequence_length))
+
+
+# --- the modules ----------------------------------------------------------------------------------------------------
+
+
+def shared_embedding(z: BartSizes) -> Sequential:
+    """One lookup of the encoder's ids and the decoder's."""
+    lookups = z.b * z.s + z.decoder.b * z.decoder.s
+    return Sequential(Embedding("", z.v, z.h, "ids", lookups), enters=(Saved("ids", lookups, INTEGER),))
+
+
+def _stack(z: BartSizes, decoder: bool) -> Sizes:
+    return z.decoder if decoder else z
+
+
+def positions(decoder: bool):
+    """A stack's learned positions: an index for each token, looked up and added to the embeddings."""
+    def module(z: BartSizes) -> Sequential:
+        own = _stack(z, decoder)
+        return Sequential(Embedding("", z.positions + POSITION_OFFSET, z.h, "positions", own.b * own.s),
+                          enters=hidden(own), leaves=hidden(own))
+
+    return module
+
+
+def embedding_norm(decoder: bool):
+    def module(z: BartSizes) -> Sequential:
+        own = _stack(z, decoder)
+        return Sequential(LayerNorm("", z.h, own.b * own.s, "sum"), enters=hidden(own), leaves=hidden(own))
+
+    return module
+
+
+ENCODER_LAYER_NAMES = encoder_decoder_names("self_attn")
+
+
+def encoder_layer(z: BartSizes, at: At) -> Sequential:
+    return post_norm_layer(ENCODER_LAYER_NAMES, z)
+
+
+def bart_decoder_layer(z: BartSizes, at: At) -> Sequential:
+    return decoder_layer(z.decoder, z.s, pre_norm=False)
+
+
+def classifying_decoder_layer(z: BartSizes, at: At) -> Sequential:
+    """The last layer of the classification model picks each sequence's last end-of-sequence token after it: it
+    keeps their positions."""
+    layer = bart_decoder_layer(z, at)
+    if at.layer != at.last:
+        return layer
+    return Sequential(*layer.modules, Keeps("end-of-sequence positions", z.b, INTEGER), enters=layer.enters,
+                      leaves=layer.leaves)
+
+
+def bart_lm_head(z: BartSizes) -> Sequential:
+    return lm_head(z.decoder, z.tied)
+
+
+def classification_head(z: BartSizes) -> Sequential:
+    """`BartClassificationHead`: dense and tanh on each sequence's end-of-sequence state, then the projection, and the
+    loss over the labels."""
+    return Sequential(Linear("dense", z.h, z.h, z.b, "end-of-sequence hidden"), Activation("pooled", z.b * z.h),
+                      Linear("out_proj", z.h, z.n, z.b, "pooled"), CrossEntropy("loss", z.b, z.n),
+                      enters=(Saved("end-of-sequence hidden", z.b * z.h),))
+
+
+# --- the rows -------------------------------------------------------------------------------------------------------
+
+_SHARED = {f"model.{stack}.embed_tokens.weight": ("model.shared.weight", None) for stack in ("encoder", "decoder")}
+
+
+def _row(name: str, head: Block, decoder_layer_module: LayerModule, **fields: Any) -> Architecture:
+    """A row: the steps of both stacks, then `head`."""
+    steps: Tuple[Step, ...] = (
+        Block("Embedding", "model.shared", module=shared_embedding),
+        Block("Embedding", "model.encoder.embed_positions", executor="encoder", module=positions(False)),
+        Block("Embedding", "model.encoder.layernorm_embedding", executor="encoder", module=embedding_norm(False)),
+        Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder",
+               module=encoder_layer),
+        Block("Embedding", "model.decoder.embed_positions", executor="decoder", module=positions(True)),
+        Block("Embedding", "model.decoder.layernorm_embedding", executor="decoder", module=embedding_norm(True)),
+        Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder",
+               module=decoder_layer_module),
+        head,
+    )
+    return Architecture(name, ("bart",), "model", steps, DEFAULTS, **fields)
+
+
+BART: Dict[str, Architecture] = {
+    "BartForConditionalGeneration": _row(
+        "BartForConditionalGeneration",
+        Block("LM Head Output", "lm_head", executor="decoder", module=bart_lm_head, head=True), bart_decoder_layer,
+        ties={**_SHARED, "lm_head.weight": ("model.shared.weight", "tie_word_embeddings")},
+        kwargs=("for_generation", "use_cache", "*"), generation=("encoder", "decoder"), reads_embedding_factor=True,
+        inputs=ENCODER_DECODER, sizes=bart_sizes),
+    "BartForSequenceClassification": _row(
+        "BartForSequenceClassification",
+        Block("Classification Head Output", "classification_head", LayerIPU("decoder", -1),
+              module=classification_head, head=True),
+        classifying_decoder_layer, ties=_SHARED, inputs=TEXT, sizes=classifier_sizes),
+}

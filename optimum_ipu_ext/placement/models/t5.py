@@ -1,0 +1,198 @@
+"""T5 and MT5: `T5ForConditionalGeneration`, `T5EncoderModel` and `MT5ForConditionalGeneration`.
+
+`parallelize()` puts the embedding shared by both stacks on IPU 0, each stack's layers as `get_layer_ipu` places
+them, each stack's final norm with its last layer, and the LM head on the last IPU (MT5's with the embedding it is
+tied to, else on the last IPU; untied, MT5 may split the embedding and the head over IPUs). The pipelined models
+embed the encoder's and the decoder's ids in one lookup (`SharedEmbedding`), of which each stack's first layer keeps
+a view; the first layer of each stack alone holds the relative attention bias. Read off transformers 4.29.2's
+`modeling_t5.py` / `modeling_mt5.py` and optimum-graphcore 0.7.1's `models/t5` and `models/mt5`.
+"""
+
+from dataclasses import dataclass, replace
+from typing import Dict, Tuple
+
+from .blocks import (
+    BOOL,
+    INTEGER,
+    Activation,
+    Attention,
+    Embedding,
+    Keeps,
+    Linear,
+    RMSNorm,
+    Saved,
+    Sequential,
+)
+from .rules import (
+    ENCODER_DECODER,
+    LAST,
+    TEXT,
+    Architecture,
+    At,
+    Block,
+    InputShape,
+    LayerIPU,
+    Layers,
+    ModelConfig,
+    Split,
+    WhenConfig,
+)
+from .transformer import EncoderDecoderSizes, encoder_decoder_sizes, encoder_output, hidden, lm_head
+
+DEFAULTS = {"vocab_size": 32128, "d_model": 512, "d_kv": 64, "d_ff": 2048, "num_layers": 6,
+            "num_decoder_layers": lambda c: c.num_layers, "num_heads": 8, "relative_attention_num_buckets": 32,
+            "feed_forward_proj": "relu", "tie_word_embeddings": True}
+MT5_DEFAULTS = {**DEFAULTS, "vocab_size": 250112, "d_ff": 1024, "num_layers": 8, "num_heads": 6,
+                "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
+# the tensors of the intermediate size upstream's gelu gating keeps: gelu's tanh approximation 4, the gate and its
+# product 3 more (and the mask of the values its `CustomGELU` clamps)
+GATED_ACTIVATION_KEEPS = 7
+
+
+@dataclass(frozen=True)
+class T5Sizes(EncoderDecoderSizes):
+    """An encoder-decoder's sizes (d: `d_kv`, which need not be h / a), and the config's: the relative position
+    `buckets`, a `gated` feed-forward (two input projections), `tied` word embeddings; `joint`: the encoder's and the
+    decoder's ids are embedded together."""
+
+    buckets: int
+    gated: bool
+    tied: bool
+    joint: bool
+
+
+def t5_sizes(config: ModelConfig, shape: InputShape) -> T5Sizes:
+    base = encoder_decoder_sizes(shape, config.d_model, config.num_heads, config.d_ff, config.num_heads, config.d_ff,
+                                 config.vocab_size, config.num_labels)
+    return T5Sizes(**{**vars(base), "d": config.d_kv, "decoder": replace(base.decoder, d=config.d_kv)},
+                   buckets=config.relative_attention_num_buckets,
+                   gated=config.feed_forward_proj.split("-")[0] == "gated", tied=config.tie_word_embeddings,
+                   joint=True)
+
+
+def encoder_model_sizes(config: ModelConfig, shape: InputShape) -> T5Sizes:
+    """`T5EncoderModel` embeds its own ids alone."""
+    return replace(t5_sizes(config, shape), joint=False)
+
+
+# --- the modules ----------------------------------------------------------------------------------------------------
+
+
+def shared_embedding(z: T5Sizes) -> Sequential:
+    """One lookup of the encoder's ids, and the decoder's where they are embedded together."""
+    lookups = z.b * z.s + (z.b * z.decoder.s if z.joint else 0)
+    return Sequential(Embedding("", z.v, z.h, "ids", lookups), enters=(Saved("ids", lookups, INTEGER),),
+                      leaves=hidden(z))
+
+
+def _attention(path: str, name: str, z: T5Sizes, queries: int, keys: int, relative: bool, cross: bool) -> Tuple:
+    """A `T5Attention` at `path` of `queries` normalised positions on `keys` positions: of the same input, or of the
+    encoder's output (`cross`); `relative`: it holds the relative attention bias, and looks up the position buckets
+    of each pair. Its projections have no bias, and map h to a x d."""
+    inner, rows = z.a * z.d, z.b * queries
+    x = f"{name}: normalised"
+    source, source_rows = ("encoder output", z.b * keys) if cross else (x, rows)
+    return (
+        Linear(f"{path}.q", z.h, inner, rows, x, bias=False),
+        Linear(f"{path}.k", z.h, inner, source_rows, source, bias=False),
+        Linear(f"{path}.v", z.h, inner, source_rows, source, bias=False),
+        Embedding(f"{path}.relative_attention_bias", z.buckets, z.a, f"{name}: buckets",
+                  queries * keys) if relative else None,
+        Attention(name, z.b, z.a, queries, keys, z.d),
+        Linear(f"{path}.o", inner, z.h, rows, f"{name}: context", bias=False),
+    )
+
+
+def _feed_forward(path: str, z: T5Sizes, rows: int) -> Tuple:
+    """An activation (relu) between two projections, or (`gated`) gelu gating: two input projections, one through
+    gelu gating the other."""
+    x = "feed-forward: normalised"
+    if not z.gated:
+        return (Linear(f"{path}.wi", z.h, z.i, rows, x, bias=False), Activation("activated", rows * z.i),
+                Linear(f"{path}.wo", z.i, z.h, rows, "activated", bias=False))
+    return (
+        tuple(Linear(f"{path}.{name}", z.h, z.i, rows, x, bias=False) for name in ("wi_0", "wi_1")),
+        tuple(Activation(f"gated {index}", rows * z.i) for index in range(GATED_ACTIVATION_KEEPS)),
+        Keeps("clamped", rows * z.i, BOOL),
+        Linear(f"{path}.wo", z.i, z.h, rows, "activated", bias=False),
+    )
+
+
+def t5_block(decoder: bool):
+    """A `T5Block` of the encoder or the decoder: norm and self-attention, the decoder's norm and attention on the
+    encoder's output, norm and feed-forward (each norm on its sublayer's input). The first layer holds the relative
+    attention bias, and keeps a view of the joint embedding of both stacks."""
+    def block(z: T5Sizes, at: At) -> Sequential:
+        own, other = (z.decoder, z) if decoder else (z, z.decoder)
+        rows, first = own.b * own.s, at.layer == 0
+        feed_forward = 2 if decoder else 1
+        return Sequential(
+            RMSNorm("layer.0.layer_norm", z.h, rows, "self: input"),
+            Keeps("the other stack's embeddings", other.b * other.s * z.h) if z.joint and first else None,
+            _attention("layer.0.SelfAttention", "self", z, own.s, own.s, relative=first, cross=False),
+            (RMSNorm("layer.1.layer_norm", z.h, rows, "cross: input"),
+             _attention("layer.1.EncDecAttention", "cross", z, own.s, z.s, relative=False, cross=True))
+            if decoder else None,
+            RMSNorm(f"layer.{feed_forward}.layer_norm", z.h, rows, "feed-forward: input"),
+            _feed_forward(f"layer.{feed_forward}.DenseReluDense", z, rows),
+            enters=(*hidden(own), *((encoder_output(z, z.s),) if decoder else ())), leaves=hidden(own))
+
+    return block
+
+
+def final_norm(decoder: bool):
+    """A stack's last norm."""
+    def norm(z: T5Sizes) -> Sequential:
+        own = z.decoder if decoder else z
+        return Sequential(RMSNorm("", z.h, own.b * own.s, "hidden"), enters=hidden(own), leaves=hidden(own))
+
+    return norm
+
+
+def t5_lm_head(z: T5Sizes) -> Sequential:
+    """Tied to the embedding, the hidden state is scaled by d_model ** -0.5 first: a new tensor either way."""
+    return lm_head(z.decoder, z.tied)
+
+
+# --- the rows -------------------------------------------------------------------------------------------------------
+
+EMBEDDING = Block("Embedding", "shared", module=shared_embedding)
+ENCODER = (
+    Layers("encoder", "Encoder{i}", "encoder.block.{i}", "num_layers", executor="encoder", module=t5_block(False)),
+    Block("Encoder Stack Final LayerNorm", "encoder.final_layer_norm", LayerIPU("encoder", -1), executor="encoder",
+          module=final_norm(False)),
+)
+DECODER = (
+    Layers("decoder", "Decoder{i}", "decoder.block.{i}", "num_decoder_layers", executor="decoder",
+           module=t5_block(True)),
+    Block("Decoder Stack Final LayerNorm", "decoder.final_layer_norm", LayerIPU("decoder", -1), executor="decoder",
+          module=final_norm(True)),
+)
+_SHARED = {f"{stack}.embed_tokens.weight": ("shared.weight", None) for stack in ("encoder", "decoder")}
+_TIES = {**_SHARED, "lm_head.weight": ("shared.weight", "tie_word_embeddings")}
+
+T5: Dict[str, Architecture] = {
+    "T5ForConditionalGeneration": Architecture(
+        "T5ForConditionalGeneration", ("t5",), "transformer",
+        (EMBEDDING, *ENCODER, *DECODER,
+         Block("LM Head Output", "lm_head", executor="decoder", module=t5_lm_head, head=True)),
+        DEFAULTS, ties=_TIES, kwargs=("for_generation", "use_cache", "use_cross_cache", "*"),
+        generation=("encoder", "decoder"), reads_embedding_factor=True, inputs=ENCODER_DECODER, sizes=t5_sizes),
+    "T5EncoderModel": Architecture(
+        "T5EncoderModel", ("t5",), "transformer", (EMBEDDING, *ENCODER), DEFAULTS,
+        ties={"encoder.embed_tokens.weight": ("shared.weight", None)}, inputs=TEXT, sizes=encoder_model_sizes),
+    # the LM head goes with the embedding it is tied to, else to the last IPU; untied, the embedding and the head
+    # may be split over IPUs
+    "MT5ForConditionalGeneration": Architecture(
+        "MT5ForConditionalGeneration", ("mt5",), "transformer",
+        (Split("Embedding", "shared", "split_embeddings", "serialized_embedding_splits_per_ipu",
+               "embedding_serialization_factor", EMBEDDING, own_share=False, factor_divides=True),
+         *ENCODER, *DECODER,
+         Split("Linear", "lm_head", "split_linear_layers", "serialized_projection_splits_per_ipu",
+               "projection_serialization_factor",
+               Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder",
+                     module=t5_lm_head, head=True),
+               own_share=True, factor_divides=False)),
+        MT5_DEFAULTS, ties=_TIES, kwargs=("for_generation",), generation=("encoder", "decoder"), untied_splits=True,
+        inputs=ENCODER_DECODER, sizes=t5_sizes),
+}
