@@ -13,7 +13,6 @@ from .bodies import (
     BART_DEFAULTS,
     CONVNEXT_DEFAULTS,
     DEBERTA_DEFAULTS,
-    DISTILBERT_DEFAULTS,
     GPT2_DEFAULTS,
     HUBERT_DEFAULTS,
     LXMERT_DEFAULTS,
@@ -27,7 +26,6 @@ from .bodies import (
     bart_body,
     convnext_body,
     deberta_body,
-    distilbert_body,
     gpt2_body,
     linear as _linear,
     lxmert_body,
@@ -40,6 +38,7 @@ from .bodies import (
     whisper_body,
 )
 from .models.bert import BERT, GROUPBERT, ROBERTA
+from .models.distilbert import DISTILBERT
 from .models.rules import (
     LAST,
     Architecture,
@@ -158,49 +157,7 @@ MPNET = {
         copies={"lm_head.decoder.weight": ("mpnet.embeddings.word_embeddings.weight", _unserialized)}),
 }
 
-# --- DistilBERT and DeBERTa -------------------------------------------------------------------------------------
-
-def _distilbert(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Architecture:
-    name = f"DistilBert{suffix}"
-    steps = (Block("Embedding", "distilbert.embeddings"),
-             Layers("encoder", "Encoder{i}", "distilbert.transformer.layer.{i}", "n_layers"), *tail)
-    fields.setdefault("serialized_embedding", "distilbert.embeddings.word_embeddings.weight")
-    return Architecture(name, ("distilbert",), "distilbert", steps, DISTILBERT_DEFAULTS, distilbert_body, heads=heads,
-                        reads_embedding_factor=True,
-                        frozen={"distilbert.embeddings.position_embeddings": ("sinusoidal_pos_embds", True)}, **fields)
-
-
-def _distilbert_mlm_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-    found = {**_linear("vocab_transform", c.dim, c.dim), **_norm("vocab_layer_norm", c.dim),
-             "vocab_projector.bias": (c.vocab_size,)}
-    if not c.tie_word_embeddings:
-        found["vocab_projector.weight"] = (c.vocab_size, c.dim)
-    return found
-
-
-def _distilbert_classifier(outputs):
-    return {"pre_classifier": lambda c: _linear("pre_classifier", c.dim, c.dim),
-            "classifier": lambda c: _linear("classifier", outputs(c), c.dim)}
-
-
-DISTILBERT_CLASSIFIER = (Block("Classifier", "pre_classifier", LAST), Block("Classifier", "classifier", LAST))
-
-DISTILBERT = {
-    "DistilBertForMaskedLM": _distilbert(
-        "ForMaskedLM", (Block("LM Head", "vocab_transform"), Block("LM Head", "vocab_layer_norm"),
-                        Block("LM Head", "vocab_projector")),
-        {"vocab_transform": _distilbert_mlm_shapes},
-        ties={"vocab_projector.weight": ("distilbert.embeddings.word_embeddings.weight", "tie_word_embeddings")},
-        serialized_embedding=None),
-    "DistilBertForSequenceClassification": _distilbert(
-        "ForSequenceClassification", DISTILBERT_CLASSIFIER, _distilbert_classifier(lambda c: c.num_labels)),
-    "DistilBertForMultipleChoice": _distilbert(
-        "ForMultipleChoice", DISTILBERT_CLASSIFIER, _distilbert_classifier(lambda c: 1)),
-    "DistilBertForTokenClassification": _distilbert(
-        "ForTokenClassification", *_head("Classifier", "classifier", _labels, "dim")),
-    "DistilBertForQuestionAnswering": _distilbert(
-        "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "dim")),
-}
+# --- DeBERTa -------------------------------------------------------------------------------------------------
 
 _DEBERTA_MLM_SHAPES, _DEBERTA_MLM_TIES = _prediction_head("cls.predictions",
                                                           "deberta.embeddings.word_embeddings.weight")

@@ -126,26 +126,6 @@ def mpnet_body(base: str, config: ModelConfig) -> Shapes:
                         config.num_attention_heads)}
 
 
-DISTILBERT_DEFAULTS = {"vocab_size": 30522, "max_position_embeddings": 512, "sinusoidal_pos_embds": False,
-                       "n_layers": 6, "dim": 768, "hidden_dim": 3072, "tie_word_embeddings": True}
-
-
-def _distilbert_layer(path: str, config: ModelConfig) -> Shapes:
-    dim = config.dim
-    shapes = {}
-    for projection in ("q_lin", "k_lin", "v_lin", "out_lin"):
-        shapes.update(linear(f"{path}.attention.{projection}", dim, dim))
-    return {**shapes, **norm(f"{path}.sa_layer_norm", dim), **linear(f"{path}.ffn.lin1", config.hidden_dim, dim),
-            **linear(f"{path}.ffn.lin2", dim, config.hidden_dim), **norm(f"{path}.output_layer_norm", dim)}
-
-
-def distilbert_body(config: ModelConfig) -> Shapes:
-    return {**embedding("distilbert.embeddings.word_embeddings", config.vocab_size, config.dim),
-            **embedding("distilbert.embeddings.position_embeddings", config.max_position_embeddings, config.dim),
-            **norm("distilbert.embeddings.LayerNorm", config.dim),
-            **_layers("distilbert.transformer.layer.{i}", config.n_layers, _distilbert_layer, config)}
-
-
 # `talking_head` and `embedding_size`: not fields of DebertaConfig, read by the model where a config.json has them
 DEBERTA_DEFAULTS = {**_SIZES, "vocab_size": 50265, "type_vocab_size": 0, "relative_attention": False,
                     "max_relative_positions": -1, "position_biased_input": True, "pos_att_type": (),

@@ -103,10 +103,6 @@ def _pooler(rows: str = "b") -> Table:
                  elementwise("pooled", f"{rows}*h", "tanh"), enters=HIDDEN, leaves=(Kept("pooled", f"{rows}*h"),))
 
 
-POOLED_CLASSIFIER = table(linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"),
-                          enters=(Kept("pooled", "b*h"),))
-CHOICE_CLASSIFIER = table(linear("pooled", "b", "h", "1"), cross_entropy("loss", "e", "c"),
-                          enters=(Kept("pooled", "b*h"),))
 TOKEN_CLASSIFIER = table(linear("hidden", "b*s", "h", "n"), cross_entropy("loss", "b*s", "n"), enters=HIDDEN)
 QA_OUTPUTS = table(linear("hidden", "b*s", "h", "2"), cross_entropy("start", "b", "s"), cross_entropy("end", "b", "s"),
                    enters=HIDDEN)
@@ -117,8 +113,6 @@ MLM_HEAD = (
     linear("normalised", "b*s", "h", "v"),
     cross_entropy("masked tokens", "b*s", "v"),
 )
-BERT_EMBEDDINGS = table(embedding("ids", "b*s"), layer_norm("sum", "b*s", "h"), leaves=HIDDEN,
-                        enters=(Kept("ids", "b*s", INTEGER),))
 # RoBERTa and MPNet work out each token's position from the ids, and look it up
 POSITION_EMBEDDINGS = table(embedding("ids", "b*s"), embedding("positions", "b*s"), layer_norm("sum", "b*s", "h"),
                             leaves=HIDDEN, enters=(Kept("ids", "b*s", INTEGER),))
@@ -145,26 +139,6 @@ MPNET = {
     "MPNetForMaskedLM": {
         "mpnet.embeddings": POSITION_EMBEDDINGS, "mpnet.encoder.relative_attention_bias": MPNET_BUCKETS,
         "mpnet.encoder.layer.{i}": BERT_LAYER, "lm_head": table(*MLM_HEAD, enters=HIDDEN)},
-}
-
-DISTILBERT_BODY = {"distilbert.embeddings": BERT_EMBEDDINGS, "distilbert.transformer.layer.{i}": UNFUSED_LAYER}
-PRE_CLASSIFIER = table(linear("hidden", "b", "h", "h", storage="b*s*h"),
-                       elementwise("pre-classified", "b*h", "relu"), enters=HIDDEN, leaves=(Kept("pooled", "b*h"),))
-DISTILBERT = {
-    "DistilBertForMaskedLM": {
-        **DISTILBERT_BODY,
-        "vocab_transform": table(linear("hidden", "b*s", "h", "h"), elementwise("transformed", "b*s*h"),
-                                 enters=HIDDEN),
-        "vocab_layer_norm": table(layer_norm("activated", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-        "vocab_projector": table(linear("normalised", "b*s", "h", "v"), cross_entropy("masked tokens", "b*s", "v"),
-                                 enters=HIDDEN),
-    },
-    "DistilBertForSequenceClassification": {**DISTILBERT_BODY, "pre_classifier": PRE_CLASSIFIER,
-                                            "classifier": POOLED_CLASSIFIER},
-    "DistilBertForMultipleChoice": {**DISTILBERT_BODY, "pre_classifier": PRE_CLASSIFIER,
-                                    "classifier": CHOICE_CLASSIFIER},
-    "DistilBertForTokenClassification": {**DISTILBERT_BODY, "classifier": TOKEN_CLASSIFIER},
-    "DistilBertForQuestionAnswering": {**DISTILBERT_BODY, "qa_outputs": QA_OUTPUTS},
 }
 
 # --- GPT-2 -----------------------------------------------------------------------------------------------------------
@@ -692,13 +666,8 @@ def _with(kind: str, dims: Callable[[Any, Any], Dict[str, int]],
     return {name: ArchitectureCosts(kind, dims, tables) for name, tables in rows.items()}
 
 
-def _distilbert_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return _encoder_dims(config, shape, "dim", "n_heads", "hidden_dim")
-
-
 COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _encoder_dims, MPNET),
-    **_with(TEXT, _distilbert_dims, DISTILBERT),
     **_with(TEXT, _gpt2_dims, GPT2),
     **_with(ENCODER_DECODER, _t5_dims, {name: rows for name, rows in T5.items() if name != "T5EncoderModel"}),
     **_with(TEXT, _t5_encoder_dims, {"T5EncoderModel": T5["T5EncoderModel"]}),
