@@ -7,7 +7,7 @@ A test runs upstream's own `parallelize()` on a tiny model of every row and comp
 """
 
 from functools import partial
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 from .bodies import (
     BART_DEFAULTS,
@@ -16,7 +16,6 @@ from .bodies import (
     GPT2_DEFAULTS,
     HUBERT_DEFAULTS,
     LXMERT_DEFAULTS,
-    MPNET_DEFAULTS,
     MT5_DEFAULTS,
     T5_DEFAULTS,
     VIT_DEFAULTS,
@@ -29,7 +28,6 @@ from .bodies import (
     gpt2_body,
     linear as _linear,
     lxmert_body,
-    mpnet_body,
     norm as _norm,
     speech_body,
     t5_body,
@@ -39,6 +37,7 @@ from .bodies import (
 )
 from .models.bert import BERT, GROUPBERT, ROBERTA
 from .models.distilbert import DISTILBERT
+from .models.mpnet import MPNET
 from .models.rules import (
     LAST,
     Architecture,
@@ -85,77 +84,6 @@ def _prediction_head(head: str, word_embeddings: str, transform: str = "transfor
             f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
     return shapes, ties
 
-
-def _encoder(name: str, model_type: str, prefix: str, tail: Tuple[Step, ...], defaults: Mapping[str, Any],
-             body: Body, heads: Mapping[str, Any] = {}, ties: Mapping[str, Any] = {}, base: Optional[str] = None,
-             after_embeddings: Tuple[Step, ...] = (), after_layers: Tuple[Step, ...] = (),
-             serializes_embedding: bool = True, **fields: Any) -> Architecture:
-    """A BERT-like row: an embedding block on IPU 0, the encoder layers as `get_layer_ipu` places them, then `tail`.
-    `base`: where the encoder sits (the prefix, or "" for the bare model)."""
-    base = prefix if base is None else base
-    steps = (
-        Block("Embedding", _under(base, "embeddings")),
-        *after_embeddings,
-        Layers("encoder", "Encoder{i}", _under(base, "encoder.layer.{i}"), "num_hidden_layers"),
-        *after_layers,
-        *tail,
-    )
-    word_embeddings = _under(base, "embeddings.word_embeddings.weight")
-    fields.setdefault("reads_embedding_factor", True)
-    return Architecture(name, (model_type,), prefix, steps, defaults, body, heads=heads, ties=ties,
-                        serialized_embedding=word_embeddings if serializes_embedding else None, **fields)
-
-
-def _encoder_family(family: str, model_type: str, prefix: str, defaults: Mapping[str, Any], body: Body, *,
-                    pooled: Tuple[str, ...], after_layers: Tuple[Step, ...] = (),
-                    masked_lm: Optional[Tuple[str, str, Tuple[Step, ...], Any, Any]] = None,
-                    sequence_classifier: Any = None) -> Dict[str, Architecture]:
-    """The heads a BERT-like family has: `{architecture: row}`. `pooled`: the heads whose model keeps the pooler,
-    which runs after the last layer; `masked_lm`: (class suffix, head path, steps, shapes, ties)."""
-    def row(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Tuple[str, Architecture]:
-        name = f"{family}{suffix}"
-        if suffix in pooled:
-            tail = (Run(f"{prefix}.pooler"), *tail)
-            heads = {**heads, f"{prefix}.pooler": _pooler(prefix)}
-        return name, _encoder(name, model_type, prefix, tail, defaults, body, heads=heads,
-                              after_layers=after_layers, **fields)
-
-    classifier, labels = _head("Classifier Output", "classifier", _labels, "hidden_size")
-    rows = dict([
-        row("ForSequenceClassification", classifier, sequence_classifier or labels),
-        row("ForMultipleChoice", *_head("Classifier Output", "classifier", lambda c: 1, "hidden_size")),
-        row("ForTokenClassification", classifier, labels),
-        row("ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
-    ])
-    if masked_lm is not None:
-        suffix, head, steps, shapes, ties = masked_lm
-        rows.update([row(suffix, steps, {head: shapes}, ties=ties, serializes_embedding=False)])
-    return rows
-
-
-_MPNET_MLM_SHAPES, _MPNET_MLM_TIES = _prediction_head(
-    "lm_head", "mpnet.embeddings.word_embeddings.weight", transform="dense", norm="layer_norm")
-
-
-def _unserialized(settings: Mapping[str, Any]) -> bool:
-    return (settings["embedding_serialization_factor"] or 1) <= 1
-
-
-MPNET = {
-    "MPNetModel": _encoder(
-        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, partial(mpnet_body, ""),
-        heads={"pooler": _pooler("")},
-        base="", after_embeddings=(Run("encoder.relative_attention_bias"),), serializes_embedding=False,
-        reads_embedding_factor=False),
-    # its __init__ builds a new encoder after the head is tied: the decoder keeps a copy of the word embeddings,
-    # tied again only where `parallelize()` serializes it
-    "MPNetForMaskedLM": _encoder(
-        "MPNetForMaskedLM", "mpnet", "mpnet", (Block("Classifier", "lm_head"),), MPNET_DEFAULTS,
-        partial(mpnet_body, "mpnet"),
-        heads={"lm_head": _MPNET_MLM_SHAPES}, ties=_MPNET_MLM_TIES,
-        after_embeddings=(Run("mpnet.encoder.relative_attention_bias"),), serializes_embedding=False,
-        copies={"lm_head.decoder.weight": ("mpnet.embeddings.word_embeddings.weight", _unserialized)}),
-}
 
 # --- DeBERTa -------------------------------------------------------------------------------------------------
 

@@ -104,28 +104,6 @@ def _bert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> S
 
 # --- MPNet, DistilBERT, DeBERTa --------------------------------------------------------------------------------------
 
-MPNET_DEFAULTS = {**_SIZES, "vocab_size": 30527, "relative_attention_num_buckets": 32}
-
-
-def _mpnet_layer(path: str, config: ModelConfig) -> Shapes:
-    hidden = config.hidden_size
-    shapes = {}
-    for projection in "qkvo":
-        shapes.update(linear(f"{path}.attention.attn.{projection}", hidden, hidden))
-    return {**shapes, **norm(f"{path}.attention.LayerNorm", hidden),
-            **_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config)}
-
-
-def mpnet_body(base: str, config: ModelConfig) -> Shapes:
-    hidden = config.hidden_size
-    return {**embedding(under(base, "embeddings.word_embeddings"), config.vocab_size, hidden),
-            **embedding(under(base, "embeddings.position_embeddings"), config.max_position_embeddings, hidden),
-            **norm(under(base, "embeddings.LayerNorm"), hidden),
-            **_layers(under(base, "encoder.layer.{i}"), config.num_hidden_layers, _mpnet_layer, config),
-            **embedding(under(base, "encoder.relative_attention_bias"), config.relative_attention_num_buckets,
-                        config.num_attention_heads)}
-
-
 # `talking_head` and `embedding_size`: not fields of DebertaConfig, read by the model where a config.json has them
 DEBERTA_DEFAULTS = {**_SIZES, "vocab_size": 50265, "type_vocab_size": 0, "relative_attention": False,
                     "max_relative_positions": -1, "position_biased_input": True, "pos_att_type": (),

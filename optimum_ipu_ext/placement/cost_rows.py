@@ -106,16 +106,6 @@ def _pooler(rows: str = "b") -> Table:
 TOKEN_CLASSIFIER = table(linear("hidden", "b*s", "h", "n"), cross_entropy("loss", "b*s", "n"), enters=HIDDEN)
 QA_OUTPUTS = table(linear("hidden", "b*s", "h", "2"), cross_entropy("start", "b", "s"), cross_entropy("end", "b", "s"),
                    enters=HIDDEN)
-MLM_HEAD = (
-    linear("hidden", "b*s", "h", "h"),
-    elementwise("transformed", "b*s*h"),
-    layer_norm("activated", "b*s", "h"),
-    linear("normalised", "b*s", "h", "v"),
-    cross_entropy("masked tokens", "b*s", "v"),
-)
-# RoBERTa and MPNet work out each token's position from the ids, and look it up
-POSITION_EMBEDDINGS = table(embedding("ids", "b*s"), embedding("positions", "b*s"), layer_norm("sum", "b*s", "h"),
-                            leaves=HIDDEN, enters=(Kept("ids", "b*s", INTEGER),))
 
 
 def _encoder_dims(config: Any, shape: Any, hidden: str = "hidden_size", heads: str = "num_attention_heads",
@@ -128,18 +118,7 @@ def _encoder_dims(config: Any, shape: Any, hidden: str = "hidden_size", heads: s
             "v": read(config, "vocab_size", 0), "n": config.num_labels}
 
 
-BERT_LAYER = _post_norm_layer(fused=True)
 UNFUSED_LAYER = _post_norm_layer(fused=False)
-
-# MPNet's relative position buckets, computed once for all layers
-MPNET_BUCKETS = table(embedding("buckets", "s*s"), enters=HIDDEN, leaves=HIDDEN)
-MPNET = {
-    "MPNetModel": {"embeddings": POSITION_EMBEDDINGS, "encoder.relative_attention_bias": MPNET_BUCKETS,
-                   "encoder.layer.{i}": BERT_LAYER, "pooler": _pooler()},
-    "MPNetForMaskedLM": {
-        "mpnet.embeddings": POSITION_EMBEDDINGS, "mpnet.encoder.relative_attention_bias": MPNET_BUCKETS,
-        "mpnet.encoder.layer.{i}": BERT_LAYER, "lm_head": table(*MLM_HEAD, enters=HIDDEN)},
-}
 
 # --- GPT-2 -----------------------------------------------------------------------------------------------------------
 
@@ -667,7 +646,6 @@ def _with(kind: str, dims: Callable[[Any, Any], Dict[str, int]],
 
 
 COSTS: Dict[str, ArchitectureCosts] = {
-    **_with(TEXT, _encoder_dims, MPNET),
     **_with(TEXT, _gpt2_dims, GPT2),
     **_with(ENCODER_DECODER, _t5_dims, {name: rows for name, rows in T5.items() if name != "T5EncoderModel"}),
     **_with(TEXT, _t5_encoder_dims, {"T5EncoderModel": T5["T5EncoderModel"]}),

@@ -6,7 +6,7 @@ h hidden size, a attention heads, d head size, i feed-forward size, v vocabulary
 """
 
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 from .blocks import (
     INTEGER,
@@ -206,3 +206,14 @@ def masked_lm_head(z: Sizes, dense: str, norm: str, decoder: str, bias: str, tie
 def head(block: str, path: str, module: Module, ipu: IPURule = LAST) -> Block:
     """A head in a block of its own, on the last IPU unless said."""
     return Block(block, path, ipu, module=module, head=True)
+
+
+# --- what more encoders share: the ties of a masked LM --------------------------------------------------------------
+
+
+def masked_lm_ties(head: str, word_embeddings: str, decoder: str = "decoder",
+                   bias: str = "bias") -> Dict[str, Tuple[str, Optional[str]]]:
+    """A masked LM's projection tied to the word embeddings (where `tie_word_embeddings`), and its bias, the head's
+    own, always: `Architecture.ties`."""
+    return {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"),
+            f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
