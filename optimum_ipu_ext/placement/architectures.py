@@ -15,7 +15,6 @@ from .bodies import (
     DEBERTA_DEFAULTS,
     GPT2_DEFAULTS,
     HUBERT_DEFAULTS,
-    LXMERT_DEFAULTS,
     MT5_DEFAULTS,
     T5_DEFAULTS,
     VIT_DEFAULTS,
@@ -27,16 +26,15 @@ from .bodies import (
     deberta_body,
     gpt2_body,
     linear as _linear,
-    lxmert_body,
     norm as _norm,
     speech_body,
     t5_body,
-    under as _under,
     vit_body,
     whisper_body,
 )
 from .models.bert import BERT, GROUPBERT, ROBERTA
 from .models.distilbert import DISTILBERT
+from .models.lxmert import LXMERT
 from .models.mpnet import MPNET
 from .models.rules import (
     LAST,
@@ -63,11 +61,7 @@ def _labels(c: ModelConfig) -> int:
     return c.num_labels
 
 
-# --- BERT-like encoders: BERT, GroupBERT, RoBERTa, MPNet ------------------------------------------------------------
-
-def _pooler(base: str):
-    return lambda c: _linear(_under(base, "pooler.dense"), c.hidden_size, c.hidden_size)
-
+# --- DeBERTa --------------------------------------------------------------------------------------------------------
 
 def _prediction_head(head: str, word_embeddings: str, transform: str = "transform.dense",
                      norm: str = "transform.LayerNorm", bias: str = "bias", decoder: str = "decoder"):
@@ -84,8 +78,6 @@ def _prediction_head(head: str, word_embeddings: str, transform: str = "transfor
             f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
     return shapes, ties
 
-
-# --- DeBERTa -------------------------------------------------------------------------------------------------
 
 _DEBERTA_MLM_SHAPES, _DEBERTA_MLM_TIES = _prediction_head("cls.predictions",
                                                           "deberta.embeddings.word_embeddings.weight")
@@ -374,23 +366,6 @@ SPEECH = {
          Layers("project_hid", "Project Hidden", "project_hid", 1), Layers("quantizer", "Quantizer", "quantizer", 1),
          Layers("project_q", "Project Quantizer", "project_q", 1)),
         WAV2VEC2_DEFAULTS, WAV2VEC2_BODY, heads=_wav2vec2_pretraining_heads(), renames=WEIGHT_NORM_RENAMES),
-}
-
-# --- LXMERT: its blocks on IPUs 0 to 3, whatever layers_per_ipu says -------------------------------------------------
-
-LXMERT = {
-    "LxmertForQuestionAnswering": Architecture(
-        "LxmertForQuestionAnswering", ("lxmert",), "lxmert",
-        (Block("Embedding", "lxmert.embeddings"), Block("Image embedding", "lxmert.encoder.visn_fc"),
-         Layers("language", "Language layer{i}", "lxmert.encoder.layer.{i}", "l_layers", ipu=1),
-         Layers("visual", "Visual layer{i}", "lxmert.encoder.r_layers.{i}", "r_layers", ipu=2),
-         Layers("cross", "Cross modality layer{i}", "lxmert.encoder.x_layers.{i}", "x_layers", ipu=3),
-         Block("Pooler", "lxmert.pooler", 3), Block("Head", "answer_head", 3)),
-        LXMERT_DEFAULTS, lxmert_body,
-        heads={"lxmert.pooler": _pooler("lxmert"),
-               "answer_head": lambda c: {**_linear("answer_head.logit_fc.0", 2 * c.hidden_size, c.hidden_size),
-                                         **_norm("answer_head.logit_fc.2", 2 * c.hidden_size),
-                                         **_linear("answer_head.logit_fc.3", c.num_qa_labels, 2 * c.hidden_size)}}),
 }
 
 ARCHITECTURES: Dict[str, Architecture] = dict(sorted({

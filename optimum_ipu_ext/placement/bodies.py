@@ -55,10 +55,6 @@ def conv1d_transposed(name: str, outputs: int, inputs: int) -> Shapes:
     return {f"{name}.weight": (inputs, outputs), f"{name}.bias": (outputs,)}
 
 
-def under(prefix: str, path: str) -> str:
-    return f"{prefix}.{path}" if prefix else path
-
-
 def _layers(path: str, count: int, layer: Callable[[str, ModelConfig], Shapes], config: ModelConfig) -> Shapes:
     shapes: Shapes = {}
     for index in range(count):
@@ -66,35 +62,15 @@ def _layers(path: str, count: int, layer: Callable[[str, ModelConfig], Shapes], 
     return shapes
 
 
-# --- BERT-like encoders: BERT, RoBERTa, GroupBERT, LXMERT's language layers ------------------------------------------
+# --- BERT-like encoders: BERT, RoBERTa, GroupBERT -------------------------------------------------------------------
 
 _SIZES = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
           "intermediate_size": 3072, "max_position_embeddings": 512, "tie_word_embeddings": True}
 BERT_DEFAULTS = {**_SIZES, "type_vocab_size": 2, "position_embedding_type": "absolute", "add_cross_attention": False}
 
 
-def bert_embeddings(path: str, config: ModelConfig) -> Shapes:
-    hidden = config.hidden_size
-    return {**embedding(f"{path}.word_embeddings", config.vocab_size, hidden),
-            **embedding(f"{path}.position_embeddings", config.max_position_embeddings, hidden),
-            **embedding(f"{path}.token_type_embeddings", config.type_vocab_size, hidden),
-            **norm(f"{path}.LayerNorm", hidden)}
-
-
-def bert_self_attention(path: str, config: ModelConfig) -> Shapes:
-    """BERT's query, key and value projections."""
-    hidden = config.hidden_size
-    return {**linear(f"{path}.query", hidden, hidden), **linear(f"{path}.key", hidden, hidden),
-            **linear(f"{path}.value", hidden, hidden)}
-
-
 def _dense_and_norm(path: str, outputs: int, inputs: int) -> Shapes:
     return {**linear(f"{path}.dense", outputs, inputs), **norm(f"{path}.LayerNorm", outputs)}
-
-
-def _bert_attention(path: str, config: ModelConfig) -> Shapes:
-    return {**bert_self_attention(f"{path}.self", config),
-            **_dense_and_norm(f"{path}.output", config.hidden_size, config.hidden_size)}
 
 
 def _bert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> Shapes:
@@ -102,7 +78,7 @@ def _bert_feed_forward(intermediate: str, output: str, config: ModelConfig) -> S
             **_dense_and_norm(output, config.hidden_size, config.intermediate_size)}
 
 
-# --- MPNet, DistilBERT, DeBERTa --------------------------------------------------------------------------------------
+# --- DeBERTa --------------------------------------------------------------------------------------------------------
 
 # `talking_head` and `embedding_size`: not fields of DebertaConfig, read by the model where a config.json has them
 DEBERTA_DEFAULTS = {**_SIZES, "vocab_size": 50265, "type_vocab_size": 0, "relative_attention": False,
@@ -415,39 +391,3 @@ def _adapter(path: str, config: ModelConfig) -> Shapes:
     for index in range(config.num_adapter_layers):
         shapes.update(convolution(f"{path}.layers.{index}.conv", 2 * output, output, (config.adapter_kernel_size,)))
     return shapes
-
-
-# --- LXMERT ----------------------------------------------------------------------------------------------------------
-
-LXMERT_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "intermediate_size": 3072, "max_position_embeddings": 512,
-                   "type_vocab_size": 2, "l_layers": 9, "x_layers": 5, "r_layers": 5, "visual_feat_dim": 2048,
-                   "visual_pos_dim": 4, "num_qa_labels": 9500}
-
-
-def _lxmert_cross_layer(path: str, config: ModelConfig) -> Shapes:
-    """An `LxmertXLayer`: the cross-attention (shared by both ways), each modality's self-attention and
-    feed-forward."""
-    hidden = config.hidden_size
-    shapes = {**bert_self_attention(f"{path}.visual_attention.att", config),
-              **_dense_and_norm(f"{path}.visual_attention.output", hidden, hidden)}
-    for modality in ("lang", "visn"):
-        shapes.update(_bert_attention(f"{path}.{modality}_self_att", config))
-    for modality in ("lang", "visn"):
-        shapes.update(_bert_feed_forward(f"{path}.{modality}_inter", f"{path}.{modality}_output", config))
-    return shapes
-
-
-def _lxmert_layer(path: str, config: ModelConfig) -> Shapes:
-    return {**_bert_attention(f"{path}.attention", config),
-            **_bert_feed_forward(f"{path}.intermediate", f"{path}.output", config)}
-
-
-def lxmert_body(config: ModelConfig) -> Shapes:
-    hidden = config.hidden_size
-    visual = "lxmert.encoder.visn_fc"
-    return {**bert_embeddings("lxmert.embeddings", config),
-            **linear(f"{visual}.visn_fc", hidden, config.visual_feat_dim), **norm(f"{visual}.visn_layer_norm", hidden),
-            **linear(f"{visual}.box_fc", hidden, config.visual_pos_dim), **norm(f"{visual}.box_layer_norm", hidden),
-            **_layers("lxmert.encoder.layer.{i}", config.l_layers, _lxmert_layer, config),
-            **_layers("lxmert.encoder.x_layers.{i}", config.x_layers, _lxmert_cross_layer, config),
-            **_layers("lxmert.encoder.r_layers.{i}", config.r_layers, _lxmert_layer, config)}

@@ -11,7 +11,6 @@ MPNet attend with one fused query-key-value weight, concatenated in each pass an
 tests/placement/test_upstream_costs.py.
 """
 
-import re
 from typing import Any, Callable, Dict, Mapping, NamedTuple
 
 from .cost_ops import (
@@ -246,18 +245,6 @@ def _decoder_layer(pre_norm: bool, classifying: bool = False) -> Table:
                                 linear("activated", "b*t", "j", "h"))),
         keep("end-of-sequence positions", "b", INTEGER, when=f"{classifying} and layer == last"),
         enters=(*DECODER_HIDDEN, Kept("encoder output", "b*s*h")), leaves=DECODER_HIDDEN)
-
-
-def _renamed(step: Table, **names: str) -> Table:
-    """`step` with its sizes renamed in its formulas (`s="o"`: its sequence is LXMERT's objects)."""
-    def rename(formula: str) -> str:
-        return re.sub(r"\b(" + "|".join(names) + r")\b", lambda match: names[match.group(1)], formula)
-
-    def kept(tensors: tuple) -> tuple:
-        return tuple(tensor._replace(elements=rename(tensor.elements)) for tensor in tensors)
-
-    ops = tuple(op._replace(keeps=kept(op.keeps), flops=rename(op.flops), when=rename(op.when)) for op in step.ops)
-    return Table(ops, kept(step.enters), kept(step.leaves))
 
 
 LM_HEAD = table(linear("hidden", "b*t", "h", "v"), cross_entropy("next tokens", "b*t", "v"), enters=DECODER_HIDDEN)
@@ -588,58 +575,6 @@ def _convnext_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "n": config.num_labels, "layer_scale": read(config, "layer_scale_init_value", 1e-6) > 0}
 
 
-# --- LXMERT ----------------------------------------------------------------------------------------------------------
-
-LXMERT_OBJECTS = 36  # the regions of interest of each image, as LXMERT's pre-training and fine-tuning detect them
-
-
-def _attention_block(name: str, queries: str, keys: str, query_input: str, key_input: str) -> tuple:
-    """Post-norm attention of `queries` positions of `query_input` on `keys` positions of `key_input`, then add and
-    norm (`queries` == `keys` and one input: self-attention)."""
-    projections = (linear(query_input, f"b*{queries}", "h", "3*h"),) if query_input == key_input else (
-        linear(query_input, f"b*{queries}", "h", "h"), linear(key_input, f"b*{keys}", "h", "2*h"))
-    return (*projections, attention(name, "b", "a", queries, keys, "d"),
-            linear(f"{name}: context", f"b*{queries}", "h", "h"), layer_norm(f"{name}: sum", f"b*{queries}", "h"))
-
-
-def _feed_forward_block(name: str, length: str, source: str) -> tuple:
-    rows = f"b*{length}"
-    return (linear(source, rows, "h", "i"), elementwise(f"{name}: intermediate", f"{rows}*i"),
-            linear(f"{name}: activated", rows, "i", "h"), layer_norm(f"{name}: output sum", rows, "h"))
-
-
-LXMERT = {"LxmertForQuestionAnswering": {
-    # the ids, their token types, and the positions (one row, broadcast)
-    "lxmert.embeddings": table(keep("ids", "2*b*s + s", INTEGER), layer_norm("sum", "b*s", "h"),
-                               enters=(Kept("ids", "b*s", INTEGER),), leaves=HIDDEN),
-    "lxmert.encoder.visn_fc": table(
-        linear("features", "b*o", "features", "h"), layer_norm("projected features", "b*o", "h"),
-        linear("boxes", "b*o", "boxes", "h"), layer_norm("projected boxes", "b*o", "h"),
-        enters=(Kept("features", "b*o*(features + boxes)"),), leaves=(Kept("objects", "b*o*h"),)),
-    "lxmert.encoder.layer.{i}": UNFUSED_LAYER,
-    "lxmert.encoder.r_layers.{i}": _renamed(UNFUSED_LAYER, s="o"),
-    # each modality attends to the other (one module both ways), then to itself, then its feed-forward
-    "lxmert.encoder.x_layers.{i}": table(
-        *_attention_block("language to vision", "s", "o", "language", "vision"),
-        *_attention_block("vision to language", "o", "s", "vision", "language"),
-        *_attention_block("language", "s", "s", "language: attended", "language: attended"),
-        *_attention_block("vision", "o", "o", "vision: attended", "vision: attended"),
-        *_feed_forward_block("language", "s", "language: self-attended"),
-        *_feed_forward_block("vision", "o", "vision: self-attended"),
-        enters=(*HIDDEN, Kept("objects", "b*o*h")), leaves=(*HIDDEN, Kept("objects", "b*o*h"))),
-    "lxmert.pooler": _pooler(),
-    "answer_head": table(
-        linear("pooled", "b", "h", "2*h"), elementwise("expanded", "b*2*h"), layer_norm("activated", "b", "2*h"),
-        linear("normalised", "b", "2*h", "answers"), cross_entropy("loss", "b", "answers"),
-        enters=(Kept("pooled", "b*h"),)),
-}}
-
-
-def _lxmert_dims(config: Any, shape: Any) -> Dict[str, Any]:
-    return {**_encoder_dims(config, shape), "o": LXMERT_OBJECTS, "features": read(config, "visual_feat_dim", 2048),
-            "boxes": read(config, "visual_pos_dim", 4), "answers": read(config, "num_qa_labels", 9500)}
-
-
 def _with(kind: str, dims: Callable[[Any, Any], Dict[str, int]],
           rows: Mapping[str, Mapping[str, Table]]) -> Dict[str, ArchitectureCosts]:
     return {name: ArchitectureCosts(kind, dims, tables) for name, tables in rows.items()}
@@ -654,7 +589,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
-    **_with(TEXT, _lxmert_dims, LXMERT),
     **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),
     **_with(TEXT, _deberta_dims, {name: rows for name, rows in DEBERTA.items() if name != "DebertaForMaskedLM"}),
     **_with(TEXT, _deberta_masked_lm_dims, {"DebertaForMaskedLM": DEBERTA["DebertaForMaskedLM"]}),
