@@ -12,7 +12,6 @@ from typing import Any, Dict, Mapping, Tuple
 from .bodies import (
     BART_DEFAULTS,
     CONVNEXT_DEFAULTS,
-    DEBERTA_DEFAULTS,
     GPT2_DEFAULTS,
     HUBERT_DEFAULTS,
     MT5_DEFAULTS,
@@ -23,16 +22,15 @@ from .bodies import (
     Body,
     bart_body,
     convnext_body,
-    deberta_body,
     gpt2_body,
     linear as _linear,
-    norm as _norm,
     speech_body,
     t5_body,
     vit_body,
     whisper_body,
 )
 from .models.bert import BERT, GROUPBERT, ROBERTA
+from .models.deberta import DEBERTA
 from .models.distilbert import DISTILBERT
 from .models.lxmert import LXMERT
 from .models.mpnet import MPNET
@@ -49,69 +47,6 @@ from .models.rules import (
     Step,
     WhenConfig,
 )
-
-
-def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
-    """A head of one linear layer (`outputs(config)` by the config's `width` field) in a block of its own on the last
-    IPU: (its steps, its formula)."""
-    return (Block(block, path, LAST),), {path: lambda c: _linear(path, outputs(c), getattr(c, width))}
-
-
-def _labels(c: ModelConfig) -> int:
-    return c.num_labels
-
-
-# --- DeBERTa --------------------------------------------------------------------------------------------------------
-
-def _prediction_head(head: str, word_embeddings: str, transform: str = "transform.dense",
-                     norm: str = "transform.LayerNorm", bias: str = "bias", decoder: str = "decoder"):
-    """An MLM head: a dense layer and a norm, then a decoder tied to the word embeddings, with a bias of its own."""
-
-    def shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-        found = {**_linear(f"{head}.{transform}", c.hidden_size, c.hidden_size),
-                 **_norm(f"{head}.{norm}", c.hidden_size), f"{head}.{bias}": (c.vocab_size,)}
-        if not c.tie_word_embeddings:
-            found[f"{head}.{decoder}.weight"] = (c.vocab_size, c.hidden_size)
-        return found
-
-    ties = {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"),
-            f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
-    return shapes, ties
-
-
-_DEBERTA_MLM_SHAPES, _DEBERTA_MLM_TIES = _prediction_head("cls.predictions",
-                                                          "deberta.embeddings.word_embeddings.weight")
-
-
-def _deberta(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Architecture:
-    """DeBERTa: the encoder and its relative embeddings are unnamed blocks on IPU 0; `parallelize()` reads the
-    relative embeddings' weight in the encoder, before the first layer."""
-    name = f"Deberta{suffix}"
-    steps = (
-        Block("Embedding", "deberta.embeddings"),
-        Block(None, "deberta.encoder"),
-        Block(None, "deberta.encoder.rel_embeddings", called=False, when=("relative_attention", True)),
-        Layers("encoder", "Encoder{i}", "deberta.encoder.layer.{i}", "num_hidden_layers"),
-        *tail,
-    )
-    fields.setdefault("serialized_embedding", "deberta.embeddings.word_embeddings.weight")
-    return Architecture(name, ("deberta",), "deberta", steps, DEBERTA_DEFAULTS, deberta_body, heads=heads,
-                        reads_embedding_factor=True, **fields)
-
-
-DEBERTA = {
-    "DebertaForMaskedLM": _deberta(
-        "ForMaskedLM", (Run("cls.predictions.transform"), Block("Projection", "cls.predictions.decoder")),
-        {"cls": _DEBERTA_MLM_SHAPES}, ties=_DEBERTA_MLM_TIES, serialized_embedding=None),
-    "DebertaForSequenceClassification": _deberta(
-        "ForSequenceClassification", (Run("pooler"), Block("Classifier Output", "classifier", LAST)),
-        {"pooler": lambda c: _linear("pooler.dense", c.pooler_hidden_size, c.pooler_hidden_size),
-         "classifier": lambda c: _linear("classifier", c.num_labels, c.pooler_hidden_size)}),
-    "DebertaForTokenClassification": _deberta(
-        "ForTokenClassification", *_head("Classifier Output", "classifier", _labels, "hidden_size")),
-    "DebertaForQuestionAnswering": _deberta(
-        "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
-}
 
 # --- GPT-2 ---------------------------------------------------------------------------------------------------------
 

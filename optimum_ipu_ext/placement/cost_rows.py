@@ -96,15 +96,7 @@ def _pre_norm_layer(gelu_keeps: int = 1) -> Table:
     )
 
 
-def _pooler(rows: str = "b") -> Table:
-    """`tanh(dense(hidden[:, 0]))`: keeps the whole hidden state (the first token is a view of it) and its output."""
-    return table(linear("hidden", rows, "h", "h", storage="b*s*h"),
-                 elementwise("pooled", f"{rows}*h", "tanh"), enters=HIDDEN, leaves=(Kept("pooled", f"{rows}*h"),))
-
-
 TOKEN_CLASSIFIER = table(linear("hidden", "b*s", "h", "n"), cross_entropy("loss", "b*s", "n"), enters=HIDDEN)
-QA_OUTPUTS = table(linear("hidden", "b*s", "h", "2"), cross_entropy("start", "b", "s"), cross_entropy("end", "b", "s"),
-                   enters=HIDDEN)
 
 
 def _encoder_dims(config: Any, shape: Any, hidden: str = "hidden_size", heads: str = "num_attention_heads",
@@ -448,89 +440,6 @@ def _pretraining_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "negatives": read(config, "num_negatives", 100)}
 
 
-# --- DeBERTa ---------------------------------------------------------------------------------------------------------
-
-
-def _deberta_norm(x: str, rows: str, width: str) -> tuple:
-    """DebertaLayerNorm, written out in float32 ops: keeps its input, two centred copies and the deviation."""
-    return (keep(x, f"({rows})*({width})"), keep(f"{x}: centred", f"2*({rows})*({width})"),
-            keep(f"{x}: deviation", rows))
-
-
-def _disentangled(name: str, when: str) -> tuple:
-    """Content-to-position or position-to-content scores: the projected relative embeddings and the queries (or keys),
-    copied for their product, the gather's index (one per pair of tokens) over the r relative distances, and the
-    gathered scores."""
-    return (
-        matmul("b*a", "s", "d", "r", (Kept(f"{name}: positions", "b*a*d*r"), Kept(f"{name}: content", "b*a*s*d")),
-               when),
-        keep(f"{name}: index", "s*s", INTEGER, when), keep(f"{name}: scores", "b*a*s*r", when=when),
-    )
-
-
-DEBERTA_LAYER = table(
-    linear("input", "b*s", "h", "3*h"),
-    keep("scale", "1"),
-    matmul("b*a", "s", "d", "s", (Kept("queries", "b*a*s*d"), Kept("keys", "b*a*s*d"))),
-    # the r relative embeddings the sequence spans, a slice of all 2P of them (normalised: a tensor of its own)
-    linear("relative embeddings", "r", "h", "2*h", when="relative", storage="2*positions*h"),
-    keep("position scale", "1", when="relative"),
-    *_disentangled("content to position", "relative and c2p"),
-    *_disentangled("position to content", "relative and p2c"),
-    keep("probabilities", "2*b*a*s*s"),  # XSoftmax masks its output: two tensors
-    matmul("b*a", "s", "s", "d", (Kept("values", "b*a*s*d"),)),
-    linear("context", "b*s", "h", "h"),
-    *_deberta_norm("attention sum", "b*s", "h"),
-    linear("attention output", "b*s", "h", "i"),
-    elementwise("intermediate", "b*s*i"),
-    linear("activated", "b*s", "i", "h"),
-    *_deberta_norm("output sum", "b*s", "h"),
-    # the masked LM picks its m masked tokens after the last layer, multiplying by their one-hot positions
-    matmul("b", "m", "s", "h", (Kept("one-hot positions", "b*m*s"),), when="masked_lm and layer == last"),
-    enters=HIDDEN, leaves=HIDDEN)
-DEBERTA_BODY = {
-    "deberta.embeddings": table(embedding("ids", "b*s"), *_deberta_norm("sum", "b*s", "h"), keep("mask", "b*s"),
-                                enters=(Kept("ids", "b*s", INTEGER),), leaves=HIDDEN),
-    "deberta.encoder": table(enters=HIDDEN, leaves=HIDDEN),
-    "deberta.encoder.layer.{i}": DEBERTA_LAYER,
-}
-DEBERTA = {
-    "DebertaForMaskedLM": {
-        **DEBERTA_BODY,
-        "cls.predictions.transform": table(linear("masked", "b*m", "h", "h"), elementwise("transformed", "b*m*h"),
-                                           layer_norm("activated", "b*m", "h"), enters=(Kept("masked", "b*m*h"),)),
-        "cls.predictions.decoder": table(linear("normalised", "b*m", "h", "v"),
-                                         cross_entropy("masked tokens", "b*m", "v"),
-                                         enters=(Kept("normalised", "b*m*h"),)),
-    },
-    "DebertaForSequenceClassification": {
-        **DEBERTA_BODY,
-        "pooler": _pooler(),
-        "classifier": table(linear("pooled", "b", "h", "n"), keep("label index", "b", INTEGER),
-                            keep("picked logits", "b*n"), cross_entropy("loss", "b", "n"),
-                            enters=(Kept("pooled", "b*h"),)),
-    },
-    "DebertaForTokenClassification": {**DEBERTA_BODY, "classifier": TOKEN_CLASSIFIER},
-    "DebertaForQuestionAnswering": {**DEBERTA_BODY, "qa_outputs": QA_OUTPUTS},
-}
-
-
-def _deberta_dims(config: Any, shape: Any, masked_lm: bool = False) -> Dict[str, Any]:
-    dims = _encoder_dims(config, shape)
-    positions = read(config, "max_relative_positions", -1)
-    if positions < 1:
-        positions = read(config, "max_position_embeddings", 512)
-    kinds = read(config, "pos_att_type", None) or []
-    return {**dims, "r": 2 * min(dims["s"], positions), "positions": positions,
-            "relative": bool(read(config, "relative_attention", False)),
-            "c2p": "c2p" in kinds, "p2c": "p2c" in kinds, "m": int(dims["s"] * 0.25), "masked_lm": masked_lm}
-
-
-def _deberta_masked_lm_dims(config: Any, shape: Any) -> Dict[str, Any]:
-    """Upstream's DebertaForMaskedLM predicts a quarter of the tokens (m), those its labels rank first."""
-    return _deberta_dims(config, shape, masked_lm=True)
-
-
 # --- ConvNeXt --------------------------------------------------------------------------------------------------------
 
 
@@ -590,8 +499,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
     **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),
-    **_with(TEXT, _deberta_dims, {name: rows for name, rows in DEBERTA.items() if name != "DebertaForMaskedLM"}),
-    **_with(TEXT, _deberta_masked_lm_dims, {"DebertaForMaskedLM": DEBERTA["DebertaForMaskedLM"]}),
     **_with(AUDIO, _speech_dims, {"HubertForSequenceClassification": SPEECH["HubertForSequenceClassification"]}),
     **_with(AUDIO, _pretraining_dims, {"Wav2Vec2ForPreTraining": SPEECH["Wav2Vec2ForPreTraining"]}),
 }
