@@ -7,33 +7,27 @@ A test runs upstream's own `parallelize()` on a tiny model of every row and comp
 """
 
 from functools import partial
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 from .bodies import (
     CONVNEXT_DEFAULTS,
-    DEBERTA_DEFAULTS,
-    DISTILBERT_DEFAULTS,
     GPT2_DEFAULTS,
     HUBERT_DEFAULTS,
-    LXMERT_DEFAULTS,
-    MPNET_DEFAULTS,
     VIT_DEFAULTS,
     WAV2VEC2_DEFAULTS,
     Body,
     convnext_body,
-    deberta_body,
-    distilbert_body,
     gpt2_body,
     linear as _linear,
-    lxmert_body,
-    mpnet_body,
-    norm as _norm,
     speech_body,
-    under as _under,
     vit_body,
 )
 from .models.bart import BART
 from .models.bert import BERT, GROUPBERT, ROBERTA
+from .models.deberta import DEBERTA
+from .models.distilbert import DISTILBERT
+from .models.lxmert import LXMERT
+from .models.mpnet import MPNET
 from .models.rules import (
     LAST,
     Architecture,
@@ -45,188 +39,6 @@ from .models.rules import (
 )
 from .models.t5 import T5
 from .models.whisper import WHISPER
-
-
-def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
-    """A head of one linear layer (`outputs(config)` by the config's `width` field) in a block of its own on the last
-    IPU: (its steps, its formula)."""
-    return (Block(block, path, LAST),), {path: lambda c: _linear(path, outputs(c), getattr(c, width))}
-
-
-def _labels(c: ModelConfig) -> int:
-    return c.num_labels
-
-
-# --- BERT-like encoders: BERT, GroupBERT, RoBERTa, MPNet ------------------------------------------------------------
-
-def _pooler(base: str):
-    return lambda c: _linear(_under(base, "pooler.dense"), c.hidden_size, c.hidden_size)
-
-
-def _prediction_head(head: str, word_embeddings: str, transform: str = "transform.dense",
-                     norm: str = "transform.LayerNorm", bias: str = "bias", decoder: str = "decoder"):
-    """An MLM head: a dense layer and a norm, then a decoder tied to the word embeddings, with a bias of its own."""
-
-    def shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-        found = {**_linear(f"{head}.{transform}", c.hidden_size, c.hidden_size),
-                 **_norm(f"{head}.{norm}", c.hidden_size), f"{head}.{bias}": (c.vocab_size,)}
-        if not c.tie_word_embeddings:
-            found[f"{head}.{decoder}.weight"] = (c.vocab_size, c.hidden_size)
-        return found
-
-    ties = {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"),
-            f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
-    return shapes, ties
-
-
-def _encoder(name: str, model_type: str, prefix: str, tail: Tuple[Step, ...], defaults: Mapping[str, Any],
-             body: Body, heads: Mapping[str, Any] = {}, ties: Mapping[str, Any] = {}, base: Optional[str] = None,
-             after_embeddings: Tuple[Step, ...] = (), after_layers: Tuple[Step, ...] = (),
-             serializes_embedding: bool = True, **fields: Any) -> Architecture:
-    """A BERT-like row: an embedding block on IPU 0, the encoder layers as `get_layer_ipu` places them, then `tail`.
-    `base`: where the encoder sits (the prefix, or "" for the bare model)."""
-    base = prefix if base is None else base
-    steps = (
-        Block("Embedding", _under(base, "embeddings")),
-        *after_embeddings,
-        Layers("encoder", "Encoder{i}", _under(base, "encoder.layer.{i}"), "num_hidden_layers"),
-        *after_layers,
-        *tail,
-    )
-    word_embeddings = _under(base, "embeddings.word_embeddings.weight")
-    fields.setdefault("reads_embedding_factor", True)
-    return Architecture(name, (model_type,), prefix, steps, defaults, body, heads=heads, ties=ties,
-                        serialized_embedding=word_embeddings if serializes_embedding else None, **fields)
-
-
-def _encoder_family(family: str, model_type: str, prefix: str, defaults: Mapping[str, Any], body: Body, *,
-                    pooled: Tuple[str, ...], after_layers: Tuple[Step, ...] = (),
-                    masked_lm: Optional[Tuple[str, str, Tuple[Step, ...], Any, Any]] = None,
-                    sequence_classifier: Any = None) -> Dict[str, Architecture]:
-    """The heads a BERT-like family has: `{architecture: row}`. `pooled`: the heads whose model keeps the pooler,
-    which runs after the last layer; `masked_lm`: (class suffix, head path, steps, shapes, ties)."""
-    def row(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Tuple[str, Architecture]:
-        name = f"{family}{suffix}"
-        if suffix in pooled:
-            tail = (Run(f"{prefix}.pooler"), *tail)
-            heads = {**heads, f"{prefix}.pooler": _pooler(prefix)}
-        return name, _encoder(name, model_type, prefix, tail, defaults, body, heads=heads,
-                              after_layers=after_layers, **fields)
-
-    classifier, labels = _head("Classifier Output", "classifier", _labels, "hidden_size")
-    rows = dict([
-        row("ForSequenceClassification", classifier, sequence_classifier or labels),
-        row("ForMultipleChoice", *_head("Classifier Output", "classifier", lambda c: 1, "hidden_size")),
-        row("ForTokenClassification", classifier, labels),
-        row("ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
-    ])
-    if masked_lm is not None:
-        suffix, head, steps, shapes, ties = masked_lm
-        rows.update([row(suffix, steps, {head: shapes}, ties=ties, serializes_embedding=False)])
-    return rows
-
-
-_MPNET_MLM_SHAPES, _MPNET_MLM_TIES = _prediction_head(
-    "lm_head", "mpnet.embeddings.word_embeddings.weight", transform="dense", norm="layer_norm")
-
-
-def _unserialized(settings: Mapping[str, Any]) -> bool:
-    return (settings["embedding_serialization_factor"] or 1) <= 1
-
-
-MPNET = {
-    "MPNetModel": _encoder(
-        "MPNetModel", "mpnet", "mpnet", (Block("Pooler", "pooler"),), MPNET_DEFAULTS, partial(mpnet_body, ""),
-        heads={"pooler": _pooler("")},
-        base="", after_embeddings=(Run("encoder.relative_attention_bias"),), serializes_embedding=False,
-        reads_embedding_factor=False),
-    # its __init__ builds a new encoder after the head is tied: the decoder keeps a copy of the word embeddings,
-    # tied again only where `parallelize()` serializes it
-    "MPNetForMaskedLM": _encoder(
-        "MPNetForMaskedLM", "mpnet", "mpnet", (Block("Classifier", "lm_head"),), MPNET_DEFAULTS,
-        partial(mpnet_body, "mpnet"),
-        heads={"lm_head": _MPNET_MLM_SHAPES}, ties=_MPNET_MLM_TIES,
-        after_embeddings=(Run("mpnet.encoder.relative_attention_bias"),), serializes_embedding=False,
-        copies={"lm_head.decoder.weight": ("mpnet.embeddings.word_embeddings.weight", _unserialized)}),
-}
-
-# --- DistilBERT and DeBERTa -------------------------------------------------------------------------------------
-
-def _distilbert(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Architecture:
-    name = f"DistilBert{suffix}"
-    steps = (Block("Embedding", "distilbert.embeddings"),
-             Layers("encoder", "Encoder{i}", "distilbert.transformer.layer.{i}", "n_layers"), *tail)
-    fields.setdefault("serialized_embedding", "distilbert.embeddings.word_embeddings.weight")
-    return Architecture(name, ("distilbert",), "distilbert", steps, DISTILBERT_DEFAULTS, distilbert_body, heads=heads,
-                        reads_embedding_factor=True,
-                        frozen={"distilbert.embeddings.position_embeddings": ("sinusoidal_pos_embds", True)}, **fields)
-
-
-def _distilbert_mlm_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-    found = {**_linear("vocab_transform", c.dim, c.dim), **_norm("vocab_layer_norm", c.dim),
-             "vocab_projector.bias": (c.vocab_size,)}
-    if not c.tie_word_embeddings:
-        found["vocab_projector.weight"] = (c.vocab_size, c.dim)
-    return found
-
-
-def _distilbert_classifier(outputs):
-    return {"pre_classifier": lambda c: _linear("pre_classifier", c.dim, c.dim),
-            "classifier": lambda c: _linear("classifier", outputs(c), c.dim)}
-
-
-DISTILBERT_CLASSIFIER = (Block("Classifier", "pre_classifier", LAST), Block("Classifier", "classifier", LAST))
-
-DISTILBERT = {
-    "DistilBertForMaskedLM": _distilbert(
-        "ForMaskedLM", (Block("LM Head", "vocab_transform"), Block("LM Head", "vocab_layer_norm"),
-                        Block("LM Head", "vocab_projector")),
-        {"vocab_transform": _distilbert_mlm_shapes},
-        ties={"vocab_projector.weight": ("distilbert.embeddings.word_embeddings.weight", "tie_word_embeddings")},
-        serialized_embedding=None),
-    "DistilBertForSequenceClassification": _distilbert(
-        "ForSequenceClassification", DISTILBERT_CLASSIFIER, _distilbert_classifier(lambda c: c.num_labels)),
-    "DistilBertForMultipleChoice": _distilbert(
-        "ForMultipleChoice", DISTILBERT_CLASSIFIER, _distilbert_classifier(lambda c: 1)),
-    "DistilBertForTokenClassification": _distilbert(
-        "ForTokenClassification", *_head("Classifier", "classifier", _labels, "dim")),
-    "DistilBertForQuestionAnswering": _distilbert(
-        "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "dim")),
-}
-
-_DEBERTA_MLM_SHAPES, _DEBERTA_MLM_TIES = _prediction_head("cls.predictions",
-                                                          "deberta.embeddings.word_embeddings.weight")
-
-
-def _deberta(suffix: str, tail: Tuple[Step, ...], heads: Mapping[str, Any], **fields: Any) -> Architecture:
-    """DeBERTa: the encoder and its relative embeddings are unnamed blocks on IPU 0; `parallelize()` reads the
-    relative embeddings' weight in the encoder, before the first layer."""
-    name = f"Deberta{suffix}"
-    steps = (
-        Block("Embedding", "deberta.embeddings"),
-        Block(None, "deberta.encoder"),
-        Block(None, "deberta.encoder.rel_embeddings", called=False, when=("relative_attention", True)),
-        Layers("encoder", "Encoder{i}", "deberta.encoder.layer.{i}", "num_hidden_layers"),
-        *tail,
-    )
-    fields.setdefault("serialized_embedding", "deberta.embeddings.word_embeddings.weight")
-    return Architecture(name, ("deberta",), "deberta", steps, DEBERTA_DEFAULTS, deberta_body, heads=heads,
-                        reads_embedding_factor=True, **fields)
-
-
-DEBERTA = {
-    "DebertaForMaskedLM": _deberta(
-        "ForMaskedLM", (Run("cls.predictions.transform"), Block("Projection", "cls.predictions.decoder")),
-        {"cls": _DEBERTA_MLM_SHAPES}, ties=_DEBERTA_MLM_TIES, serialized_embedding=None),
-    "DebertaForSequenceClassification": _deberta(
-        "ForSequenceClassification", (Run("pooler"), Block("Classifier Output", "classifier", LAST)),
-        {"pooler": lambda c: _linear("pooler.dense", c.pooler_hidden_size, c.pooler_hidden_size),
-         "classifier": lambda c: _linear("classifier", c.num_labels, c.pooler_hidden_size)}),
-    "DebertaForTokenClassification": _deberta(
-        "ForTokenClassification", *_head("Classifier Output", "classifier", _labels, "hidden_size")),
-    "DebertaForQuestionAnswering": _deberta(
-        "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
-}
 
 # --- GPT-2 ---------------------------------------------------------------------------------------------------------
 
@@ -376,23 +188,6 @@ SPEECH = {
          Layers("project_hid", "Project Hidden", "project_hid", 1), Layers("quantizer", "Quantizer", "quantizer", 1),
          Layers("project_q", "Project Quantizer", "project_q", 1)),
         WAV2VEC2_DEFAULTS, WAV2VEC2_BODY, heads=_wav2vec2_pretraining_heads(), renames=WEIGHT_NORM_RENAMES),
-}
-
-# --- LXMERT: its blocks on IPUs 0 to 3, whatever layers_per_ipu says -------------------------------------------------
-
-LXMERT = {
-    "LxmertForQuestionAnswering": Architecture(
-        "LxmertForQuestionAnswering", ("lxmert",), "lxmert",
-        (Block("Embedding", "lxmert.embeddings"), Block("Image embedding", "lxmert.encoder.visn_fc"),
-         Layers("language", "Language layer{i}", "lxmert.encoder.layer.{i}", "l_layers", ipu=1),
-         Layers("visual", "Visual layer{i}", "lxmert.encoder.r_layers.{i}", "r_layers", ipu=2),
-         Layers("cross", "Cross modality layer{i}", "lxmert.encoder.x_layers.{i}", "x_layers", ipu=3),
-         Block("Pooler", "lxmert.pooler", 3), Block("Head", "answer_head", 3)),
-        LXMERT_DEFAULTS, lxmert_body,
-        heads={"lxmert.pooler": _pooler("lxmert"),
-               "answer_head": lambda c: {**_linear("answer_head.logit_fc.0", 2 * c.hidden_size, c.hidden_size),
-                                         **_norm("answer_head.logit_fc.2", 2 * c.hidden_size),
-                                         **_linear("answer_head.logit_fc.3", c.num_qa_labels, 2 * c.hidden_size)}}),
 }
 
 ARCHITECTURES: Dict[str, Architecture] = dict(sorted({

@@ -11,7 +11,6 @@ MPNet attend with one fused query-key-value weight, concatenated in each pass an
 tests/placement/test_upstream_costs.py.
 """
 
-import re
 from typing import Any, Callable, Dict, Mapping, NamedTuple
 
 from .cost_ops import (
@@ -95,31 +94,7 @@ def _pre_norm_layer(gelu_keeps: int = 1) -> Table:
     )
 
 
-def _pooler(rows: str = "b") -> Table:
-    """`tanh(dense(hidden[:, 0]))`: keeps the whole hidden state (the first token is a view of it) and its output."""
-    return table(linear("hidden", rows, "h", "h", storage="b*s*h"),
-                 elementwise("pooled", f"{rows}*h", "tanh"), enters=HIDDEN, leaves=(Kept("pooled", f"{rows}*h"),))
-
-
-POOLED_CLASSIFIER = table(linear("pooled", "b", "h", "n"), cross_entropy("loss", "b", "n"),
-                          enters=(Kept("pooled", "b*h"),))
-CHOICE_CLASSIFIER = table(linear("pooled", "b", "h", "1"), cross_entropy("loss", "e", "c"),
-                          enters=(Kept("pooled", "b*h"),))
 TOKEN_CLASSIFIER = table(linear("hidden", "b*s", "h", "n"), cross_entropy("loss", "b*s", "n"), enters=HIDDEN)
-QA_OUTPUTS = table(linear("hidden", "b*s", "h", "2"), cross_entropy("start", "b", "s"), cross_entropy("end", "b", "s"),
-                   enters=HIDDEN)
-MLM_HEAD = (
-    linear("hidden", "b*s", "h", "h"),
-    elementwise("transformed", "b*s*h"),
-    layer_norm("activated", "b*s", "h"),
-    linear("normalised", "b*s", "h", "v"),
-    cross_entropy("masked tokens", "b*s", "v"),
-)
-BERT_EMBEDDINGS = table(embedding("ids", "b*s"), layer_norm("sum", "b*s", "h"), leaves=HIDDEN,
-                        enters=(Kept("ids", "b*s", INTEGER),))
-# RoBERTa and MPNet work out each token's position from the ids, and look it up
-POSITION_EMBEDDINGS = table(embedding("ids", "b*s"), embedding("positions", "b*s"), layer_norm("sum", "b*s", "h"),
-                            leaves=HIDDEN, enters=(Kept("ids", "b*s", INTEGER),))
 
 
 def _encoder_dims(config: Any, shape: Any, hidden: str = "hidden_size", heads: str = "num_attention_heads",
@@ -132,38 +107,7 @@ def _encoder_dims(config: Any, shape: Any, hidden: str = "hidden_size", heads: s
             "v": read(config, "vocab_size", 0), "n": config.num_labels}
 
 
-BERT_LAYER = _post_norm_layer(fused=True)
 UNFUSED_LAYER = _post_norm_layer(fused=False)
-
-# MPNet's relative position buckets, computed once for all layers
-MPNET_BUCKETS = table(embedding("buckets", "s*s"), enters=HIDDEN, leaves=HIDDEN)
-MPNET = {
-    "MPNetModel": {"embeddings": POSITION_EMBEDDINGS, "encoder.relative_attention_bias": MPNET_BUCKETS,
-                   "encoder.layer.{i}": BERT_LAYER, "pooler": _pooler()},
-    "MPNetForMaskedLM": {
-        "mpnet.embeddings": POSITION_EMBEDDINGS, "mpnet.encoder.relative_attention_bias": MPNET_BUCKETS,
-        "mpnet.encoder.layer.{i}": BERT_LAYER, "lm_head": table(*MLM_HEAD, enters=HIDDEN)},
-}
-
-DISTILBERT_BODY = {"distilbert.embeddings": BERT_EMBEDDINGS, "distilbert.transformer.layer.{i}": UNFUSED_LAYER}
-PRE_CLASSIFIER = table(linear("hidden", "b", "h", "h", storage="b*s*h"),
-                       elementwise("pre-classified", "b*h", "relu"), enters=HIDDEN, leaves=(Kept("pooled", "b*h"),))
-DISTILBERT = {
-    "DistilBertForMaskedLM": {
-        **DISTILBERT_BODY,
-        "vocab_transform": table(linear("hidden", "b*s", "h", "h"), elementwise("transformed", "b*s*h"),
-                                 enters=HIDDEN),
-        "vocab_layer_norm": table(layer_norm("activated", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-        "vocab_projector": table(linear("normalised", "b*s", "h", "v"), cross_entropy("masked tokens", "b*s", "v"),
-                                 enters=HIDDEN),
-    },
-    "DistilBertForSequenceClassification": {**DISTILBERT_BODY, "pre_classifier": PRE_CLASSIFIER,
-                                            "classifier": POOLED_CLASSIFIER},
-    "DistilBertForMultipleChoice": {**DISTILBERT_BODY, "pre_classifier": PRE_CLASSIFIER,
-                                    "classifier": CHOICE_CLASSIFIER},
-    "DistilBertForTokenClassification": {**DISTILBERT_BODY, "classifier": TOKEN_CLASSIFIER},
-    "DistilBertForQuestionAnswering": {**DISTILBERT_BODY, "qa_outputs": QA_OUTPUTS},
-}
 
 # --- GPT-2 -----------------------------------------------------------------------------------------------------------
 
@@ -331,89 +275,6 @@ def _pretraining_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "negatives": read(config, "num_negatives", 100)}
 
 
-# --- DeBERTa ---------------------------------------------------------------------------------------------------------
-
-
-def _deberta_norm(x: str, rows: str, width: str) -> tuple:
-    """DebertaLayerNorm, written out in float32 ops: keeps its input, two centred copies and the deviation."""
-    return (keep(x, f"({rows})*({width})"), keep(f"{x}: centred", f"2*({rows})*({width})"),
-            keep(f"{x}: deviation", rows))
-
-
-def _disentangled(name: str, when: str) -> tuple:
-    """Content-to-position or position-to-content scores: the projected relative embeddings and the queries (or keys),
-    copied for their product, the gather's index (one per pair of tokens) over the r relative distances, and the
-    gathered scores."""
-    return (
-        matmul("b*a", "s", "d", "r", (Kept(f"{name}: positions", "b*a*d*r"), Kept(f"{name}: content", "b*a*s*d")),
-               when),
-        keep(f"{name}: index", "s*s", INTEGER, when), keep(f"{name}: scores", "b*a*s*r", when=when),
-    )
-
-
-DEBERTA_LAYER = table(
-    linear("input", "b*s", "h", "3*h"),
-    keep("scale", "1"),
-    matmul("b*a", "s", "d", "s", (Kept("queries", "b*a*s*d"), Kept("keys", "b*a*s*d"))),
-    # the r relative embeddings the sequence spans, a slice of all 2P of them (normalised: a tensor of its own)
-    linear("relative embeddings", "r", "h", "2*h", when="relative", storage="2*positions*h"),
-    keep("position scale", "1", when="relative"),
-    *_disentangled("content to position", "relative and c2p"),
-    *_disentangled("position to content", "relative and p2c"),
-    keep("probabilities", "2*b*a*s*s"),  # XSoftmax masks its output: two tensors
-    matmul("b*a", "s", "s", "d", (Kept("values", "b*a*s*d"),)),
-    linear("context", "b*s", "h", "h"),
-    *_deberta_norm("attention sum", "b*s", "h"),
-    linear("attention output", "b*s", "h", "i"),
-    elementwise("intermediate", "b*s*i"),
-    linear("activated", "b*s", "i", "h"),
-    *_deberta_norm("output sum", "b*s", "h"),
-    # the masked LM picks its m masked tokens after the last layer, multiplying by their one-hot positions
-    matmul("b", "m", "s", "h", (Kept("one-hot positions", "b*m*s"),), when="masked_lm and layer == last"),
-    enters=HIDDEN, leaves=HIDDEN)
-DEBERTA_BODY = {
-    "deberta.embeddings": table(embedding("ids", "b*s"), *_deberta_norm("sum", "b*s", "h"), keep("mask", "b*s"),
-                                enters=(Kept("ids", "b*s", INTEGER),), leaves=HIDDEN),
-    "deberta.encoder": table(enters=HIDDEN, leaves=HIDDEN),
-    "deberta.encoder.layer.{i}": DEBERTA_LAYER,
-}
-DEBERTA = {
-    "DebertaForMaskedLM": {
-        **DEBERTA_BODY,
-        "cls.predictions.transform": table(linear("masked", "b*m", "h", "h"), elementwise("transformed", "b*m*h"),
-                                           layer_norm("activated", "b*m", "h"), enters=(Kept("masked", "b*m*h"),)),
-        "cls.predictions.decoder": table(linear("normalised", "b*m", "h", "v"),
-                                         cross_entropy("masked tokens", "b*m", "v"),
-                                         enters=(Kept("normalised", "b*m*h"),)),
-    },
-    "DebertaForSequenceClassification": {
-        **DEBERTA_BODY,
-        "pooler": _pooler(),
-        "classifier": table(linear("pooled", "b", "h", "n"), keep("label index", "b", INTEGER),
-                            keep("picked logits", "b*n"), cross_entropy("loss", "b", "n"),
-                            enters=(Kept("pooled", "b*h"),)),
-    },
-    "DebertaForTokenClassification": {**DEBERTA_BODY, "classifier": TOKEN_CLASSIFIER},
-    "DebertaForQuestionAnswering": {**DEBERTA_BODY, "qa_outputs": QA_OUTPUTS},
-}
-
-
-def _deberta_dims(config: Any, shape: Any, masked_lm: bool = False) -> Dict[str, Any]:
-    dims = _encoder_dims(config, shape)
-    positions = read(config, "max_relative_positions", -1)
-    if positions < 1:
-        positions = read(config, "max_position_embeddings", 512)
-    kinds = read(config, "pos_att_type", None) or []
-    return {**dims, "r": 2 * min(dims["s"], positions), "positions": positions,
-            "relative": bool(read(config, "relative_attention", False)),
-            "c2p": "c2p" in kinds, "p2c": "p2c" in kinds, "m": int(dims["s"] * 0.25), "masked_lm": masked_lm}
-
-
-def _deberta_masked_lm_dims(config: Any, shape: Any) -> Dict[str, Any]:
-    """Upstream's DebertaForMaskedLM predicts a quarter of the tokens (m), those its labels rank first."""
-    return _deberta_dims(config, shape, masked_lm=True)
-
-
 # --- ConvNeXt --------------------------------------------------------------------------------------------------------
 
 
@@ -458,89 +319,16 @@ def _convnext_dims(config: Any, shape: Any) -> Dict[str, Any]:
             "n": config.num_labels, "layer_scale": read(config, "layer_scale_init_value", 1e-6) > 0}
 
 
-# --- LXMERT ----------------------------------------------------------------------------------------------------------
-
-LXMERT_OBJECTS = 36  # the regions of interest of each image, as LXMERT's pre-training and fine-tuning detect them
-
-
-def _attention_block(name: str, queries: str, keys: str, query_input: str, key_input: str) -> tuple:
-    """Post-norm attention of `queries` positions of `query_input` on `keys` positions of `key_input`, then add and
-    norm (`queries` == `keys` and one input: self-attention)."""
-    projections = (linear(query_input, f"b*{queries}", "h", "3*h"),) if query_input == key_input else (
-        linear(query_input, f"b*{queries}", "h", "h"), linear(key_input, f"b*{keys}", "h", "2*h"))
-    return (*projections, attention(name, "b", "a", queries, keys, "d"),
-            linear(f"{name}: context", f"b*{queries}", "h", "h"), layer_norm(f"{name}: sum", f"b*{queries}", "h"))
-
-
-def _feed_forward_block(name: str, length: str, source: str) -> tuple:
-    rows = f"b*{length}"
-    return (linear(source, rows, "h", "i"), elementwise(f"{name}: intermediate", f"{rows}*i"),
-            linear(f"{name}: activated", rows, "i", "h"), layer_norm(f"{name}: output sum", rows, "h"))
-
-
-def _renamed(step: Table, **names: str) -> Table:
-    """`step` with its sizes renamed in its formulas (`s="o"`: its sequence is LXMERT's objects)."""
-    def rename(formula: str) -> str:
-        return re.sub(r"\b(" + "|".join(names) + r")\b", lambda match: names[match.group(1)], formula)
-
-    def kept(tensors: tuple) -> tuple:
-        return tuple(tensor._replace(elements=rename(tensor.elements)) for tensor in tensors)
-
-    ops = tuple(op._replace(keeps=kept(op.keeps), flops=rename(op.flops), when=rename(op.when)) for op in step.ops)
-    return Table(ops, kept(step.enters), kept(step.leaves))
-
-
-LXMERT = {"LxmertForQuestionAnswering": {
-    # the ids, their token types, and the positions (one row, broadcast)
-    "lxmert.embeddings": table(keep("ids", "2*b*s + s", INTEGER), layer_norm("sum", "b*s", "h"),
-                               enters=(Kept("ids", "b*s", INTEGER),), leaves=HIDDEN),
-    "lxmert.encoder.visn_fc": table(
-        linear("features", "b*o", "features", "h"), layer_norm("projected features", "b*o", "h"),
-        linear("boxes", "b*o", "boxes", "h"), layer_norm("projected boxes", "b*o", "h"),
-        enters=(Kept("features", "b*o*(features + boxes)"),), leaves=(Kept("objects", "b*o*h"),)),
-    "lxmert.encoder.layer.{i}": UNFUSED_LAYER,
-    "lxmert.encoder.r_layers.{i}": _renamed(UNFUSED_LAYER, s="o"),
-    # each modality attends to the other (one module both ways), then to itself, then its feed-forward
-    "lxmert.encoder.x_layers.{i}": table(
-        *_attention_block("language to vision", "s", "o", "language", "vision"),
-        *_attention_block("vision to language", "o", "s", "vision", "language"),
-        *_attention_block("language", "s", "s", "language: attended", "language: attended"),
-        *_attention_block("vision", "o", "o", "vision: attended", "vision: attended"),
-        *_feed_forward_block("language", "s", "language: self-attended"),
-        *_feed_forward_block("vision", "o", "vision: self-attended"),
-        enters=(*HIDDEN, Kept("objects", "b*o*h")), leaves=(*HIDDEN, Kept("objects", "b*o*h"))),
-    "lxmert.pooler": _pooler(),
-    "answer_head": table(
-        linear("pooled", "b", "h", "2*h"), elementwise("expanded", "b*2*h"), layer_norm("activated", "b", "2*h"),
-        linear("normalised", "b", "2*h", "answers"), cross_entropy("loss", "b", "answers"),
-        enters=(Kept("pooled", "b*h"),)),
-}}
-
-
-def _lxmert_dims(config: Any, shape: Any) -> Dict[str, Any]:
-    return {**_encoder_dims(config, shape), "o": LXMERT_OBJECTS, "features": read(config, "visual_feat_dim", 2048),
-            "boxes": read(config, "visual_pos_dim", 4), "answers": read(config, "num_qa_labels", 9500)}
-
-
 def _with(kind: str, dims: Callable[[Any, Any], Dict[str, int]],
           rows: Mapping[str, Mapping[str, Table]]) -> Dict[str, ArchitectureCosts]:
     return {name: ArchitectureCosts(kind, dims, tables) for name, tables in rows.items()}
 
 
-def _distilbert_dims(config: Any, shape: Any) -> Dict[str, int]:
-    return _encoder_dims(config, shape, "dim", "n_heads", "hidden_dim")
-
-
 COSTS: Dict[str, ArchitectureCosts] = {
-    **_with(TEXT, _encoder_dims, MPNET),
-    **_with(TEXT, _distilbert_dims, DISTILBERT),
     **_with(TEXT, _gpt2_dims, GPT2),
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
-    **_with(TEXT, _lxmert_dims, LXMERT),
     **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),
-    **_with(TEXT, _deberta_dims, {name: rows for name, rows in DEBERTA.items() if name != "DebertaForMaskedLM"}),
-    **_with(TEXT, _deberta_masked_lm_dims, {"DebertaForMaskedLM": DEBERTA["DebertaForMaskedLM"]}),
     **_with(AUDIO, _speech_dims, {"HubertForSequenceClassification": SPEECH["HubertForSequenceClassification"]}),
     **_with(AUDIO, _pretraining_dims, {"Wav2Vec2ForPreTraining": SPEECH["Wav2Vec2ForPreTraining"]}),
 }

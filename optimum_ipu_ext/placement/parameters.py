@@ -96,15 +96,17 @@ def _heads(architecture: Architecture, config: ModelConfig) -> Dict[str, Shapes]
 
 
 def _described(architecture: Architecture, config: ModelConfig) -> Tuple[Shapes, Dict[str, Shapes]]:
-    """The parameters the modules of the row's steps hold: (those of the body, `{path: those of each head}`)."""
+    """The parameters the modules of the row's steps hold: (those of the body, `{path: those of each head}`), a
+    tied weight a module names by another of its names (a decoder's bias, the head's own) by its own."""
     sizes = architecture.sizes(config, resolve_shape(config.model, architecture.name, config))
+    ties = architecture.tied(config)
     body: Shapes = {}
     heads: Dict[str, Shapes] = {}
     for step, _, _ in expand(architecture, config):
         module = module_of(step)
         if module is None:
             continue
-        shapes = module(sizes).parameters(step.path)
+        shapes = {ties.get(name, name): shape for name, shape in module(sizes).parameters(step.path).items()}
         if (step.whole if isinstance(step, Split) else step).head:
             heads.setdefault(step.path, {}).update(shapes)
         else:

@@ -79,6 +79,15 @@ def test_a_tied_parameter_of_a_config_s_model_is_counted_once_as_the_weight_it_i
     assert (untied.shapes["lm_head.weight"], untied.aliases) == ((50257, 768), {})
 
 
+def test_a_module_naming_a_tied_weight_by_another_of_its_names_gives_it_by_its_own():
+    """DeBERTa's decoder holds the masked LM's bias as its `bias`; `named_parameters()` names it the head's."""
+    row = ARCHITECTURES["DebertaForMaskedLM"]
+    parameters = from_config(row, row.config({"num_hidden_layers": 1}))
+    assert parameters.shapes["cls.predictions.bias"] == (50265,)
+    assert [name for name in parameters.shapes if name.startswith("cls.predictions.decoder.")] == []
+    assert parameters.aliases["cls.predictions.bias"] == ["cls.predictions.decoder.bias"]
+
+
 def test_gpt2_pads_its_vocabulary_to_a_multiple_of_the_serialization_factor():
     row = ARCHITECTURES["GPT2ForSequenceClassification"]
     parameters = Parameters({"transformer.wte.weight": (63, 16), "score.weight": (2, 16)}, {})

@@ -62,7 +62,8 @@ VARIANTS = {
         "sizes": dict(vocab_size=50, hidden_size=24, num_attention_heads=3, intermediate_size=40, num_hidden_layers=2,
                       type_vocab_size=2, position_biased_input=True, max_relative_positions=6, pos_att_type="p2c",
                       pooler_hidden_size=24, tie_word_embeddings=False),
-        "absolute": dict(relative_attention=False, talking_head=True),
+        # a pooler narrower than the hidden size (its classifier is still of the hidden size)
+        "absolute": dict(relative_attention=False, talking_head=True, pooler_hidden_size=12),
         "projected": dict(embedding_size=12, pos_att_type="c2p|p2c", tie_word_embeddings=False),
         # the least of each: one token type (none below), one relative position (the model's length below)
         "least": dict(type_vocab_size=1, max_relative_positions=1),

@@ -23,8 +23,9 @@ from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
 
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL, LXMERT_OBJECTS
+from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL
 from optimum_ipu_ext.placement.costs import MULTIPLE_CHOICES
+from optimum_ipu_ext.placement.models.lxmert import OBJECTS as LXMERT_OBJECTS
 from optimum_ipu_ext.placement.models.rules import Block, expand
 
 from .doubles import installed
@@ -32,8 +33,8 @@ from .placement_models import TINY_MODELS, _classes, _text, _tokens
 from .upstream_placement import _ipu_config, _one_thread, _original_model, _Trace, _tracing, upstream_modules
 
 AUDIO_MASK_EVERY = 3
-# the models whose tokenizer gives token types with the ids (BertTokenizer's)
-GIVEN_TOKEN_TYPES = ("Bert", "GroupBert")
+# the models whose tokenizer gives token types with the ids (BertTokenizer's, DebertaTokenizer's)
+GIVEN_TOKEN_TYPES = ("Bert", "GroupBert", "Deberta")
 
 
 class Measured(NamedTuple):
@@ -119,10 +120,11 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int,
 
 def _token_types(architecture: str, config: Any, generator: torch.Generator,
                  shape: Tuple[int, ...]) -> Dict[str, torch.Tensor]:
-    """The token types of the models whose tokenizer gives them with the ids."""
+    """The token types of the models whose tokenizer gives them with the ids (zeros where the model has no
+    embedding of them: DeBERTa's `type_vocab_size` 0)."""
     if not architecture.startswith(GIVEN_TOKEN_TYPES):
         return {}
-    return {"token_type_ids": _classes(config.type_vocab_size, generator, *shape)}
+    return {"token_type_ids": _classes(config.type_vocab_size or 1, generator, *shape)}
 
 
 def _audio_inputs(architecture: str, config: Any, batch: int, length: int,

@@ -6,7 +6,7 @@ h hidden size, a attention heads, d head size, i feed-forward size, v vocabulary
 """
 
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 from .blocks import (
     INTEGER,
@@ -284,3 +284,13 @@ def lm_head(z: Sizes, tied: bool) -> Sequential:
     rows = z.b * z.s
     return Sequential(Linear("", z.h, z.v, rows, "hidden", bias=False, tied=tied),
                       CrossEntropy("next tokens", rows, z.v), enters=hidden(z))
+
+# --- what more encoders share: the ties of a masked LM --------------------------------------------------------------
+
+
+def masked_lm_ties(head: str, word_embeddings: str, decoder: str = "decoder",
+                   bias: str = "bias") -> Dict[str, Tuple[str, Optional[str]]]:
+    """A masked LM's projection tied to the word embeddings (where `tie_word_embeddings`), and its bias, the head's
+    own, always: `Architecture.ties`."""
+    return {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"),
+            f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
