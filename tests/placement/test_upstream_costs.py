@@ -71,6 +71,30 @@ def test_each_step_keeps_and_computes_what_upstream_does(architecture, batch, le
         assert found.forward_flops == pytest.approx(measured.forward_flops, rel=FLOPS_TOLERANCE), step
 
 
+# the speech encoders' options the cases above leave at their defaults: {(architecture, options): config changes}
+SPEECH_OPTIONS = {
+    ("Wav2Vec2ForPreTraining", "layer norms"): {"feat_extract_norm": "layer", "conv_bias": True,
+                                                "do_stable_layer_norm": True},
+    ("HubertForSequenceClassification", "layer norms"): {"feat_extract_norm": "layer", "feat_proj_layer_norm": False},
+    ("HubertForCTC", "no projection norm"): {"feat_proj_layer_norm": False},
+}
+
+
+def _measured(costs):
+    return {step: (cost.activation_bytes, cost.forward_flops) for step, cost in costs.items()}
+
+
+@pytest.mark.parametrize("architecture, options", list(SPEECH_OPTIONS))
+def test_the_speech_encoders_options_keep_and_compute_exactly_what_upstream_does(architecture, options):
+    """A layer norm of each convolution keeps a transposed copy of its output and two statistics a position; a
+    projection without a norm keeps its features alone."""
+    model_config = dict(PRETRAINING_SIZES if architecture == "Wav2Vec2ForPreTraining" else AUDIO_SIZES,
+                        **SPEECH_OPTIONS[architecture, options])
+    batch, length = AUDIO_CASES[-1]
+    reference = upstream_costs(architecture, model_config, batch, length)
+    assert _measured(ours(architecture, model_config, batch, length, None)) == _measured(reference)
+
+
 def test_some_step_of_every_case_keeps_something_and_computes_something():
     """No case is vacuous: each keeps and computes somewhere, as the harness measures."""
     measured = upstream_costs("BertForMaskedLM", {}, 1, 8)

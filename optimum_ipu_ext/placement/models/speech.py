@@ -143,7 +143,7 @@ def pretraining_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
 
 def _convolution_layer(z: SpeechSizes, index: int, path: str = "") -> Tuple:
     """`conv_layers.{index}` (at `path` within the step): a convolution, its norm where the config gives it one, gelu.
-    A layer norm (`feat_extract_norm` "layer") is counted as the old cost tables count it: not at all."""
+    A layer norm works on a transposed copy of the convolution's output."""
     def named(leaf: str) -> str:
         return f"{path}.{leaf}" if path else leaf
 
@@ -155,11 +155,13 @@ def _convolution_layer(z: SpeechSizes, index: int, path: str = "") -> Tuple:
     convolution = Convolution(named("conv"), inputs, outputs, (z.kernels[index],), z.b, positions, tensor("input"),
                               z.b * inputs * z.lengths[index], bias=z.conv_bias)
     elements = z.b * outputs * positions
-    if z.feature_norm == "group" and index == 0:
-        return (convolution, GroupNorm(named("layer_norm"), outputs, outputs, z.b, positions, tensor("convolved")),
-                Activation(tensor("normalised"), elements))
-    norm = Unused(LayerNorm(named("layer_norm"), outputs, 0, "")) if z.feature_norm == "layer" else None
-    return convolution, norm, Activation(tensor("convolved"), elements)
+    if z.feature_norm == "layer":
+        norm = LayerNorm(named("layer_norm"), outputs, z.b * positions, tensor("convolved"))
+    elif z.feature_norm == "group" and index == 0:
+        norm = GroupNorm(named("layer_norm"), outputs, outputs, z.b, positions, tensor("convolved"))
+    else:
+        return convolution, Activation(tensor("convolved"), elements)
+    return convolution, norm, Activation(tensor("normalised"), elements)
 
 
 def convolution_layer(frozen: bool) -> Callable[[SpeechSizes, At], Sequential]:
@@ -177,13 +179,12 @@ def feature_extractor(z: SpeechSizes) -> Sequential:
 
 
 def feature_projection(z: SpeechSizes) -> Sequential:
-    """A norm (counted where the model has none too, as the old cost tables count it), the projection to the hidden
-    size; then the mask of frames SpecAugment draws (applied by the model after this module): a bool a frame."""
+    """A norm where the model has one, the projection to the hidden size; then the mask of frames SpecAugment draws
+    (applied by the model after this module): a bool a frame."""
     rows, width = z.b * z.s, z.channels[-1]
     return Sequential(
-        LayerNorm("layer_norm", width, rows, "features") if z.projection_norm else (
-            Keeps("features", rows * width), Keeps("features: mean", rows), Keeps("features: rstd", rows)),
-        Linear("projection", width, z.h, rows, "normalised"),
+        LayerNorm("layer_norm", width, rows, "features") if z.projection_norm else None,
+        Linear("projection", width, z.h, rows, "normalised" if z.projection_norm else "features"),
         Keeps("time mask", rows, BOOL) if z.time_masks else None,
         enters=(Saved("features", rows * width),), leaves=hidden(z))
 
