@@ -77,6 +77,10 @@ SPEECH_OPTIONS = {
                                                 "do_stable_layer_norm": True},
     ("HubertForSequenceClassification", "layer norms"): {"feat_extract_norm": "layer", "feat_proj_layer_norm": False},
     ("HubertForCTC", "no projection norm"): {"feat_proj_layer_norm": False},
+    ("HubertForCTC", "masked features"): {"mask_time_prob": 0.0, "mask_feature_prob": 0.3},
+    ("Wav2Vec2ForPreTraining", "masked features"): {"mask_feature_prob": 0.3},
+    ("Wav2Vec2ForPreTraining", "no SpecAugment"): {"apply_spec_augment": False},
+    ("Wav2Vec2ForCTC", "no SpecAugment"): {"apply_spec_augment": False, "mask_feature_prob": 0.3},
 }
 
 
@@ -87,7 +91,8 @@ def _measured(costs):
 @pytest.mark.parametrize("architecture, options", list(SPEECH_OPTIONS))
 def test_the_speech_encoders_options_keep_and_compute_exactly_what_upstream_does(architecture, options):
     """A layer norm of each convolution keeps a transposed copy of its output and two statistics a position; a
-    projection without a norm keeps its features alone."""
+    projection without a norm keeps its features alone; SpecAugment's mask of features keeps a bool a feature of each
+    example, and without SpecAugment (`apply_spec_augment` false) no mask is drawn, even in pre-training."""
     model_config = dict(PRETRAINING_SIZES if architecture == "Wav2Vec2ForPreTraining" else AUDIO_SIZES,
                         **SPEECH_OPTIONS[architecture, options])
     batch, length = AUDIO_CASES[-1]

@@ -38,7 +38,7 @@ _DEFAULTS = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "num
              "intermediate_size": 3072, "feat_extract_norm": "group", "conv_dim": [512] * 7,
              "conv_kernel": [10, 3, 3, 3, 3, 2, 2], "conv_stride": [5, 2, 2, 2, 2, 2, 2], "conv_bias": False,
              "num_conv_pos_embeddings": 128, "num_conv_pos_embedding_groups": 16, "do_stable_layer_norm": False,
-             "mask_time_prob": 0.05, "mask_feature_prob": 0.0,
+             "apply_spec_augment": True, "mask_time_prob": 0.05, "mask_feature_prob": 0.0,
              "use_weighted_layer_sum": False, "classifier_proj_size": 256, "add_adapter": False,
              "output_hidden_size": lambda c: c.hidden_size}
 # HubertConfig has no adapter: its CTC head reads `add_adapter` where a config.json has it
@@ -58,8 +58,8 @@ class SpeechSizes(Sizes):
       samples, then each convolution's output positions), its `conv_bias` and `feature_norm` ("group": the first
       convolution's, "layer": each one's); `projection_norm`: the projection's norm (HuBERT's
       `feat_proj_layer_norm`);
-    - SpecAugment: the `masked_embedding` held where masking is on, and whether a training pass draws and keeps a
-      mask of frames (`time_masks`);
+    - SpecAugment: the `masked_embedding` held where masking is on, and which masks a training pass draws and keeps
+      (`time_masks`, `feature_masks`);
     - `stable`: pre-norm layers; the positional convolution's `positions_kernel` and `position_groups`;
     - the heads: the `layers`, `weighted_layer_sum` (the classifier weighs every layer's hidden state), its
       projection `p`; the CTC head's input width `head_width` and the `labels` of each transcript;
@@ -76,6 +76,7 @@ class SpeechSizes(Sizes):
     projection_norm: bool
     masked_embedding: bool
     time_masks: bool
+    feature_masks: bool
     stable: bool
     positions_kernel: int
     position_groups: int
@@ -104,16 +105,17 @@ def _lengths(samples: int, kernels: Tuple[int, ...], strides: Tuple[int, ...]) -
 
 def speech_sizes(config: ModelConfig, shape: InputShape, projection_norm: bool, adapter: bool,
                  time_masks: bool) -> SpeechSizes:
-    """The sizes both families share; `time_masks`: whether a pass draws a mask of frames."""
+    """The sizes both families share; `time_masks`: whether a pass draws a mask of frames, where SpecAugment is on."""
     lengths = _lengths(shape.sequence_length, tuple(config.conv_kernel), tuple(config.conv_stride))
     frames = lengths[-1]
     base = sizes(shape._replace(sequence_length=frames), config.hidden_size, config.num_attention_heads,
                  config.intermediate_size, config.vocab_size, config.num_labels)
+    augments = config.apply_spec_augment
     return SpeechSizes(
         **vars(base), channels=tuple(config.conv_dim), kernels=tuple(config.conv_kernel), lengths=lengths,
         conv_bias=config.conv_bias, feature_norm=config.feat_extract_norm, projection_norm=projection_norm,
         masked_embedding=config.mask_time_prob > 0 or config.mask_feature_prob > 0,
-        time_masks=time_masks,
+        time_masks=augments and time_masks, feature_masks=augments and config.mask_feature_prob > 0,
         stable=config.do_stable_layer_norm, positions_kernel=config.num_conv_pos_embeddings,
         position_groups=config.num_conv_pos_embedding_groups, layers=config.num_hidden_layers,
         weighted_layer_sum=config.use_weighted_layer_sum, p=config.classifier_proj_size,
@@ -134,7 +136,7 @@ def wav2vec2_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
 def pretraining_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
     """Pre-training always masks frames (the data collator gives the mask)."""
     found = wav2vec2_sizes(config, shape)
-    return replace(found, time_masks=True, groups=config.num_codevector_groups,
+    return replace(found, time_masks=config.apply_spec_augment, groups=config.num_codevector_groups,
                    codevectors=config.num_codevectors_per_group, codevector_width=config.codevector_dim,
                    projected=config.proj_codevector_dim, negatives=config.num_negatives)
 
@@ -179,13 +181,14 @@ def feature_extractor(z: SpeechSizes) -> Sequential:
 
 
 def feature_projection(z: SpeechSizes) -> Sequential:
-    """A norm where the model has one, the projection to the hidden size; then the mask of frames SpecAugment draws
-    (applied by the model after this module): a bool a frame."""
+    """A norm where the model has one, the projection to the hidden size; then the masks SpecAugment draws (applied
+    by the model after this module): a bool a frame, a bool a feature of each example."""
     rows, width = z.b * z.s, z.channels[-1]
     return Sequential(
         LayerNorm("layer_norm", width, rows, "features") if z.projection_norm else None,
         Linear("projection", width, z.h, rows, "normalised" if z.projection_norm else "features"),
         Keeps("time mask", rows, BOOL) if z.time_masks else None,
+        Keeps("feature mask", z.b * z.h, BOOL) if z.feature_masks else None,
         enters=(Saved("features", rows * width),), leaves=hidden(z))
 
 
