@@ -100,6 +100,25 @@ def test_the_speech_encoders_options_keep_and_compute_exactly_what_upstream_does
     assert _measured(ours(architecture, model_config, batch, length, None)) == _measured(reference)
 
 
+@pytest.mark.parametrize("stable", [False, True])
+def test_the_weighted_layer_sum_is_kept_on_the_ipu_upstream_keeps_it_on(stable):
+    """HuBERT's classifier with `use_weighted_layer_sum` stacks the hidden state of every layer and weighs them by the
+    softmax of `layer_weights`, after the encoder: upstream's measure puts that on the step run last (the last layer,
+    or the norm after it in a stable encoder), ours on `layer_weights` (a parameter read directly, run after it on
+    the same IPU). Every other step is exact, and the two steps' sum."""
+    architecture = "HubertForSequenceClassification"
+    model_config = dict(AUDIO_SIZES, use_weighted_layer_sum=True, do_stable_layer_norm=stable)
+    batch, length = AUDIO_CASES[-1]
+    reference = _measured(upstream_costs(architecture, model_config, batch, length))
+    found = _measured(ours(architecture, model_config, batch, length, None))
+    last = "hubert.encoder.layer_norm" if stable else "hubert.encoder.layers.{}".format(
+        TINY_MODELS[architecture].config["num_hidden_layers"] - 1)
+    weighted = found.pop("layer_weights")
+    assert reference.pop("layer_weights") == (0, 0) and weighted[0] > 0
+    found[last] = (found[last][0] + weighted[0], found[last][1] + weighted[1])
+    assert found == reference
+
+
 def test_some_step_of_every_case_keeps_something_and_computes_something():
     """No case is vacuous: each keeps and computes somewhere, as the harness measures."""
     measured = upstream_costs("BertForMaskedLM", {}, 1, 8)

@@ -256,8 +256,11 @@ def ctc_head(z: SpeechSizes, at: At) -> Sequential:
 
 
 def layer_weights(z: SpeechSizes) -> Sequential:
-    """`layer_weights`, read directly (the weighted sum is not counted)."""
-    return Sequential(Parameter("", (z.layers + 1,)))
+    """`layer_weights`, read directly: the softmax of the weights (its output kept) weighs the stacked hidden states
+    of the layers' inputs and the last output, which the product keeps."""
+    stacked = z.layers + 1
+    return Sequential(Parameter("", (stacked,)), Activation("weights", stacked),
+                      Keeps("hidden states", stacked * z.b * z.s * z.h), enters=hidden(z), leaves=hidden(z))
 
 
 def projector(z: SpeechSizes) -> Sequential:
