@@ -32,7 +32,7 @@ from .blocks import (
     Unused,
 )
 from .rules import AUDIO, LAST, Architecture, At, Block, InputShape, Layers, ModelConfig, Run, Step
-from .transformer import LayerNames, Sizes, hidden, post_norm_layer, pre_norm_layer, sizes
+from .transformer import LayerNames, Sizes, hidden, post_norm_layer, pre_norm_layer, sizes, under
 
 _DEFAULTS = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
              "intermediate_size": 3072, "feat_extract_norm": "group", "conv_dim": [512] * 7,
@@ -61,8 +61,8 @@ class SpeechSizes(Sizes):
     - SpecAugment: the `masked_embedding` held where masking is on, and which masks a training pass draws and keeps
       (`time_masks`, `feature_masks`);
     - `stable`: pre-norm layers; the positional convolution's `positions_kernel` and `position_groups`;
-    - the heads: the `layers`, `weighted_layer_sum` (the classifier weighs every layer's hidden state), its
-      projection `p`; the CTC head's input width `head_width` and the `labels` of each transcript;
+    - the heads: the `layers` (whose hidden states the classifier may weigh), its projection `p`; the CTC head's
+      input width `head_width` and the `labels` of each transcript;
     - Wav2Vec2's `adapter` (`adapter_layers` convolutions of `adapter_kernel` on `output_width`) and its
       pre-training's quantizer: `groups` of `codevectors`, `codevector_width` and the `projected` width the
       contrastive loss compares `negatives` + 1 candidates in.
@@ -81,7 +81,6 @@ class SpeechSizes(Sizes):
     positions_kernel: int
     position_groups: int
     layers: int
-    weighted_layer_sum: bool
     p: int
     head_width: int
     labels: int
@@ -103,9 +102,9 @@ def _lengths(samples: int, kernels: Tuple[int, ...], strides: Tuple[int, ...]) -
     return tuple(lengths)
 
 
-def speech_sizes(config: ModelConfig, shape: InputShape, projection_norm: bool, adapter: bool,
-                 time_masks: bool) -> SpeechSizes:
-    """The sizes both families share; `time_masks`: whether a pass draws a mask of frames, where SpecAugment is on."""
+def speech_sizes(config: ModelConfig, shape: InputShape, projection_norm: bool, adapter: bool) -> SpeechSizes:
+    """The sizes both families share: a training pass draws a mask of frames where `mask_time_prob` and SpecAugment
+    are on."""
     lengths = _lengths(shape.sequence_length, tuple(config.conv_kernel), tuple(config.conv_stride))
     frames = lengths[-1]
     base = sizes(shape._replace(sequence_length=frames), config.hidden_size, config.num_attention_heads,
@@ -115,26 +114,27 @@ def speech_sizes(config: ModelConfig, shape: InputShape, projection_norm: bool, 
         **vars(base), channels=tuple(config.conv_dim), kernels=tuple(config.conv_kernel), lengths=lengths,
         conv_bias=config.conv_bias, feature_norm=config.feat_extract_norm, projection_norm=projection_norm,
         masked_embedding=config.mask_time_prob > 0 or config.mask_feature_prob > 0,
-        time_masks=augments and time_masks, feature_masks=augments and config.mask_feature_prob > 0,
+        time_masks=augments and config.mask_time_prob > 0, feature_masks=augments and config.mask_feature_prob > 0,
         stable=config.do_stable_layer_norm, positions_kernel=config.num_conv_pos_embeddings,
         position_groups=config.num_conv_pos_embedding_groups, layers=config.num_hidden_layers,
-        weighted_layer_sum=config.use_weighted_layer_sum, p=config.classifier_proj_size,
+        p=config.classifier_proj_size,
         head_width=config.output_hidden_size if config.add_adapter else config.hidden_size,
         labels=max(1, frames // CTC_FRAMES_PER_LABEL), adapter=adapter)
 
 
 def hubert_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
-    return speech_sizes(config, shape, config.feat_proj_layer_norm, False, config.mask_time_prob > 0)
+    return speech_sizes(config, shape, config.feat_proj_layer_norm, False)
 
 
 def wav2vec2_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
-    found = speech_sizes(config, shape, True, config.add_adapter, config.mask_time_prob > 0)
+    found = speech_sizes(config, shape, True, config.add_adapter)
     return replace(found, adapter_layers=config.num_adapter_layers, adapter_kernel=config.adapter_kernel_size,
                    output_width=config.output_hidden_size)
 
 
 def pretraining_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
-    """Pre-training always masks frames (the data collator gives the mask)."""
+    """Pre-training masks frames where SpecAugment is on, whatever `mask_time_prob` (the data collator gives the
+    mask)."""
     found = wav2vec2_sizes(config, shape)
     return replace(found, time_masks=config.apply_spec_augment, groups=config.num_codevector_groups,
                    codevectors=config.num_codevectors_per_group, codevector_width=config.codevector_dim,
@@ -146,21 +146,18 @@ def pretraining_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
 def _convolution_layer(z: SpeechSizes, index: int, path: str = "") -> Tuple:
     """`conv_layers.{index}` (at `path` within the step): a convolution, its norm where the config gives it one, gelu.
     A layer norm works on a transposed copy of the convolution's output."""
-    def named(leaf: str) -> str:
-        return f"{path}.{leaf}" if path else leaf
-
     def tensor(label: str) -> str:
         return f"{path}: {label}" if path else label
 
     inputs = z.channels[index - 1] if index else 1
     outputs, positions = z.channels[index], z.lengths[index + 1]
-    convolution = Convolution(named("conv"), inputs, outputs, (z.kernels[index],), z.b, positions, tensor("input"),
-                              z.b * inputs * z.lengths[index], bias=z.conv_bias)
+    convolution = Convolution(under(path, "conv"), inputs, outputs, (z.kernels[index],), z.b, positions,
+                              tensor("input"), z.b * inputs * z.lengths[index], bias=z.conv_bias)
     elements = z.b * outputs * positions
     if z.feature_norm == "layer":
-        norm = LayerNorm(named("layer_norm"), outputs, z.b * positions, tensor("convolved"))
+        norm = LayerNorm(under(path, "layer_norm"), outputs, z.b * positions, tensor("convolved"))
     elif z.feature_norm == "group" and index == 0:
-        norm = GroupNorm(named("layer_norm"), outputs, outputs, z.b, positions, tensor("convolved"))
+        norm = GroupNorm(under(path, "layer_norm"), outputs, outputs, z.b, positions, tensor("convolved"))
     else:
         return convolution, Activation(tensor("convolved"), elements)
     return convolution, norm, Activation(tensor("normalised"), elements)
@@ -243,7 +240,7 @@ def adapter(z: SpeechSizes) -> Sequential:
 
 
 def ctc_head(z: SpeechSizes, at: At) -> Sequential:
-    """The projection to the vocabulary, and the CTC loss (in float32): the log-probabilities, the input and target
+    """The projection to the vocabulary, and the CTC loss: the log-probabilities, the input and target
     lengths and the targets, and the forward variables of each frame and extended label (the labels with blanks
     between) of each example."""
     rows = z.b * z.s
@@ -347,9 +344,10 @@ def _encoder_steps(prefix: str, pipelined: bool, frozen: bool = False) -> Tuple[
     )
 
 
-def _row(name: str, prefix: str, steps: Tuple[Step, ...], defaults: Dict[str, Any], sizes_of,
+def _row(name: str, model_type: str, steps: Tuple[Step, ...], defaults: Dict[str, Any], sizes_of,
          **fields: Any) -> Architecture:
-    return Architecture(name, (prefix,), prefix, steps, defaults, renames=WEIGHT_NORM_RENAMES, inputs=AUDIO,
+    """A row of a model whose prefix is its model type."""
+    return Architecture(name, (model_type,), model_type, steps, defaults, renames=WEIGHT_NORM_RENAMES, inputs=AUDIO,
                         sizes=sizes_of, **fields)
 
 
