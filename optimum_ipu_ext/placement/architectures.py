@@ -6,20 +6,15 @@ each `parallelize()`) and the forward passes of transformers 4.29.2, which order
 A test runs upstream's own `parallelize()` on a tiny model of every row and compares.
 """
 
-from functools import partial
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict
 
 from .bodies import (
     CONVNEXT_DEFAULTS,
     GPT2_DEFAULTS,
-    HUBERT_DEFAULTS,
     VIT_DEFAULTS,
-    WAV2VEC2_DEFAULTS,
-    Body,
     convnext_body,
     gpt2_body,
     linear as _linear,
-    speech_body,
     vit_body,
 )
 from .models.bart import BART
@@ -33,10 +28,9 @@ from .models.rules import (
     Architecture,
     Block,
     Layers,
-    ModelConfig,
     Run,
-    Step,
 )
+from .models.speech import SPEECH
 from .models.t5 import T5
 from .models.whisper import WHISPER
 
@@ -101,93 +95,6 @@ VISION = {
         CONVNEXT_DEFAULTS, convnext_body,
         heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_sizes[-1])
                if c.num_labels else {}}),
-}
-
-# --- speech: HuBERT, Wav2Vec2 --------------------------------------------------------------------------------------
-
-# transformers 5 keeps a weight-normed convolution's two parameters under `parametrizations`
-WEIGHT_NORM_RENAMES = (
-    (r"\.parametrizations\.weight\.original0$", ".weight_g"),
-    (r"\.parametrizations\.weight\.original1$", ".weight_v"),
-)
-
-
-def _speech_encoder(prefix: str, pipelined: bool) -> Tuple[Step, ...]:
-    """The feature extractor's convolutions, the projection, the positional convolution and the layers. In CTC and
-    pre-training models (`pipelined`) the convolutions and the positional convolution are layers of the list too."""
-    encoder = f"{prefix}.encoder"
-    if pipelined:
-        convolutions = Layers("convolutions", "Conv {i:<2}", f"{prefix}.feature_extractor.conv_layers.{{i}}",
-                              lambda c: len(c.conv_dim))
-        positions = Layers("positions", "Positional Embedding", f"{encoder}.pos_conv_embed", 1)
-        layers = Layers("encoder", "Encoder {i:<2}", f"{encoder}.layers.{{i}}", "num_hidden_layers")
-        start: Tuple[Step, ...] = (convolutions, Run(f"{prefix}.feature_projection"))
-    else:
-        positions = Run(f"{encoder}.pos_conv_embed")
-        layers = Layers("encoder", "Encoder{i}", f"{encoder}.layers.{{i}}", "num_hidden_layers")
-        start = (Block(None, f"{prefix}.feature_extractor"), Block(None, f"{prefix}.feature_projection"))
-    return (
-        *start,
-        Run(f"{prefix}.masked_spec_embed"),
-        *(() if pipelined else (Block(None, encoder),)),
-        positions,
-        Run(f"{encoder}.layer_norm", when=("do_stable_layer_norm", False)),
-        layers,
-        Run(f"{encoder}.layer_norm", when=("do_stable_layer_norm", True)),
-    )
-
-
-HUBERT_BODY = partial(speech_body, "hubert")
-WAV2VEC2_BODY = partial(speech_body, "wav2vec2")
-
-
-def _ctc(family: str, prefix: str, model_type: str, defaults: Mapping[str, Any], body: Body,
-         extra: Tuple[Step, ...] = ()) -> Architecture:
-    """CTC: `parallelize()` freezes the feature extractor; with one IPU it places no block."""
-    head = Layers("head", "Project Hidden", "lm_head", 1)
-    return Architecture(
-        f"{family}ForCTC", (model_type,), prefix, (*_speech_encoder(prefix, True), *extra, head), defaults,
-        body, heads={"lm_head": lambda c: _linear("lm_head", c.vocab_size,
-                                            c.output_hidden_size if c.add_adapter else c.hidden_size)},
-        frozen={f"{prefix}.feature_extractor": None}, blocks_on_one_ipu=False, renames=WEIGHT_NORM_RENAMES)
-
-
-def _hubert_classifier_shapes(c: ModelConfig) -> Dict[str, Tuple[int, ...]]:
-    return {**_linear("projector", c.classifier_proj_size, c.hidden_size),
-            **_linear("classifier", c.num_labels, c.classifier_proj_size)}
-
-
-def _wav2vec2_pretraining_heads() -> Dict[str, Any]:
-    return {
-        "project_hid": lambda c: _linear("project_hid", c.proj_codevector_dim, c.hidden_size),
-        "quantizer": lambda c: {
-            "quantizer.codevectors": (1, c.num_codevector_groups * c.num_codevectors_per_group,
-                                      c.codevector_dim // c.num_codevector_groups),
-            **_linear("quantizer.weight_proj", c.num_codevector_groups * c.num_codevectors_per_group, c.conv_dim[-1]),
-        },
-        "project_q": lambda c: _linear("project_q", c.proj_codevector_dim, c.codevector_dim),
-    }
-
-
-SPEECH = {
-    "HubertForSequenceClassification": Architecture(
-        "HubertForSequenceClassification", ("hubert",), "hubert",
-        (*_speech_encoder("hubert", False), Run("layer_weights", when=("use_weighted_layer_sum", True)),
-         Block(None, "projector", LAST), Block(None, "classifier", LAST)),
-        HUBERT_DEFAULTS, HUBERT_BODY,
-        heads={"projector": _hubert_classifier_shapes,
-               "layer_weights": lambda c: {"layer_weights": (c.num_hidden_layers + 1,)}
-               if c.use_weighted_layer_sum else {}},
-        renames=WEIGHT_NORM_RENAMES),
-    "HubertForCTC": _ctc("Hubert", "hubert", "hubert", HUBERT_DEFAULTS, HUBERT_BODY),
-    "Wav2Vec2ForCTC": _ctc("Wav2Vec2", "wav2vec2", "wav2vec2", WAV2VEC2_DEFAULTS, WAV2VEC2_BODY,
-                           (Run("wav2vec2.adapter"),)),
-    "Wav2Vec2ForPreTraining": Architecture(
-        "Wav2Vec2ForPreTraining", ("wav2vec2",), "wav2vec2",
-        (*_speech_encoder("wav2vec2", True), Run("wav2vec2.adapter"),
-         Layers("project_hid", "Project Hidden", "project_hid", 1), Layers("quantizer", "Quantizer", "quantizer", 1),
-         Layers("project_q", "Project Quantizer", "project_q", 1)),
-        WAV2VEC2_DEFAULTS, WAV2VEC2_BODY, heads=_wav2vec2_pretraining_heads(), renames=WEIGHT_NORM_RENAMES),
 }
 
 ARCHITECTURES: Dict[str, Architecture] = dict(sorted({

@@ -14,7 +14,6 @@ tests/placement/test_upstream_costs.py.
 from typing import Any, Callable, Dict, Mapping, NamedTuple
 
 from .cost_ops import (
-    BOOL,
     INTEGER,
     Kept,
     Op,
@@ -27,7 +26,6 @@ from .cost_ops import (
     keep,
     layer_norm,
     linear,
-    matmul,
     table,
 )
 
@@ -152,129 +150,6 @@ def _vit_dims(config: Any, shape: Any) -> Dict[str, int]:
             "channels": read(config, "num_channels", 3)}
 
 
-# --- HuBERT, Wav2Vec2 ------------------------------------------------------------------------------------------------
-
-CTC_FRAMES_PER_LABEL = 4  # a transcript of one label (character) every 4 frames, 80 ms, for the CTC loss's sizes
-
-# the feature extractor's convolution `layer`: its input, and the output of its convolution (the first one's
-# group norm keeps its output and two statistics per channel too); CTC models freeze it, so it keeps nothing
-_CONVOLUTION = (
-    Op("conv", (), "conv_flops[layer]"),
-    keep("input", "b*inputs[layer]*lengths[layer]", when="trained"),
-    keep("convolved", "b*channels[layer]*lengths[layer + 1]", when="trained"),
-    keep("normalised", "b*channels[0]*lengths[1] + 2*b*channels[0]", when="trained and group_norm and layer == 0"),
-)
-FEATURE_PROJECTION = table(
-    layer_norm("features", "b*s", "channels[-1]"), linear("normalised", "b*s", "channels[-1]", "h"),
-    keep("time mask", "b*s", BOOL, when="masks"),  # the frames masked (SpecAugment): a bool per frame
-    enters=(Kept("features", "b*s*channels[-1]"),), leaves=HIDDEN)
-POSITIONAL_CONVOLUTION = table(
-    keep("weight norm", "positions_kernel"),  # the grouped convolution's weight, computed from its weight norm
-    keep("weight", "h*(h//position_groups)*positions_kernel"),
-    conv("transposed", "b*h*s", "2*b*h*positions_length*(h//position_groups)*positions_kernel"),
-    elementwise("convolved", "b*h*positions_length"), enters=HIDDEN, leaves=HIDDEN)
-ENCODER_NORM = table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN)
-
-
-def _either(when: str, then: Table, otherwise: Table) -> Table:
-    """`then`'s operations where `when` holds, else `otherwise`'s."""
-    def only(step: Table, condition: str) -> tuple:
-        return tuple(op._replace(when=f"({condition}) and ({op.when})") for op in step.ops)
-
-    return Table((*only(then, when), *only(otherwise, f"not ({when})")), then.enters, then.leaves)
-
-
-def _speech_body(prefix: str, pipelined: bool) -> Dict[str, Table]:
-    encoder = f"{prefix}.encoder"
-    extractor = {f"{prefix}.feature_extractor.conv_layers.{{i}}": table(*_CONVOLUTION)} if pipelined else {
-        f"{prefix}.feature_extractor": table(Op("conv", (), "sum(conv_flops)"), keep("convolutions", "conv_kept"))}
-    return {
-        **extractor,
-        f"{prefix}.feature_projection": FEATURE_PROJECTION,
-        f"{prefix}.masked_spec_embed": EMPTY,
-        encoder: table(enters=HIDDEN, leaves=HIDDEN),
-        f"{encoder}.pos_conv_embed": POSITIONAL_CONVOLUTION,
-        f"{encoder}.layer_norm": ENCODER_NORM,
-        f"{encoder}.layers.{{i}}": _either("stable", _pre_norm_layer(), UNFUSED_LAYER),
-        f"{prefix}.adapter": EMPTY,
-    }
-
-
-CTC_HEAD = table(
-    linear("hidden", "b*s", "h", "v"), keep("log-probabilities", "b*s*v"),
-    keep("lengths and targets", "2*b + b*labels", INTEGER), keep("alignments", "b*s*(2*labels + 1) + b"),
-    enters=HIDDEN)
-# Wav2Vec2's pre-training: the targets are the features quantised by G groups of V codevectors (Gumbel softmax,
-# with the perplexity of the codevectors used over the masked frames), compared by cosine similarity with the
-# projected hidden states, and with K negatives drawn from other frames (a contrastive loss over K + 1 candidates)
-WAV2VEC2_PRETRAINING_HEADS = {
-    "project_hid": table(linear("hidden", "b*s", "h", "projected"), enters=HIDDEN),
-    "quantizer": table(
-        linear("features", "b*s", "channels[-1]", "groups*codevectors"),
-        keep("distributions", "3*b*s*groups*codevectors"), keep("masked frames", "b*s"),
-        keep("perplexity", "3*groups*codevectors + groups + 1"), keep("picked", "b*s*groups + 1", INTEGER),
-        matmul("b*s*groups", "1", "codevectors", "codevector_dim//groups"),
-        enters=(Kept("features", "b*s*channels[-1]"),)),
-    "project_q": table(
-        linear("quantised", "b*s", "codevector_dim", "projected"),
-        keep("negatives' indices", "b*s*negatives + b*s + 1", INTEGER),
-        keep("targets", "b*s*projected"),
-        keep("candidates", "3*(negatives + 1)*b*s*projected + 5*(negatives + 1)*b*s + 1"),
-        keep("negatives equal to their target", "(negatives + 1)*b*s", BOOL),
-        enters=(Kept("quantised", "b*s*codevector_dim"), Kept("projected", "b*s*projected"))),
-}
-SPEECH = {
-    "Wav2Vec2ForPreTraining": {**_speech_body("wav2vec2", True), **WAV2VEC2_PRETRAINING_HEADS},
-    "HubertForCTC": {**_speech_body("hubert", True), "lm_head": CTC_HEAD},
-    "Wav2Vec2ForCTC": {**_speech_body("wav2vec2", True), "lm_head": CTC_HEAD},
-    "HubertForSequenceClassification": {
-        **_speech_body("hubert", False),
-        "projector": table(linear("hidden", "b*s", "h", "p"), enters=HIDDEN),
-        "classifier": table(linear("pooled", "b", "p", "n"), cross_entropy("loss", "b", "n"),
-                            enters=(Kept("pooled", "b*p"),)),
-    },
-}
-
-
-def _speech_dims(config: Any, shape: Any, trained: bool = True) -> Dict[str, Any]:
-    channels = list(read(config, "conv_dim", [512] * 7))
-    kernels = list(read(config, "conv_kernel", [10, 3, 3, 3, 3, 2, 2]))
-    strides = list(read(config, "conv_stride", [5, 2, 2, 2, 2, 2, 2]))
-    inputs = [1, *channels[:-1]]
-    lengths = [shape.sequence_length]
-    for kernel, stride in zip(kernels, strides):
-        lengths.append((lengths[-1] - kernel) // stride + 1)
-    b, frames, h = shape.micro_batch_size, lengths[-1], config.hidden_size
-    group_norm = read(config, "feat_extract_norm", "group") == "group"
-    conv_kept = sum(b * inputs[k] * lengths[k] + b * channels[k] * lengths[k + 1] for k in range(len(kernels)))
-    conv_kept += (b * channels[0] * lengths[1] + 2 * b * channels[0]) if group_norm else 0
-    positions_kernel = read(config, "num_conv_pos_embeddings", 128)
-    a = read(config, "num_attention_heads", 12)
-    return {
-        "b": b, "s": frames, "h": h, "a": a, "d": h // a, "i": read(config, "intermediate_size", 3072),
-        "v": read(config, "vocab_size", 32), "n": config.num_labels, "p": config.classifier_proj_size,
-        "channels": channels, "inputs": inputs, "lengths": lengths, "trained": trained, "group_norm": group_norm,
-        "conv_flops": [2 * b * channels[k] * lengths[k + 1] * inputs[k] * kernels[k] for k in range(len(kernels))],
-        "conv_kept": conv_kept if trained else 0,
-        "masks": read(config, "mask_time_prob", 0.05) > 0, "stable": config.do_stable_layer_norm,
-        "positions_kernel": positions_kernel, "position_groups": read(config, "num_conv_pos_embedding_groups", 16),
-        "positions_length": frames + 1 - positions_kernel % 2,  # an even kernel pads one frame too many
-        "labels": max(1, frames // CTC_FRAMES_PER_LABEL),
-    }
-
-
-def _frozen_extractor_dims(config: Any, shape: Any) -> Dict[str, Any]:
-    return _speech_dims(config, shape, trained=False)
-
-
-def _pretraining_dims(config: Any, shape: Any) -> Dict[str, Any]:
-    """Pre-training always masks frames (the data collator gives the mask)."""
-    return {**_speech_dims(config, shape), "masks": True,
-            "groups": read(config, "num_codevector_groups", 2), "codevectors": config.num_codevectors_per_group,
-            "codevector_dim": config.codevector_dim, "projected": config.proj_codevector_dim,
-            "negatives": read(config, "num_negatives", 100)}
-
-
 # --- ConvNeXt --------------------------------------------------------------------------------------------------------
 
 
@@ -328,7 +203,4 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _gpt2_dims, GPT2),
     **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
-    **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),
-    **_with(AUDIO, _speech_dims, {"HubertForSequenceClassification": SPEECH["HubertForSequenceClassification"]}),
-    **_with(AUDIO, _pretraining_dims, {"Wav2Vec2ForPreTraining": SPEECH["Wav2Vec2ForPreTraining"]}),
 }

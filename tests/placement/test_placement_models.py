@@ -12,7 +12,7 @@ from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement import balance
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
 from optimum_ipu_ext.placement.layout import encoder_decoder_cut, layer_counts
-from optimum_ipu_ext.placement.models.rules import Split
+from optimum_ipu_ext.placement.models.rules import Block, Run, Split, expand
 from optimum_ipu_ext.placement.placement import SplitCosts
 from support.placement_fixtures import saved_tiny_model, tiny_model
 from support.placement_models import TINY_MODELS
@@ -35,11 +35,12 @@ def expected_parameters(architecture):
                                                                          for source, _ in copies.values())
 
 
-def head_paths(row):
-    """The paths of the modules a checkpoint may lack: the steps of the row's heads (or its head formulas')."""
-    if row.sizes is None:
-        return tuple(row.heads)
-    return tuple(step.path for step in row.steps if (step.whole if isinstance(step, Split) else step).head)
+def head_paths(row, values):
+    """The modules a checkpoint may lack: the steps a row's modules call heads (a split's, its whole
+    module's), or the heads of its formulas."""
+    steps = [step for step, _, _ in expand(row, row.config(values))]
+    return {*row.heads, *(step.path for step in steps if (
+        step.whole.head if isinstance(step, Split) else isinstance(step, (Block, Run)) and step.head))}
 
 
 def rewrite(folder, keep):
@@ -65,7 +66,7 @@ def test_the_parameters_are_the_model_s_from_every_source(architecture, tmp_path
         rewrite(folder, bare)
         assert parameters(FOUR_IPUS.placement(folder)) == expected
     folder = saved_tiny_model(architecture, tmp_path / "headless")
-    heads = head_paths(row)
+    heads = head_paths(row, config)
     rewrite(folder, lambda name: None if any(name == path or name.startswith(path + ".") for path in heads)
             else name)
     assert parameters(FOUR_IPUS.placement(folder)) == expected

@@ -80,6 +80,54 @@ def test_each_step_keeps_and_computes_what_upstream_does(architecture, batch, le
         assert found.forward_flops == pytest.approx(measured.forward_flops, rel=FLOPS_TOLERANCE), step
 
 
+# the speech encoders' options the cases above leave at their defaults: {(architecture, options): config changes}
+SPEECH_OPTIONS = {
+    ("Wav2Vec2ForPreTraining", "layer norms"): {"feat_extract_norm": "layer", "conv_bias": True,
+                                                "do_stable_layer_norm": True},
+    ("HubertForSequenceClassification", "layer norms"): {"feat_extract_norm": "layer", "feat_proj_layer_norm": False},
+    ("HubertForCTC", "no projection norm"): {"feat_proj_layer_norm": False},
+    ("HubertForCTC", "masked features"): {"mask_time_prob": 0.0, "mask_feature_prob": 0.3},
+    ("Wav2Vec2ForPreTraining", "masked features"): {"mask_feature_prob": 0.3},
+    ("Wav2Vec2ForPreTraining", "no SpecAugment"): {"apply_spec_augment": False},
+    ("Wav2Vec2ForCTC", "no SpecAugment"): {"apply_spec_augment": False, "mask_feature_prob": 0.3},
+}
+
+
+def _measured(costs):
+    return {step: (cost.activation_bytes, cost.forward_flops) for step, cost in costs.items()}
+
+
+@pytest.mark.parametrize("architecture, options", list(SPEECH_OPTIONS))
+def test_the_speech_encoders_options_keep_and_compute_exactly_what_upstream_does(architecture, options):
+    """A layer norm of each convolution keeps a transposed copy of its output and two statistics a position; a
+    projection without a norm keeps its features alone; SpecAugment's mask of features keeps a bool a feature of each
+    example, and without SpecAugment (`apply_spec_augment` false) no mask is drawn, even in pre-training."""
+    model_config = dict(PRETRAINING_SIZES if architecture == "Wav2Vec2ForPreTraining" else AUDIO_SIZES,
+                        **SPEECH_OPTIONS[architecture, options])
+    batch, length = AUDIO_CASES[-1]
+    reference = upstream_costs(architecture, model_config, batch, length)
+    assert _measured(ours(architecture, model_config, batch, length, None)) == _measured(reference)
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_the_weighted_layer_sum_is_kept_on_the_ipu_upstream_keeps_it_on(stable):
+    """HuBERT's classifier with `use_weighted_layer_sum` stacks the hidden state of every layer and weighs them by the
+    softmax of `layer_weights`, after the encoder: upstream's measure puts that on the step run last (the last layer,
+    or the norm after it in a stable encoder), ours on `layer_weights` (a parameter read directly, run after it on
+    the same IPU). Every other step is exact, and the two steps' sum."""
+    architecture = "HubertForSequenceClassification"
+    model_config = dict(AUDIO_SIZES, use_weighted_layer_sum=True, do_stable_layer_norm=stable)
+    batch, length = AUDIO_CASES[-1]
+    reference = _measured(upstream_costs(architecture, model_config, batch, length))
+    found = _measured(ours(architecture, model_config, batch, length, None))
+    last = "hubert.encoder.layer_norm" if stable else "hubert.encoder.layers.{}".format(
+        TINY_MODELS[architecture].config["num_hidden_layers"] - 1)
+    weighted = found.pop("layer_weights")
+    assert reference.pop("layer_weights") == (0, 0) and weighted[0] > 0
+    found[last] = (found[last][0] + weighted[0], found[last][1] + weighted[1])
+    assert found == reference
+
+
 def test_some_step_of_every_case_keeps_something_and_computes_something():
     """No case is vacuous: each keeps and computes somewhere, as the harness measures."""
     measured = upstream_costs("BertForMaskedLM", {}, 1, 8)

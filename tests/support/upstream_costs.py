@@ -23,10 +23,10 @@ from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
 
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.cost_rows import CTC_FRAMES_PER_LABEL
 from optimum_ipu_ext.placement.costs import MULTIPLE_CHOICES
 from optimum_ipu_ext.placement.models.lxmert import OBJECTS as LXMERT_OBJECTS
 from optimum_ipu_ext.placement.models.rules import Block, expand
+from optimum_ipu_ext.placement.models.speech import CTC_FRAMES_PER_LABEL
 
 from .doubles import installed
 from .placement_models import TINY_MODELS, _classes, _text, _tokens

@@ -40,7 +40,9 @@ class Saved(NamedTuple):
 
 
 def _named(name: str, leaf: str) -> str:
-    return f"{name}.{leaf}" if name else leaf
+    """`leaf` under `name`; either may be "" (a block named "" holds the step's own `weight`, a `Parameter` named ""
+    is the step's path itself)."""
+    return ".".join(part for part in (name, leaf) if part)
 
 
 class Module:
@@ -58,7 +60,8 @@ class Module:
 
 
 class Parameter(Module):
-    """A parameter used by no block of its own (a class token, a bias added after a tied projection)."""
+    """A parameter used by no block of its own (a class token, a bias added after a tied projection); named "": the
+    parameter the step's path names (a model's parameter read directly, not a module)."""
 
     def __init__(self, name: str, shape: Shape):
         super().__init__({name: tuple(shape)})
@@ -113,17 +116,35 @@ class RMSNorm(Module):
                          (Saved(x, rows * width), Saved(f"{x}: rstd", rows), Saved(f"{x}: normalised", rows * width)))
 
 
+class GroupNorm(Module):
+    """`nn.GroupNorm(groups, channels)` over `batch` examples of `positions` each: keeps `x`, and each group's mean and
+    reciprocal deviation."""
+
+    def __init__(self, name: str, groups: int, channels: int, batch: int, positions: int, x: str):
+        super().__init__({_named(name, "weight"): (channels,), _named(name, "bias"): (channels,)},
+                         (Saved(x, batch * channels * positions), Saved(f"{x}: mean", batch * groups),
+                          Saved(f"{x}: rstd", batch * groups)))
+
+
 class Convolution(Module):
     """`nn.Conv1d` / `nn.Conv2d(inputs, outputs, kernel, groups=groups)` over `batch` examples, giving `positions`
-    outputs a channel: keeps its input `x` of `elements`."""
+    outputs a channel: keeps its input `x` of `elements`. `weight_norm`: the dimension of `nn.utils.weight_norm`'s,
+    whose weight is worked out in each pass from a direction `weight_v` and a norm `weight_g` (one a slice along that
+    dimension): it keeps the norm of the direction and the weight."""
 
     def __init__(self, name: str, inputs: int, outputs: int, kernel: Sequence[int], batch: int, positions: int,
-                 x: str, elements: int, groups: int = 1, bias: bool = True):
-        parameters = {_named(name, "weight"): (outputs, inputs // groups, *kernel)}
+                 x: str, elements: int, groups: int = 1, bias: bool = True, weight_norm: Optional[int] = None):
+        shape = (outputs, inputs // groups, *kernel)
+        saved = (Saved(x, elements),)
+        if weight_norm is None:
+            parameters = {_named(name, "weight"): shape}
+        else:
+            norm = tuple(size if axis == weight_norm else 1 for axis, size in enumerate(shape))
+            parameters = {_named(name, "weight_g"): norm, _named(name, "weight_v"): shape}
+            saved += (Saved(f"{name}: weight norm", math.prod(norm)), Saved(f"{name}: weight", math.prod(shape)))
         if bias:
             parameters[_named(name, "bias")] = (outputs,)
-        super().__init__(parameters, (Saved(x, elements),),
-                         2 * batch * outputs * positions * (inputs // groups) * math.prod(kernel))
+        super().__init__(parameters, saved, 2 * batch * outputs * positions * (inputs // groups) * math.prod(kernel))
 
 
 class Matmul(Module):
@@ -167,10 +188,15 @@ class Unused(Module):
     encoder's states, the relative embeddings a layer reads through another module)."""
 
     def __init__(self, *modules: "Part"):
-        parameters: Shapes = {}
-        for module in _flat(modules):
-            parameters.update(module.parameters)
-        super().__init__(parameters)
+        super().__init__(_held(modules))
+
+
+class Frozen(Module):
+    """Modules whose parameters do not train (`requires_grad=False`), run on an input that needs no gradient: their
+    parameters and FLOPs, and nothing kept."""
+
+    def __init__(self, *modules: "Part"):
+        super().__init__(_held(modules), flops=sum(module.flops for module in _flat(modules)))
 
 
 class StepCost(NamedTuple):
@@ -194,6 +220,11 @@ def _flat(parts: Iterable[Part]) -> Iterable[Module]:
             yield part
         elif part is not None:
             yield from _flat(part)
+
+
+def _held(parts: Iterable[Part]) -> Shapes:
+    """The parameters of blocks."""
+    return {name: shape for module in _flat(parts) for name, shape in module.parameters.items()}
 
 
 class Sequential:

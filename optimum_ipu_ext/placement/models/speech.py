@@ -1,0 +1,380 @@
+"""The speech encoders: HuBERT and Wav2Vec2, with their CTC heads, HuBERT's sequence classifier and Wav2Vec2's
+pre-training.
+
+Convolutions over the waveform (the feature extractor), a projection of their features to the hidden size, a
+weight-normed grouped convolution adding positions, and transformer layers: post-norm, or pre-norm where
+`do_stable_layer_norm` (the encoder's norm then comes after the layers, not before). `parallelize()` lists the
+convolutions, the positional convolution, the layers and the heads of the CTC and pre-training models in one layer
+list for `get_layer_ipu` (with one IPU the CTC models place no block at all), and freezes the CTC models' feature
+extractor; the sequence classifier puts the extractor, the projection and the encoder in unnamed blocks on IPU 0 and
+its heads on the last IPU. Read off transformers 4.29.2's `modeling_hubert.py` / `modeling_wav2vec2.py` and
+optimum-graphcore 0.7.1's `models/hubert` and `models/wav2vec2`.
+"""
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, Tuple
+
+from .blocks import (
+    BOOL,
+    INTEGER,
+    Activation,
+    Convolution,
+    CrossEntropy,
+    Frozen,
+    GroupNorm,
+    Keeps,
+    LayerNorm,
+    Linear,
+    Matmul,
+    Parameter,
+    Saved,
+    Sequential,
+    Unused,
+)
+from .rules import AUDIO, LAST, Architecture, At, Block, InputShape, Layers, ModelConfig, Run, Step
+from .transformer import LayerNames, Sizes, hidden, post_norm_layer, pre_norm_layer, sizes, under
+
+_DEFAULTS = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+             "intermediate_size": 3072, "feat_extract_norm": "group", "conv_dim": [512] * 7,
+             "conv_kernel": [10, 3, 3, 3, 3, 2, 2], "conv_stride": [5, 2, 2, 2, 2, 2, 2], "conv_bias": False,
+             "num_conv_pos_embeddings": 128, "num_conv_pos_embedding_groups": 16, "do_stable_layer_norm": False,
+             "apply_spec_augment": True, "mask_time_prob": 0.05, "mask_feature_prob": 0.0,
+             "use_weighted_layer_sum": False, "classifier_proj_size": 256, "add_adapter": False,
+             "output_hidden_size": lambda c: c.hidden_size}
+# HubertConfig has no adapter: its CTC head reads `add_adapter` where a config.json has it
+HUBERT_DEFAULTS = {**_DEFAULTS, "feat_proj_layer_norm": True}
+WAV2VEC2_DEFAULTS = {**_DEFAULTS, "adapter_kernel_size": 3, "num_adapter_layers": 3, "num_codevectors_per_group": 320,
+                     "num_codevector_groups": 2, "codevector_dim": 256, "proj_codevector_dim": 256,
+                     "num_negatives": 100}
+
+CTC_FRAMES_PER_LABEL = 4  # a transcript of one label (character) every 4 frames, 80 ms, for the CTC loss's sizes
+
+
+@dataclass(frozen=True)
+class SpeechSizes(Sizes):
+    """A transformer's sizes (`s`: the frames the feature extractor gives), and the config's:
+
+    - the feature extractor: each convolution's output `channels` and `kernels`, the `lengths` it works on (the
+      samples, then each convolution's output positions), its `conv_bias` and `feature_norm` ("group": the first
+      convolution's, "layer": each one's); `projection_norm`: the projection's norm (HuBERT's
+      `feat_proj_layer_norm`);
+    - SpecAugment: the `masked_embedding` held where masking is on, and which masks a training pass draws and keeps
+      (`time_masks`, `feature_masks`);
+    - `stable`: pre-norm layers; the positional convolution's `positions_kernel` and `position_groups`;
+    - the heads: the `layers` (whose hidden states the classifier may weigh), its projection `p`; the CTC head's
+      input width `head_width` and the `labels` of each transcript;
+    - Wav2Vec2's `adapter` (`adapter_layers` convolutions of `adapter_kernel` on `output_width`) and its
+      pre-training's quantizer: `groups` of `codevectors`, `codevector_width` and the `projected` width the
+      contrastive loss compares `negatives` + 1 candidates in.
+    """
+
+    channels: Tuple[int, ...]
+    kernels: Tuple[int, ...]
+    lengths: Tuple[int, ...]
+    conv_bias: bool
+    feature_norm: str
+    projection_norm: bool
+    masked_embedding: bool
+    time_masks: bool
+    feature_masks: bool
+    stable: bool
+    positions_kernel: int
+    position_groups: int
+    layers: int
+    p: int
+    head_width: int
+    labels: int
+    adapter: bool = False
+    adapter_layers: int = 0
+    adapter_kernel: int = 0
+    output_width: int = 0
+    groups: int = 0
+    codevectors: int = 0
+    codevector_width: int = 0
+    projected: int = 0
+    negatives: int = 0
+
+
+def _lengths(samples: int, kernels: Tuple[int, ...], strides: Tuple[int, ...]) -> Tuple[int, ...]:
+    lengths = [samples]
+    for kernel, stride in zip(kernels, strides):
+        lengths.append((lengths[-1] - kernel) // stride + 1)
+    return tuple(lengths)
+
+
+def speech_sizes(config: ModelConfig, shape: InputShape, projection_norm: bool, adapter: bool) -> SpeechSizes:
+    """The sizes both families share: a training pass draws a mask of frames where `mask_time_prob` and SpecAugment
+    are on."""
+    lengths = _lengths(shape.sequence_length, tuple(config.conv_kernel), tuple(config.conv_stride))
+    frames = lengths[-1]
+    base = sizes(shape._replace(sequence_length=frames), config.hidden_size, config.num_attention_heads,
+                 config.intermediate_size, config.vocab_size, config.num_labels)
+    augments = config.apply_spec_augment
+    return SpeechSizes(
+        **vars(base), channels=tuple(config.conv_dim), kernels=tuple(config.conv_kernel), lengths=lengths,
+        conv_bias=config.conv_bias, feature_norm=config.feat_extract_norm, projection_norm=projection_norm,
+        masked_embedding=config.mask_time_prob > 0 or config.mask_feature_prob > 0,
+        time_masks=augments and config.mask_time_prob > 0, feature_masks=augments and config.mask_feature_prob > 0,
+        stable=config.do_stable_layer_norm, positions_kernel=config.num_conv_pos_embeddings,
+        position_groups=config.num_conv_pos_embedding_groups, layers=config.num_hidden_layers,
+        p=config.classifier_proj_size,
+        head_width=config.output_hidden_size if config.add_adapter else config.hidden_size,
+        labels=max(1, frames // CTC_FRAMES_PER_LABEL), adapter=adapter)
+
+
+def hubert_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
+    return speech_sizes(config, shape, config.feat_proj_layer_norm, False)
+
+
+def wav2vec2_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
+    found = speech_sizes(config, shape, True, config.add_adapter)
+    return replace(found, adapter_layers=config.num_adapter_layers, adapter_kernel=config.adapter_kernel_size,
+                   output_width=config.output_hidden_size)
+
+
+def pretraining_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
+    """Pre-training masks frames where SpecAugment is on, whatever `mask_time_prob` (the data collator gives the
+    mask)."""
+    found = wav2vec2_sizes(config, shape)
+    return replace(found, time_masks=config.apply_spec_augment, groups=config.num_codevector_groups,
+                   codevectors=config.num_codevectors_per_group, codevector_width=config.codevector_dim,
+                   projected=config.proj_codevector_dim, negatives=config.num_negatives)
+
+
+# --- the modules ----------------------------------------------------------------------------------------------------
+
+def _convolution_layer(z: SpeechSizes, index: int, path: str = "") -> Tuple:
+    """`conv_layers.{index}` (at `path` within the step): a convolution, its norm where the config gives it one, gelu.
+    A layer norm works on a transposed copy of the convolution's output."""
+    def tensor(label: str) -> str:
+        return f"{path}: {label}" if path else label
+
+    inputs = z.channels[index - 1] if index else 1
+    outputs, positions = z.channels[index], z.lengths[index + 1]
+    convolution = Convolution(under(path, "conv"), inputs, outputs, (z.kernels[index],), z.b, positions,
+                              tensor("input"), z.b * inputs * z.lengths[index], bias=z.conv_bias)
+    elements = z.b * outputs * positions
+    if z.feature_norm == "layer":
+        norm = LayerNorm(under(path, "layer_norm"), outputs, z.b * positions, tensor("convolved"))
+    elif z.feature_norm == "group" and index == 0:
+        norm = GroupNorm(under(path, "layer_norm"), outputs, outputs, z.b, positions, tensor("convolved"))
+    else:
+        return convolution, Activation(tensor("convolved"), elements)
+    return convolution, norm, Activation(tensor("normalised"), elements)
+
+
+def convolution_layer(frozen: bool) -> Callable[[SpeechSizes, At], Sequential]:
+    """One convolution of the extractor, a layer of the CTC and pre-training models; `frozen`: the CTC models'."""
+    def layer(z: SpeechSizes, at: At) -> Sequential:
+        blocks = _convolution_layer(z, at.layer)
+        return Sequential(Frozen(blocks) if frozen else blocks)
+
+    return layer
+
+
+def feature_extractor(z: SpeechSizes) -> Sequential:
+    """The whole extractor, one block of the sequence classifier."""
+    return Sequential(_convolution_layer(z, index, f"conv_layers.{index}") for index in range(len(z.channels)))
+
+
+def feature_projection(z: SpeechSizes) -> Sequential:
+    """A norm where the model has one, the projection to the hidden size; then the masks SpecAugment draws (applied
+    by the model after this module): a bool a frame, a bool a feature of each example."""
+    rows, width = z.b * z.s, z.channels[-1]
+    return Sequential(
+        LayerNorm("layer_norm", width, rows, "features") if z.projection_norm else None,
+        Linear("projection", width, z.h, rows, "normalised" if z.projection_norm else "features"),
+        Keeps("time mask", rows, BOOL) if z.time_masks else None,
+        Keeps("feature mask", z.b * z.h, BOOL) if z.feature_masks else None,
+        enters=(Saved("features", rows * width),), leaves=hidden(z))
+
+
+def masked_embedding(z: SpeechSizes) -> Sequential:
+    """`masked_spec_embed`, the vector masked frames take, held where masking is on; read directly."""
+    return Sequential(Parameter("", (z.h,)) if z.masked_embedding else None)
+
+
+def encoder(z: SpeechSizes) -> Sequential:
+    """The encoder's own block: its modules are steps of their own."""
+    return Sequential(enters=hidden(z), leaves=hidden(z))
+
+
+def positional_convolution(z: SpeechSizes) -> Sequential:
+    """A grouped convolution over the frames (padded on both sides; with an even kernel, its last output is
+    dropped), weight-normed along the kernel, then gelu."""
+    positions = z.s + 1 - z.positions_kernel % 2
+    return Sequential(
+        Convolution("conv", z.h, z.h, (z.positions_kernel,), z.b, positions, "transposed", z.b * z.h * z.s,
+                    groups=z.position_groups, weight_norm=2),
+        Activation("convolved", z.b * z.h * positions),
+        enters=hidden(z), leaves=hidden(z))
+
+
+def encoder_norm(z: SpeechSizes) -> Sequential:
+    return Sequential(LayerNorm("", z.h, z.b * z.s, "hidden"), enters=hidden(z), leaves=hidden(z))
+
+
+POST_NORM = LayerNames(("attention.k_proj", "attention.v_proj", "attention.q_proj"), "attention.out_proj",
+                       "layer_norm", "feed_forward.intermediate_dense", "feed_forward.output_dense",
+                       "final_layer_norm")
+# the stable layer: `layer_norm` before the attention, `final_layer_norm` before the feed-forward
+PRE_NORM = POST_NORM._replace(attention_norm="final_layer_norm", output_norm="")
+
+
+def encoder_layer(z: SpeechSizes, at: At) -> Sequential:
+    return pre_norm_layer(PRE_NORM, "layer_norm", z) if z.stable else post_norm_layer(POST_NORM, z)
+
+
+def adapter(z: SpeechSizes) -> Sequential:
+    """Wav2Vec2's adapter where `add_adapter`: a projection to `output_hidden_size` where it differs, then strided
+    convolutions. Held, not run: upstream's `IPUWav2Vec2Adapter.forward` fails in every pass (it subtracts a bool
+    tensor), so nothing measures what it would keep; its blocks are sized by their parameters alone."""
+    if not z.adapter:
+        return Sequential()
+    width = z.output_width
+    projection = (Linear("proj", z.h, width, 0, ""), LayerNorm("proj_layer_norm", width, 0, "")) \
+        if width != z.h else None
+    convolutions = tuple(Convolution(f"layers.{index}.conv", width, 2 * width, (z.adapter_kernel,), 0, 0, "", 0)
+                         for index in range(z.adapter_layers))
+    return Sequential(Unused(projection, convolutions))
+
+
+def ctc_head(z: SpeechSizes, at: At) -> Sequential:
+    """The projection to the vocabulary, and the CTC loss: the log-probabilities, the input and target
+    lengths and the targets, and the forward variables of each frame and extended label (the labels with blanks
+    between) of each example."""
+    rows = z.b * z.s
+    return Sequential(
+        Linear("", z.head_width, z.v, rows, "hidden"),
+        Keeps("log-probabilities", rows * z.v),
+        Keeps("lengths and targets", 2 * z.b + z.b * z.labels, INTEGER),
+        Keeps("alignments", rows * (2 * z.labels + 1) + z.b),
+        enters=hidden(z))
+
+
+def layer_weights(z: SpeechSizes) -> Sequential:
+    """`layer_weights`, read directly: the softmax of the weights (its output kept) weighs the stacked hidden states
+    of the layers' inputs and the last output, which the product keeps."""
+    stacked = z.layers + 1
+    return Sequential(Parameter("", (stacked,)), Activation("weights", stacked),
+                      Keeps("hidden states", stacked * z.b * z.s * z.h), enters=hidden(z), leaves=hidden(z))
+
+
+def projector(z: SpeechSizes) -> Sequential:
+    """The projection of each frame, averaged over the frames (which keeps nothing) by the classifier's step."""
+    return Sequential(Linear("", z.h, z.p, z.b * z.s, "hidden"), enters=hidden(z))
+
+
+def classifier(z: SpeechSizes) -> Sequential:
+    return Sequential(Linear("", z.p, z.n, z.b, "pooled"), CrossEntropy("loss", z.b, z.n),
+                      enters=(Saved("pooled", z.b * z.p),))
+
+
+# Wav2Vec2's pre-training: the targets are the features quantised by G groups of V codevectors (Gumbel softmax,
+# with the perplexity of the codevectors used over the masked frames), compared by cosine similarity with the
+# projected hidden states, and with K negatives drawn from other frames (a contrastive loss over K + 1 candidates)
+
+def project_hidden(z: SpeechSizes, at: At) -> Sequential:
+    return Sequential(Linear("", z.h, z.projected, z.b * z.s, "hidden"), enters=hidden(z))
+
+
+def quantizer(z: SpeechSizes, at: At) -> Sequential:
+    """The logits of each group's codevectors, their Gumbel softmax (three tensors kept) and hard choice, the
+    perplexity, and the chosen codevectors (a product of the one-hot choices by the codevectors)."""
+    rows, choices = z.b * z.s, z.groups * z.codevectors
+    width = z.channels[-1]
+    return Sequential(
+        Linear("weight_proj", width, choices, rows, "features"),
+        Keeps("distributions", 3 * rows * choices), Keeps("masked frames", rows),
+        Keeps("perplexity", 3 * choices + z.groups + 1), Keeps("picked", rows * z.groups + 1, INTEGER),
+        Parameter("codevectors", (1, choices, z.codevector_width // z.groups)),
+        Matmul(rows * z.groups, 1, z.codevectors, z.codevector_width // z.groups),
+        enters=(Saved("features", rows * width),))
+
+
+def project_quantized(z: SpeechSizes, at: At) -> Sequential:
+    """The projection of the quantised features, then the contrastive loss: the negatives' indices, the targets, the
+    candidates' cosine similarities (worked out in float32) and which negatives equal their target."""
+    rows, candidates = z.b * z.s, z.negatives + 1
+    return Sequential(
+        Linear("", z.codevector_width, z.projected, rows, "quantised"),
+        Keeps("negatives' indices", rows * z.negatives + rows + 1, INTEGER),
+        Keeps("targets", rows * z.projected),
+        Keeps("candidates", 3 * candidates * rows * z.projected + 5 * candidates * rows + 1),
+        Keeps("negatives equal to their target", candidates * rows, BOOL),
+        enters=(Saved("quantised", rows * z.codevector_width), Saved("projected", rows * z.projected)))
+
+
+# --- the rows -------------------------------------------------------------------------------------------------------
+
+# transformers 5 keeps a weight-normed convolution's two parameters under `parametrizations`
+WEIGHT_NORM_RENAMES = (
+    (r"\.parametrizations\.weight\.original0$", ".weight_g"),
+    (r"\.parametrizations\.weight\.original1$", ".weight_v"),
+)
+
+
+def _encoder_steps(prefix: str, pipelined: bool, frozen: bool = False) -> Tuple[Step, ...]:
+    """The feature extractor's convolutions, the projection, the positional convolution and the layers. In CTC and
+    pre-training models (`pipelined`) the convolutions (`frozen` in CTC models) and the positional convolution are
+    layers of the list too."""
+    encoder_path = f"{prefix}.encoder"
+    if pipelined:
+        convolutions = Layers("convolutions", "Conv {i:<2}", f"{prefix}.feature_extractor.conv_layers.{{i}}",
+                              lambda c: len(c.conv_dim), module=convolution_layer(frozen))
+        positions = Layers("positions", "Positional Embedding", f"{encoder_path}.pos_conv_embed", 1,
+                           module=lambda z, at: positional_convolution(z))
+        layers = Layers("encoder", "Encoder {i:<2}", f"{encoder_path}.layers.{{i}}", "num_hidden_layers",
+                        module=encoder_layer)
+        start: Tuple[Step, ...] = (convolutions, Run(f"{prefix}.feature_projection", module=feature_projection))
+    else:
+        positions = Run(f"{encoder_path}.pos_conv_embed", module=positional_convolution)
+        layers = Layers("encoder", "Encoder{i}", f"{encoder_path}.layers.{{i}}", "num_hidden_layers",
+                        module=encoder_layer)
+        start = (Block(None, f"{prefix}.feature_extractor", module=feature_extractor),
+                 Block(None, f"{prefix}.feature_projection", module=feature_projection))
+    return (
+        *start,
+        Run(f"{prefix}.masked_spec_embed", module=masked_embedding),
+        *(() if pipelined else (Block(None, encoder_path, module=encoder),)),
+        positions,
+        Run(f"{encoder_path}.layer_norm", when=("do_stable_layer_norm", False), module=encoder_norm),
+        layers,
+        Run(f"{encoder_path}.layer_norm", when=("do_stable_layer_norm", True), module=encoder_norm),
+    )
+
+
+def _row(name: str, model_type: str, steps: Tuple[Step, ...], defaults: Dict[str, Any], sizes_of,
+         **fields: Any) -> Architecture:
+    """A row of a model whose prefix is its model type."""
+    return Architecture(name, (model_type,), model_type, steps, defaults, renames=WEIGHT_NORM_RENAMES, inputs=AUDIO,
+                        sizes=sizes_of, **fields)
+
+
+def _ctc(family: str, prefix: str, defaults: Dict[str, Any], sizes_of,
+         extra: Tuple[Step, ...] = ()) -> Architecture:
+    """CTC: `parallelize()` freezes the feature extractor; with one IPU it places no block."""
+    head = Layers("head", "Project Hidden", "lm_head", 1, module=ctc_head, head=True)
+    return _row(f"{family}ForCTC", prefix, (*_encoder_steps(prefix, True, frozen=True), *extra, head), defaults,
+                sizes_of, frozen={f"{prefix}.feature_extractor": None}, blocks_on_one_ipu=False)
+
+
+SPEECH = {
+    "HubertForSequenceClassification": _row(
+        "HubertForSequenceClassification", "hubert",
+        (*_encoder_steps("hubert", False),
+         Run("layer_weights", when=("use_weighted_layer_sum", True), module=layer_weights, head=True),
+         Block(None, "projector", LAST, module=projector, head=True),
+         Block(None, "classifier", LAST, module=classifier, head=True)),
+        HUBERT_DEFAULTS, hubert_sizes),
+    "HubertForCTC": _ctc("Hubert", "hubert", HUBERT_DEFAULTS, hubert_sizes),
+    "Wav2Vec2ForCTC": _ctc("Wav2Vec2", "wav2vec2", WAV2VEC2_DEFAULTS, wav2vec2_sizes,
+                           (Run("wav2vec2.adapter", module=adapter),)),
+    "Wav2Vec2ForPreTraining": _row(
+        "Wav2Vec2ForPreTraining", "wav2vec2",
+        (*_encoder_steps("wav2vec2", True), Run("wav2vec2.adapter", module=adapter),
+         Layers("project_hid", "Project Hidden", "project_hid", 1, module=project_hidden, head=True),
+         Layers("quantizer", "Quantizer", "quantizer", 1, module=quantizer, head=True),
+         Layers("project_q", "Project Quantizer", "project_q", 1, module=project_quantized, head=True)),
+        WAV2VEC2_DEFAULTS, pretraining_sizes),
+}
