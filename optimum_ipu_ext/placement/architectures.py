@@ -14,7 +14,6 @@ from .bodies import (
     CONVNEXT_DEFAULTS,
     DEBERTA_DEFAULTS,
     DISTILBERT_DEFAULTS,
-    GPT2_DEFAULTS,
     HUBERT_DEFAULTS,
     LXMERT_DEFAULTS,
     MPNET_DEFAULTS,
@@ -28,7 +27,6 @@ from .bodies import (
     convnext_body,
     deberta_body,
     distilbert_body,
-    gpt2_body,
     linear as _linear,
     lxmert_body,
     mpnet_body,
@@ -40,6 +38,7 @@ from .bodies import (
     whisper_body,
 )
 from .models.bert import BERT, GROUPBERT, ROBERTA
+from .models.gpt2 import GPT2
 from .models.rules import (
     LAST,
     Architecture,
@@ -234,36 +233,6 @@ DEBERTA = {
         "ForTokenClassification", *_head("Classifier Output", "classifier", _labels, "hidden_size")),
     "DebertaForQuestionAnswering": _deberta(
         "ForQuestionAnswering", *_head("QA Outputs", "qa_outputs", _labels, "hidden_size")),
-}
-
-# --- GPT-2 ---------------------------------------------------------------------------------------------------------
-
-def _gpt2(suffix: str, head: Block, shapes: Any, **fields: Any) -> Architecture:
-    """GPT-2: token and position embeddings on IPU 0, the layers, the final norm after the last layer; with
-    `embedding_serialization_factor` > 1 the vocabulary is padded to a multiple of it."""
-    steps = (
-        Block("Token embedding", "transformer.wte"),
-        Block("Position embedding", "transformer.wpe"),
-        Layers("layers", "Layer{i}", "transformer.h.{i}", "n_layer"),
-        Run("transformer.ln_f"),
-        head,
-    )
-    return Architecture(f"GPT2{suffix}", ("gpt2",), "transformer", steps, GPT2_DEFAULTS, gpt2_body,
-                        heads={head.path: shapes},
-                        padded_embedding="transformer.wte.weight", reads_embedding_factor=True, **fields)
-
-
-GPT2 = {
-    "GPT2LMHeadModel": _gpt2(
-        "LMHeadModel", Block("LM head", "lm_head"),
-        lambda c: {} if c.tie_word_embeddings else _linear("lm_head", c.vocab_size, c.n_embd, bias=False),
-        ties={"lm_head.weight": ("transformer.wte.weight", "tie_word_embeddings")}, kwargs=("for_generation",)),
-    "GPT2ForSequenceClassification": _gpt2(
-        "ForSequenceClassification", Block("Score", "score", LAST),
-        lambda c: _linear("score", c.num_labels, c.n_embd, bias=False)),
-    "GPT2ForTokenClassification": _gpt2(
-        "ForTokenClassification", Block("Classifier", "classifier", LAST),
-        lambda c: _linear("classifier", c.num_labels, c.n_embd)),
 }
 
 # --- encoder-decoders: BART, T5, MT5, Whisper ---------------------------------------------------------------------

@@ -50,11 +50,6 @@ def convolution(name: str, outputs: int, inputs: int, kernel: Sequence[int], gro
     return {f"{name}.weight": (outputs, inputs // groups, *kernel), **({f"{name}.bias": (outputs,)} if bias else {})}
 
 
-def conv1d_transposed(name: str, outputs: int, inputs: int) -> Shapes:
-    """transformers' `Conv1D(outputs, inputs)` (GPT-2): a linear layer whose weight is stored transposed."""
-    return {f"{name}.weight": (inputs, outputs), f"{name}.bias": (outputs,)}
-
-
 def under(prefix: str, path: str) -> str:
     return f"{prefix}.{path}" if prefix else path
 
@@ -193,32 +188,6 @@ def deberta_body(config: ModelConfig) -> Shapes:
         positions = config.max_position_embeddings if positions < 1 else positions
         shapes.update(embedding("deberta.encoder.rel_embeddings", 2 * positions, hidden))
     return shapes
-
-
-# --- GPT-2 ---------------------------------------------------------------------------------------------------------
-
-GPT2_DEFAULTS = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12,
-                 "n_inner": lambda c: 4 * c.n_embd, "add_cross_attention": False, "tie_word_embeddings": True}
-
-
-def _gpt2_layer(path: str, config: ModelConfig) -> Shapes:
-    width, inner = config.n_embd, config.n_inner
-    shapes = {**norm(f"{path}.ln_1", width), **conv1d_transposed(f"{path}.attn.c_attn", 3 * width, width),
-              **conv1d_transposed(f"{path}.attn.c_proj", width, width), **norm(f"{path}.ln_2", width)}
-    if config.add_cross_attention:
-        shapes.update({**conv1d_transposed(f"{path}.crossattention.c_attn", 2 * width, width),
-                       **conv1d_transposed(f"{path}.crossattention.q_attn", width, width),
-                       **conv1d_transposed(f"{path}.crossattention.c_proj", width, width),
-                       **norm(f"{path}.ln_cross_attn", width)})
-    return {**shapes, **conv1d_transposed(f"{path}.mlp.c_fc", inner, width),
-            **conv1d_transposed(f"{path}.mlp.c_proj", width, inner)}
-
-
-def gpt2_body(config: ModelConfig) -> Shapes:
-    return {**embedding("transformer.wte", config.vocab_size, config.n_embd),
-            **embedding("transformer.wpe", config.n_positions, config.n_embd),
-            **_layers("transformer.h.{i}", config.n_layer, _gpt2_layer, config),
-            **norm("transformer.ln_f", config.n_embd)}
 
 
 # --- encoder-decoders: BART, T5, MT5, Whisper --------------------------------------------------------------------

@@ -167,31 +167,6 @@ DISTILBERT = {
     "DistilBertForQuestionAnswering": {**DISTILBERT_BODY, "qa_outputs": QA_OUTPUTS},
 }
 
-# --- GPT-2 -----------------------------------------------------------------------------------------------------------
-
-GPT2_BODY = {
-    "transformer.wte": table(embedding("ids", "b*s"), enters=(Kept("ids", "b*s", INTEGER),)),
-    "transformer.wpe": table(embedding("positions", "s"), enters=HIDDEN, leaves=HIDDEN),
-    "transformer.h.{i}": _pre_norm_layer(gelu_keeps=4),
-    "transformer.ln_f": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-}
-GPT2 = {
-    "GPT2LMHeadModel": {**GPT2_BODY, "lm_head": table(linear("hidden", "b*s", "h", "v"),
-                                                      cross_entropy("next tokens", "b*s", "v"), enters=HIDDEN)},
-    # the logits of each sequence's last token, picked by two index tensors
-    "GPT2ForSequenceClassification": {**GPT2_BODY, "score": table(
-        linear("hidden", "b*s", "h", "n"), keep("last tokens", "2*b", INTEGER), cross_entropy("loss", "b", "n"),
-        enters=HIDDEN)},
-    "GPT2ForTokenClassification": {**GPT2_BODY, "classifier": TOKEN_CLASSIFIER},
-}
-
-
-def _gpt2_dims(config: Any, shape: Any) -> Dict[str, int]:
-    h, a = config.n_embd, read(config, "n_head", 12)
-    return {"b": shape.micro_batch_size, "s": shape.sequence_length, "h": h, "a": a, "d": h // a,
-            "i": read(config, "n_inner") or 4 * h, "v": config.vocab_size, "n": config.num_labels}
-
-
 # --- T5, MT5 ---------------------------------------------------------------------------------------------------------
 
 
@@ -699,7 +674,6 @@ def _distilbert_dims(config: Any, shape: Any) -> Dict[str, int]:
 COSTS: Dict[str, ArchitectureCosts] = {
     **_with(TEXT, _encoder_dims, MPNET),
     **_with(TEXT, _distilbert_dims, DISTILBERT),
-    **_with(TEXT, _gpt2_dims, GPT2),
     **_with(ENCODER_DECODER, _t5_dims, {name: rows for name, rows in T5.items() if name != "T5EncoderModel"}),
     **_with(TEXT, _t5_encoder_dims, {"T5EncoderModel": T5["T5EncoderModel"]}),
     **_with(ENCODER_DECODER, _bart_dims, {"BartForConditionalGeneration": BART["BartForConditionalGeneration"]}),
