@@ -19,7 +19,6 @@ from .bodies import (
     MPNET_DEFAULTS,
     MT5_DEFAULTS,
     T5_DEFAULTS,
-    VIT_DEFAULTS,
     WAV2VEC2_DEFAULTS,
     WHISPER_DEFAULTS,
     Body,
@@ -34,7 +33,6 @@ from .bodies import (
     speech_body,
     t5_body,
     under as _under,
-    vit_body,
     whisper_body,
 )
 from .models.bert import BERT, GROUPBERT, ROBERTA
@@ -52,6 +50,7 @@ from .models.rules import (
     Step,
     WhenConfig,
 )
+from .models.vit import VIT
 
 
 def _head(block: str, path: str, outputs, width: str) -> Tuple[Tuple[Step, ...], Dict[str, Any]]:
@@ -340,28 +339,9 @@ WHISPER = {
         kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder")),
 }
 
-# --- vision: ViT, ConvNeXt -------------------------------------------------------------------------------------------
-
-# transformers 5 renamed ViT's layers; a checkpoint it saves is read with the names of 4.29.2
-VIT_RENAMES = (
-    (r"^vit\.layers\.(\d+)\.attention\.([qkv])_proj\.",
-     lambda match: "vit.encoder.layer.{}.attention.attention.{}.".format(
-         match.group(1), {"q": "query", "k": "key", "v": "value"}[match.group(2)])),
-    (r"^vit\.layers\.(\d+)\.attention\.o_proj\.", r"vit.encoder.layer.\1.attention.output.dense."),
-    (r"^vit\.layers\.(\d+)\.mlp\.fc1\.", r"vit.encoder.layer.\1.intermediate.dense."),
-    (r"^vit\.layers\.(\d+)\.mlp\.fc2\.", r"vit.encoder.layer.\1.output.dense."),
-    (r"^vit\.layers\.(\d+)\.", r"vit.encoder.layer.\1."),
-)
+# --- vision: ConvNeXt -----------------------------------------------------------------------------------------------
 
 VISION = {
-    "ViTForImageClassification": Architecture(
-        "ViTForImageClassification", ("vit",), "vit",
-        (Block("Embedding", "vit.embeddings"),
-         Layers("encoder", "Encoder{i}", "vit.encoder.layer.{i}", "num_hidden_layers"),
-         Block("LayerNorm", "vit.layernorm", LAST), Block("Classifier", "classifier", LAST)),
-        VIT_DEFAULTS, vit_body,
-        heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_size) if c.num_labels else {}},
-        renames=VIT_RENAMES),
     "ConvNextForImageClassification": Architecture(
         "ConvNextForImageClassification", ("convnext",), "convnext",
         (Block("Embedding", "convnext.embeddings"),
@@ -488,6 +468,7 @@ ARCHITECTURES: Dict[str, Architecture] = dict(sorted({
     **BART,
     **T5,
     **WHISPER,
+    **VIT,
     **VISION,
     **SPEECH,
     **LXMERT,

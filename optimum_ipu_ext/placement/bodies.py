@@ -301,41 +301,14 @@ def whisper_body(config: ModelConfig) -> Shapes:
     }
 
 
-# --- vision: ViT, ConvNeXt -------------------------------------------------------------------------------------------
+# --- vision: ConvNeXt -----------------------------------------------------------------------------------------------
 
-VIT_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 12, "intermediate_size": 3072, "image_size": 224,
-                "patch_size": 16, "num_channels": 3, "qkv_bias": True}
 CONVNEXT_DEFAULTS = {"num_channels": 3, "patch_size": 4, "num_stages": 4, "hidden_sizes": [96, 192, 384, 768],
-                     "depths": [3, 3, 9, 3], "layer_scale_init_value": 1e-6}
+                     "depths": [3, 3, 9, 3], "layer_scale_init_value": 1e-6, "image_size": 224}
 
 
 def _pair(value: Any) -> Tuple[int, int]:
     return (value[0], value[1]) if isinstance(value, (list, tuple)) else (value, value)
-
-
-def _vit_layer(path: str, config: ModelConfig) -> Shapes:
-    hidden = config.hidden_size
-    attention = f"{path}.attention.attention"
-    return {**linear(f"{attention}.query", hidden, hidden, config.qkv_bias),
-            **linear(f"{attention}.key", hidden, hidden, config.qkv_bias),
-            **linear(f"{attention}.value", hidden, hidden, config.qkv_bias),
-            **linear(f"{path}.attention.output.dense", hidden, hidden),
-            **linear(f"{path}.intermediate.dense", config.intermediate_size, hidden),
-            **linear(f"{path}.output.dense", hidden, config.intermediate_size),
-            **norm(f"{path}.layernorm_before", hidden), **norm(f"{path}.layernorm_after", hidden)}
-
-
-def vit_body(config: ModelConfig) -> Shapes:
-    """ViT without its pooler (`ViTForImageClassification` has none): a class token, a position for it and each
-    patch, the patches' projection, the layers, the final norm."""
-    hidden = config.hidden_size
-    (height, width), (patch_height, patch_width) = _pair(config.image_size), _pair(config.patch_size)
-    patches = (height // patch_height) * (width // patch_width)
-    return {"vit.embeddings.cls_token": (1, 1, hidden), "vit.embeddings.position_embeddings": (1, patches + 1, hidden),
-            **convolution("vit.embeddings.patch_embeddings.projection", hidden, config.num_channels,
-                          (patch_height, patch_width)),
-            **_layers("vit.encoder.layer.{i}", config.num_hidden_layers, _vit_layer, config),
-            **norm("vit.layernorm", hidden)}
 
 
 def convnext_body(config: ModelConfig) -> Shapes:

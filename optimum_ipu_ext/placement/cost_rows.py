@@ -49,7 +49,6 @@ class ArchitectureCosts(NamedTuple):
     tables: Mapping[str, Table]
 
 
-IMAGE_SIZE = 224  # ViTConfig's and ConvNextConfig's default
 WHISPER_SOURCE_POSITIONS = 1500  # WhisperConfig's defaults: 3000 frames of features, 448 tokens
 WHISPER_TARGET_POSITIONS = 448
 
@@ -340,24 +339,6 @@ def _whisper_dims(config: Any, shape: Any) -> Dict[str, int]:
     return {**_bart_dims(config, shape, heads=4, width=1536), "f": shape.sequence_length,
             "s": shape.sequence_length // 2,
             "m": read(config, "num_mel_bins", 80)}
-
-
-# --- ViT -------------------------------------------------------------------------------------------------------------
-
-VIT = {"ViTForImageClassification": {
-    "vit.embeddings": table(conv("pixels", "b*channels*size*size", "2*b*(s-1)*h*channels*patch*patch"),
-                            enters=(Kept("pixels", "b*channels*size*size"),), leaves=HIDDEN),
-    "vit.encoder.layer.{i}": _pre_norm_layer(),
-    "vit.layernorm": table(layer_norm("hidden", "b*s", "h"), enters=HIDDEN, leaves=HIDDEN),
-    "classifier": table(linear("hidden", "b", "h", "n", storage="b*s*h"), cross_entropy("loss", "b", "n"),
-                        enters=HIDDEN),
-}}
-
-
-def _vit_dims(config: Any, shape: Any) -> Dict[str, int]:
-    size, patch = shape.sequence_length, read(config, "patch_size", 16)
-    return {**_encoder_dims(config, shape), "s": (size // patch) ** 2 + 1, "size": size, "patch": patch,
-            "channels": read(config, "num_channels", 3)}
 
 
 # --- HuBERT, Wav2Vec2 ------------------------------------------------------------------------------------------------
@@ -679,7 +660,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(ENCODER_DECODER, _bart_dims, {"BartForConditionalGeneration": BART["BartForConditionalGeneration"]}),
     **_with(TEXT, _bart_classifier_dims, {"BartForSequenceClassification": BART["BartForSequenceClassification"]}),
     **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
-    **_with(IMAGE, _vit_dims, VIT),
     **_with(IMAGE, _convnext_dims, CONVNEXT),
     **_with(TEXT, _lxmert_dims, LXMERT),
     **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),

@@ -25,7 +25,6 @@ from .cost_rows import (
     COSTS,
     ENCODER_DECODER,
     IMAGE,
-    IMAGE_SIZE,
     SPEECH_RECOGNITION,
     WHISPER_SOURCE_POSITIONS,
     WHISPER_TARGET_POSITIONS,
@@ -68,7 +67,7 @@ def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batc
                              f"(BART, T5, MT5, Whisper); {architecture} has no decoder of its own length",
                              "decoder_sequence_length")
     if kind == IMAGE:
-        size = read(config, "image_size", IMAGE_SIZE)
+        size = config.image_size
         if sequence_length is not None:
             raise PlacementError(model, f"{architecture} takes images of the size its config.json gives "
                                  f"(image_size {size}), not {sequence_length}", "sequence_length")

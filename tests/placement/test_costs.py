@@ -130,6 +130,15 @@ def test_convnexts_first_stage_does_not_downsample():
     assert costs["convnext.encoder.stages.1.downsampling_layer"].forward_flops == 2 * 192 * 28 * 28 * 96 * 4
 
 
+def test_an_image_of_a_height_and_a_width_is_cut_into_patches_of_theirs():
+    """`image_size` and `patch_size` may be pairs, (height, width): a ViT's 224 x 160 pixels in patches of 16 x 8 are
+    14 x 20 patches, after the class token."""
+    b, pixels = 2, 3 * 224 * 160
+    vit = costs_of("ViTForImageClassification", {"image_size": [224, 160], "patch_size": [16, 8]}, b)
+    assert vit["vit.embeddings"] == BlockCost(2 * b * pixels, 2 * b * pixels, 2 * b * (14 * 20 + 1) * 768,
+                                              2 * b * 768 * 14 * 20 * 3 * 16 * 8)
+
+
 def test_ctc_models_freeze_their_feature_extractor_so_it_keeps_nothing():
     ctc = costs_of("HubertForCTC", {}, 1, 16000)
     classifier = costs_of("HubertForSequenceClassification", {}, 1, 16000)
@@ -225,6 +234,7 @@ def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
     ("BartForSequenceClassification", {}, (1, 100, None), (1, 100, 100, 1)),
     ("ViTForImageClassification", {}, (17, None, None), (17, 224, 224, 1)),
     ("ViTForImageClassification", {"image_size": 384}, (1, None, None), (1, 384, 384, 1)),
+    ("ViTForImageClassification", {"image_size": [224, 160]}, (1, None, None), (1, [224, 160], [224, 160], 1)),
     ("ConvNextForImageClassification", {}, (1, None, None), (1, 224, 224, 1)),
     ("Wav2Vec2ForCTC", {}, (1, None, None), (1, 16000, 16000, 1)),
     ("Wav2Vec2ForCTC", {}, (1, 249600, None), (1, 249600, 249600, 1)),

@@ -60,15 +60,31 @@ def ours(architecture, model_config, batch, length, decoder):
     return block_costs(row, config, resolve_shape(architecture, architecture, config, batch, length, decoder))
 
 
-@pytest.mark.parametrize("architecture, batch, length, decoder, model_config", list(_cases()))
-def test_each_step_keeps_and_computes_what_upstream_does(architecture, batch, length, decoder, model_config):
-    reference = upstream_costs(architecture, model_config, batch, length or 0, decoder_length=decoder)
-    costs = ours(architecture, model_config, batch, length, decoder)
+def assert_as_measured(costs, reference):
     assert set(costs) == set(reference)
     for step, measured in reference.items():
         found = costs[step]
         assert found.activation_bytes == pytest.approx(measured.activation_bytes, rel=ACTIVATION_TOLERANCE), step
         assert found.forward_flops == pytest.approx(measured.forward_flops, rel=FLOPS_TOLERANCE), step
+
+
+@pytest.mark.parametrize("architecture, batch, length, decoder, model_config", list(_cases()))
+def test_each_step_keeps_and_computes_what_upstream_does(architecture, batch, length, decoder, model_config):
+    reference = upstream_costs(architecture, model_config, batch, length or 0, decoder_length=decoder)
+    assert_as_measured(ours(architecture, model_config, batch, length, decoder), reference)
+
+
+# images of another height than width, cut into patches of another height than width
+NOT_SQUARE = {
+    "ViTForImageClassification": {"image_size": [24, 16], "patch_size": [4, 2]},
+}
+
+
+@pytest.mark.parametrize("architecture", sorted(NOT_SQUARE))
+@pytest.mark.parametrize("batch", [1, 3])
+def test_an_image_of_a_height_and_a_width_is_costed_as_upstream_runs_it(architecture, batch):
+    reference = upstream_costs(architecture, NOT_SQUARE[architecture], batch, 0)
+    assert_as_measured(ours(architecture, NOT_SQUARE[architecture], batch, None, None), reference)
 
 
 def test_some_step_of_every_case_keeps_something_and_computes_something():

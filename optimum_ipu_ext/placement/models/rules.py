@@ -159,9 +159,9 @@ SPEECH_RECOGNITION = "speech recognition"
 
 class InputShape(NamedTuple):
     """One micro-batch: `micro_batch_size` examples of `sequence_length` (text: tokens; Wav2Vec2/HuBERT: samples at
-    16 kHz; Whisper: the feature extractor's frames; images: pixels on a side, the config's `image_size`); an
-    encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the sequences of each example of
-    a multiple-choice model (1 for others)."""
+    16 kHz; Whisper: the feature extractor's frames; images: pixels on a side, or a pair (height, width), the config's
+    `image_size`); an encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the sequences
+    of each example of a multiple-choice model (1 for others)."""
 
     micro_batch_size: int
     sequence_length: int

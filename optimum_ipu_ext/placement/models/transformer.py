@@ -6,7 +6,7 @@ h hidden size, a attention heads, d head size, i feed-forward size, v vocabulary
 """
 
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple, Union
 
 from .blocks import (
     INTEGER,
@@ -222,3 +222,10 @@ def final_norm(z: Sizes) -> Sequential:
     """A norm of the hidden state the last layer hands on (a module of its own, outside the layers)."""
     return Sequential(LayerNorm("", z.h, z.b * z.s, "hidden"), enters=hidden(z), leaves=hidden(z))
 
+
+# --- sizes given as one number or a pair -----------------------------------------------------------------------------
+
+
+def pair(value: Union[int, Sequence[int]]) -> Tuple[int, int]:
+    """A size a config gives as one number or a pair of them (`image_size` 224 or [224, 160]): (height, width)."""
+    return (value[0], value[1]) if isinstance(value, (list, tuple)) else (value, value)
