@@ -11,7 +11,6 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .bodies import (
     BART_DEFAULTS,
-    CONVNEXT_DEFAULTS,
     DEBERTA_DEFAULTS,
     DISTILBERT_DEFAULTS,
     HUBERT_DEFAULTS,
@@ -23,7 +22,6 @@ from .bodies import (
     WHISPER_DEFAULTS,
     Body,
     bart_body,
-    convnext_body,
     deberta_body,
     distilbert_body,
     linear as _linear,
@@ -36,6 +34,7 @@ from .bodies import (
     whisper_body,
 )
 from .models.bert import BERT, GROUPBERT, ROBERTA
+from .models.convnext import CONVNEXT
 from .models.gpt2 import GPT2
 from .models.rules import (
     LAST,
@@ -339,20 +338,6 @@ WHISPER = {
         kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder")),
 }
 
-# --- vision: ConvNeXt -----------------------------------------------------------------------------------------------
-
-VISION = {
-    "ConvNextForImageClassification": Architecture(
-        "ConvNextForImageClassification", ("convnext",), "convnext",
-        (Block("Embedding", "convnext.embeddings"),
-         Layers("encoder", "Encoder_stage_{stage}_layer_{i}", "convnext.encoder.stages.{stage}.layers.{i}", "depths",
-                stage_prelude="convnext.encoder.stages.{stage}.downsampling_layer"),
-         Block("LayerNorm", "convnext.layernorm", LAST), Block("Classifier", "classifier", LAST)),
-        CONVNEXT_DEFAULTS, convnext_body,
-        heads={"classifier": lambda c: _linear("classifier", c.num_labels, c.hidden_sizes[-1])
-               if c.num_labels else {}}),
-}
-
 # --- speech: HuBERT, Wav2Vec2 --------------------------------------------------------------------------------------
 
 # transformers 5 keeps a weight-normed convolution's two parameters under `parametrizations`
@@ -469,7 +454,7 @@ ARCHITECTURES: Dict[str, Architecture] = dict(sorted({
     **T5,
     **WHISPER,
     **VIT,
-    **VISION,
+    **CONVNEXT,
     **SPEECH,
     **LXMERT,
 }.items()))

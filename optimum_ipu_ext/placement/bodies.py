@@ -10,7 +10,7 @@ A body is `body(config) -> {parameter: shape}` (a row binds the path its family'
 Nothing here imports torch or transformers.
 """
 
-from typing import Any, Callable, Dict, Sequence, Tuple
+from typing import Callable, Dict, Sequence, Tuple
 
 from .models.rules import ModelConfig
 
@@ -299,38 +299,6 @@ def whisper_body(config: ModelConfig) -> Shapes:
                   config),
         **norm("model.decoder.layer_norm", width),
     }
-
-
-# --- vision: ConvNeXt -----------------------------------------------------------------------------------------------
-
-CONVNEXT_DEFAULTS = {"num_channels": 3, "patch_size": 4, "num_stages": 4, "hidden_sizes": [96, 192, 384, 768],
-                     "depths": [3, 3, 9, 3], "layer_scale_init_value": 1e-6, "image_size": 224}
-
-
-def _pair(value: Any) -> Tuple[int, int]:
-    return (value[0], value[1]) if isinstance(value, (list, tuple)) else (value, value)
-
-
-def convnext_body(config: ModelConfig) -> Shapes:
-    """The patch embedding, then each stage: a downsampling (a norm and a 2x2 convolution) but in the first, and its
-    layers (a depthwise 7x7 convolution, a norm, two linear layers, a scale where `layer_scale_init_value` > 0)."""
-    sizes = config.hidden_sizes
-    shapes = {**convolution("convnext.embeddings.patch_embeddings", sizes[0], config.num_channels,
-                            _pair(config.patch_size)),
-              **norm("convnext.embeddings.layernorm", sizes[0])}
-    for stage in range(config.num_stages):
-        path, width = f"convnext.encoder.stages.{stage}", sizes[stage]
-        if stage > 0:
-            shapes.update({**norm(f"{path}.downsampling_layer.0", sizes[stage - 1]),
-                           **convolution(f"{path}.downsampling_layer.1", width, sizes[stage - 1], (2, 2))})
-        for index in range(config.depths[stage]):
-            layer = f"{path}.layers.{index}"
-            if config.layer_scale_init_value > 0:
-                shapes[f"{layer}.layer_scale_parameter"] = (width,)
-            shapes.update({**convolution(f"{layer}.dwconv", width, width, (7, 7), groups=width),
-                           **norm(f"{layer}.layernorm", width), **linear(f"{layer}.pwconv1", 4 * width, width),
-                           **linear(f"{layer}.pwconv2", width, 4 * width)})
-    return {**shapes, **norm("convnext.layernorm", sizes[-1])}
 
 
 # --- speech: HuBERT, Wav2Vec2 --------------------------------------------------------------------------------------

@@ -547,50 +547,6 @@ def _deberta_masked_lm_dims(config: Any, shape: Any) -> Dict[str, Any]:
     return _deberta_dims(config, shape, masked_lm=True)
 
 
-# --- ConvNeXt --------------------------------------------------------------------------------------------------------
-
-
-def _channels_first_norm(x: str, channels: str, pixels: str) -> Op:
-    """ConvNextLayerNorm over the channels, written out: keeps the centred input, its normalised and scaled copies,
-    and the deviation of each pixel."""
-    return keep(x, f"3*b*({channels})*({pixels}) + b*({pixels})")
-
-
-CONVNEXT = {"ConvNextForImageClassification": {
-    "convnext.embeddings": table(
-        conv("pixels", "b*channels*size*size", "2*b*C[0]*R[0]**2*channels*patch*patch"),
-        _channels_first_norm("patches", "C[0]", "R[0]**2"),
-        enters=(Kept("pixels", "b*channels*size*size"),), leaves=(Kept("hidden", "b*C[0]*R[0]**2"),)),
-    # a norm, then a convolution of kernel 2 and stride 2 (the first stage has none)
-    "convnext.encoder.stages.{stage}.downsampling_layer": table(
-        _channels_first_norm("hidden", "C[stage-1]", "R[stage-1]**2"),
-        conv("normalised", "b*C[stage-1]*R[stage-1]**2", "2*b*C[stage]*R[stage]**2*C[stage-1]*4"),
-        when="stage > 0"),
-    "convnext.encoder.stages.{stage}.layers.{i}": table(
-        conv("hidden", "b*C[stage]*R[stage]**2", "2*b*C[stage]*R[stage]**2*49"),  # depthwise, 7 x 7
-        layer_norm("convolved", "b*R[stage]**2", "C[stage]"),
-        linear("normalised", "b*R[stage]**2", "C[stage]", "4*C[stage]"),
-        elementwise("expanded", "b*R[stage]**2*4*C[stage]"),
-        linear("activated", "b*R[stage]**2", "4*C[stage]", "C[stage]"),
-        keep("projected", "b*R[stage]**2*C[stage]", when="layer_scale"),
-        enters=(Kept("hidden", "b*C[stage]*R[stage]**2"),), leaves=(Kept("hidden", "b*C[stage]*R[stage]**2"),)),
-    "convnext.layernorm": table(layer_norm("pooled", "b", "C[-1]"), enters=(Kept("hidden", "b*C[-1]*R[-1]**2"),),
-                                leaves=(Kept("pooled", "b*C[-1]"),)),
-    "classifier": table(linear("pooled", "b", "C[-1]", "n"), cross_entropy("loss", "b", "n"),
-                        enters=(Kept("pooled", "b*C[-1]"),)),
-}}
-
-
-def _convnext_dims(config: Any, shape: Any) -> Dict[str, Any]:
-    """C: each stage's channels, R: its resolution (the patches of a side, halved by each later stage)."""
-    channels = list(read(config, "hidden_sizes", [96, 192, 384, 768]))
-    patch = read(config, "patch_size", 4)
-    first = shape.sequence_length // patch
-    return {"b": shape.micro_batch_size, "size": shape.sequence_length, "patch": patch, "C": channels,
-            "R": [first >> stage for stage in range(len(channels))], "channels": read(config, "num_channels", 3),
-            "n": config.num_labels, "layer_scale": read(config, "layer_scale_init_value", 1e-6) > 0}
-
-
 # --- LXMERT ----------------------------------------------------------------------------------------------------------
 
 LXMERT_OBJECTS = 36  # the regions of interest of each image, as LXMERT's pre-training and fine-tuning detect them
@@ -660,7 +616,6 @@ COSTS: Dict[str, ArchitectureCosts] = {
     **_with(ENCODER_DECODER, _bart_dims, {"BartForConditionalGeneration": BART["BartForConditionalGeneration"]}),
     **_with(TEXT, _bart_classifier_dims, {"BartForSequenceClassification": BART["BartForSequenceClassification"]}),
     **_with(SPEECH_RECOGNITION, _whisper_dims, WHISPER),
-    **_with(IMAGE, _convnext_dims, CONVNEXT),
     **_with(TEXT, _lxmert_dims, LXMERT),
     **_with(AUDIO, _frozen_extractor_dims, {name: SPEECH[name] for name in ("HubertForCTC", "Wav2Vec2ForCTC")}),
     **_with(TEXT, _deberta_dims, {name: rows for name, rows in DEBERTA.items() if name != "DebertaForMaskedLM"}),

@@ -132,11 +132,16 @@ def test_convnexts_first_stage_does_not_downsample():
 
 def test_an_image_of_a_height_and_a_width_is_cut_into_patches_of_theirs():
     """`image_size` and `patch_size` may be pairs, (height, width): a ViT's 224 x 160 pixels in patches of 16 x 8 are
-    14 x 20 patches, after the class token."""
+    14 x 20 patches, after the class token; a ConvNeXt's maps of 224 x 160 pixels in patches of 4 are 56 x 40,
+    halved on a side by each stage's downsampling."""
     b, pixels = 2, 3 * 224 * 160
     vit = costs_of("ViTForImageClassification", {"image_size": [224, 160], "patch_size": [16, 8]}, b)
     assert vit["vit.embeddings"] == BlockCost(2 * b * pixels, 2 * b * pixels, 2 * b * (14 * 20 + 1) * 768,
                                               2 * b * 768 * 14 * 20 * 3 * 16 * 8)
+    convnext = costs_of("ConvNextForImageClassification", {"image_size": [224, 160]}, b)
+    assert convnext["convnext.embeddings"].output_bytes == 2 * b * 96 * 56 * 40
+    assert convnext["convnext.encoder.stages.1.downsampling_layer"].forward_flops == 2 * b * 192 * 28 * 20 * 96 * 4
+    assert convnext["convnext.layernorm"].input_bytes == 2 * b * 768 * 7 * 5
 
 
 def test_ctc_models_freeze_their_feature_extractor_so_it_keeps_nothing():

@@ -77,6 +77,7 @@ def test_each_step_keeps_and_computes_what_upstream_does(architecture, batch, le
 # images of another height than width, cut into patches of another height than width
 NOT_SQUARE = {
     "ViTForImageClassification": {"image_size": [24, 16], "patch_size": [4, 2]},
+    "ConvNextForImageClassification": {"image_size": [24, 16], "patch_size": [2, 4]},
 }
 
 
