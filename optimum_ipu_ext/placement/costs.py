@@ -2,8 +2,8 @@
 model of `place` (activations, stash, recomputation, FLOPs).
 
 `resolve_shape()` gives the input shape a model takes (defaults by its kind), `block_costs()` the cost of each step of
-its placement, keyed by the step's module path as the placement's layout names it (`Layout.claims`), from the tables
-of cost_rows.py. No torch, no model: a few thousand formula evaluations for the largest models.
+its placement, keyed by the step's module path as the placement's layout names it (`Layout.claims`), from the
+modules of its row (models/). No torch, no model: a few thousand blocks for the largest models.
 
 The rules (tested against optimum-graphcore 0.7.1's own pipelined models by tests/placement/test_upstream_costs.py):
 
@@ -14,27 +14,26 @@ The rules (tested against optimum-graphcore 0.7.1's own pipelined models by test
   operations count nothing).
 """
 
-import re
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from ..errors import PlacementError
 from .architectures import ARCHITECTURES
-from .cost_ops import BlockCost, step_cost
-from .cost_rows import (
+from .layout import Layout
+from .models.blocks import StepCost
+from .models.rules import (
     AUDIO,
-    COSTS,
     ENCODER_DECODER,
     IMAGE,
-    IMAGE_SIZE,
     SPEECH_RECOGNITION,
-    WHISPER_SOURCE_POSITIONS,
-    WHISPER_TARGET_POSITIONS,
-    read,
+    Architecture,
+    Block,
+    InputShape,
+    ModelConfig,
+    expand,
+    module_of,
 )
-from .layout import Layout, layer_counts
-from .models.rules import Architecture, Block, InputShape, ModelConfig, expand, module_of
 
-__all__ = ["BlockCost", "InputShape", "block_costs", "ipu_costs", "resolve_shape"]
+__all__ = ["StepCost", "InputShape", "block_costs", "ipu_costs", "resolve_shape"]
 
 DEFAULT_TOKENS = 128
 DEFAULT_AUDIO_SAMPLES = 16000  # one second at 16 kHz, as optimum-graphcore's HuBERT example runs it
@@ -57,8 +56,7 @@ def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batc
     Raises:
         PlacementError: naming `micro_batch_size`, `sequence_length` or `decoder_sequence_length`.
     """
-    row = ARCHITECTURES[architecture]
-    kind = row.inputs or COSTS[architecture].kind
+    kind = ARCHITECTURES[architecture].inputs
     _positive(model, "micro_batch_size", micro_batch_size)
     for field, value in (("sequence_length", sequence_length), ("decoder_sequence_length", decoder_sequence_length)):
         if value is not None:
@@ -68,75 +66,44 @@ def resolve_shape(model: str, architecture: str, config: ModelConfig, micro_batc
                              f"(BART, T5, MT5, Whisper); {architecture} has no decoder of its own length",
                              "decoder_sequence_length")
     if kind == IMAGE:
-        size = read(config, "image_size", IMAGE_SIZE)
+        size = config.image_size
         if sequence_length is not None:
             raise PlacementError(model, f"{architecture} takes images of the size its config.json gives "
                                  f"(image_size {size}), not {sequence_length}", "sequence_length")
         sequence_length = size
     elif kind == SPEECH_RECOGNITION:
-        frames = 2 * read(config, "max_source_positions", WHISPER_SOURCE_POSITIONS)
+        frames = 2 * config.max_source_positions
         if sequence_length not in (None, frames):
             raise PlacementError(model, f"{architecture}'s encoder takes {frames} frames of features (twice "
                                  f"max_source_positions), not {sequence_length}", "sequence_length")
         sequence_length = frames
-        decoder_sequence_length = decoder_sequence_length or read(config, "max_target_positions",
-                                                                  WHISPER_TARGET_POSITIONS)
+        decoder_sequence_length = decoder_sequence_length or config.max_target_positions
     elif sequence_length is None:
         sequence_length = DEFAULT_AUDIO_SAMPLES if kind == AUDIO else DEFAULT_TOKENS
     choices = MULTIPLE_CHOICES if architecture.endswith("ForMultipleChoice") else 1
     return InputShape(micro_batch_size, sequence_length, decoder_sequence_length or sequence_length, choices)
 
 
-def _template_pattern(template: str) -> "re.Pattern[str]":
-    return re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>\\d+)", re.escape(template)) + "$")
-
-
 def block_costs(architecture: Union[str, Architecture], config: ModelConfig, shape: InputShape,
-                fp32: bool = False) -> Dict[str, BlockCost]:
+                fp32: bool = False) -> Dict[str, StepCost]:
     """`{step path: its cost}` for one training micro-batch of `shape`, for each step of the architecture's row that
     runs (a name of `ARCHITECTURES`, or its row): each layer is a step; a module run twice, like a shared embedding, is
     one step with the cost of both runs; a block never called (Whisper's encoder positions) has none."""
     if isinstance(architecture, str):
         architecture = ARCHITECTURES[architecture]
-    if architecture.sizes is not None:
-        return _described_costs(architecture, config, shape, fp32)
-    costs = COSTS[architecture.name]
-    dims = costs.dims(config, shape)
-    patterns = [(_template_pattern(template), step) for template, step in costs.tables.items()]
-    counts = layer_counts(architecture, config)
-    found: Dict[str, BlockCost] = {}
-    for step, group, _ in expand(architecture, config):
-        if isinstance(step, Block) and not step.called:
-            continue
-        for pattern, table in patterns:
-            match = pattern.match(step.path)
-            if match:
-                # a layer's index in its group is `layer`, the last one's `last`; ConvNeXt's stage is `stage`
-                place = {("layer" if name == "i" else name): int(index) for name, index in match.groupdict().items()}
-                if group is not None:
-                    place["last"] = counts[group] - 1
-                found[step.path] = step_cost(table, {**dims, **place}, fp32)
-                break
-        else:
-            raise KeyError(f"no cost table for {architecture.name}'s step {step.path}")
-    return found
-
-
-def _described_costs(architecture: Architecture, config: ModelConfig, shape: InputShape,
-                     fp32: bool) -> Dict[str, BlockCost]:
     sizes = architecture.sizes(config, shape)
-    found: Dict[str, BlockCost] = {}
+    found: Dict[str, StepCost] = {}
     for step, _, _ in expand(architecture, config):
         if isinstance(step, Block) and not step.called:
             continue
         module = module_of(step)
         if module is None:
-            raise KeyError(f"no cost table for {architecture.name}'s step {step.path}")
-        found[step.path] = BlockCost(*module(sizes).cost(fp32))
+            raise KeyError(f"no module for {architecture.name}'s step {step.path}")
+        found[step.path] = module(sizes).cost(fp32)
     return found
 
 
-def ipu_costs(layout: Layout, costs: Mapping[str, BlockCost]) -> List[BlockCost]:
+def ipu_costs(layout: Layout, costs: Mapping[str, StepCost]) -> List[StepCost]:
     """The costs of each IPU of `layout`: the sum of the steps it runs, in every executor (in a generation build a
     step both executors run, like a shared embedding, counts on the IPU of each)."""
     totals = [[0, 0, 0, 0] for _ in range(layout.ipus)]
@@ -144,4 +111,4 @@ def ipu_costs(layout: Layout, costs: Mapping[str, BlockCost]) -> List[BlockCost]
         for path, claim in claims.items():
             if path in costs:
                 totals[claim.ipu] = [total + part for total, part in zip(totals[claim.ipu], costs[path])]
-    return [BlockCost(*total) for total in totals]
+    return [StepCost(*total) for total in totals]

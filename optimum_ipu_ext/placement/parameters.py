@@ -69,7 +69,7 @@ def from_checkpoint(model: str, architecture: Architecture, config: ModelConfig,
             continue
         target = ties.get(new, new)
         shapes.setdefault(target, tuple(tensors[name]))
-    for path, head in _heads(architecture, config).items():
+    for path, head in _described(architecture, config)[1].items():
         if not any(name == path or name.startswith(path + ".") for name in shapes):
             shapes.update(head)
     return Parameters(shapes, _aliases(ties))
@@ -77,22 +77,11 @@ def from_checkpoint(model: str, architecture: Architecture, config: ModelConfig,
 
 def from_config(architecture: Architecture, config: ModelConfig) -> Parameters:
     """The parameters of `architecture` from its config alone: its body's and its heads' formulas."""
-    if architecture.sizes is not None:
-        body, heads = _described(architecture, config)
-        shapes = dict(body)
-        for head in heads.values():
-            shapes.update(head)
-        return Parameters(shapes, _aliases(architecture.tied(config)))
-    shapes = architecture.body(config)
-    for formula in architecture.heads.values():
-        shapes.update(formula(config))
+    body, heads = _described(architecture, config)
+    shapes = dict(body)
+    for head in heads.values():
+        shapes.update(head)
     return Parameters(shapes, _aliases(architecture.tied(config)))
-
-
-def _heads(architecture: Architecture, config: ModelConfig) -> Dict[str, Shapes]:
-    if architecture.sizes is not None:
-        return _described(architecture, config)[1]
-    return {path: formula(config) for path, formula in architecture.heads.items()}
 
 
 def _described(architecture: Architecture, config: ModelConfig) -> Tuple[Shapes, Dict[str, Shapes]]:

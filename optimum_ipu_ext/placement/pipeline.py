@@ -20,14 +20,14 @@ the micro-batches in flight, what it computes, and how many cycles a step takes.
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..options.build import build_plan
-from .costs import BlockCost
 from .layout import ForwardStep, Layout
+from .models.blocks import StepCost
 
 # `{step path: its cost}`: what one training micro-batch keeps and computes in each step (`costs.block_costs`)
-Costs = Mapping[str, BlockCost]
+Costs = Mapping[str, StepCost]
 
 # a module wrapped but never called (its weight read directly) runs nothing of its own
-UNCALLED = BlockCost(0, 0, 0, 0)
+UNCALLED = StepCost(0, 0, 0, 0)
 
 _RECOMPUTING = ("popart.RecomputationType.Pipeline", "popart.RecomputationType.RecomputeAll")
 
@@ -139,7 +139,7 @@ def work(stages: Sequence[Tuple[int, Sequence[ForwardStep]]], costs: Costs, rule
     return Work(activations, stash, max(segments, default=0), forward, 2 * forward, forward)
 
 
-def _segments(steps: Sequence[ForwardStep], step_costs: Sequence[BlockCost], every_layer: bool) -> List[int]:
+def _segments(steps: Sequence[ForwardStep], step_costs: Sequence[StepCost], every_layer: bool) -> List[int]:
     """The activations of each segment a stage recomputes at once: the stage, or with a checkpoint after every
     layer the steps up to and including each layer, and those after the last."""
     segments = [0]

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .architectures import ARCHITECTURES
-from .cost_rows import COSTS, ENCODER_DECODER, SPEECH_RECOGNITION
-from .costs import InputShape
 from .hardware import IPU_TYPES
+from .models.rules import ENCODER_DECODER, SPEECH_RECOGNITION, InputShape
 from .pipeline import Schedule, Stage, Work
 from .timing import StepTime
 
@@ -105,7 +104,7 @@ class Placement:
     @property
     def decoder_sequence_length(self) -> Optional[int]:
         """The tokens an encoder-decoder's decoder takes (None: activations not counted, or no decoder)."""
-        kind = ARCHITECTURES[self.architecture].inputs or COSTS[self.architecture].kind
+        kind = ARCHITECTURES[self.architecture].inputs
         if self.shape is None or kind not in (ENCODER_DECODER, SPEECH_RECOGNITION):
             return None
         return self.shape.decoder_sequence_length

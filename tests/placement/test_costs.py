@@ -1,6 +1,6 @@
-"""The cost model (placement/costs.py, cost_ops.py, cost_rows.py): the closed forms it must give for a BERT-large and a
-GPT-2 layer, the input shape each kind of model takes and what it refuses, the vocabulary of the tables, and a cost
-for every step of every architecture.
+"""The cost model (placement/costs.py, over the families' modules): the closed forms it must give for a
+BERT-large and a GPT-2 layer, the input shape each kind of model takes and what it refuses, and a cost for every
+step of every architecture.
 
 The comparison with optimum-graphcore's own pipelined models is in test_upstream_costs.py (IPU-host stack)."""
 
@@ -8,28 +8,7 @@ import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.cost_ops import (
-    BOOL,
-    INTEGER,
-    Kept,
-    Op,
-    Table,
-    attention,
-    conv,
-    cross_entropy,
-    elementwise,
-    embedding,
-    evaluate,
-    keep,
-    layer_norm,
-    linear,
-    matmul,
-    rms_norm,
-    step_cost,
-    table,
-)
-from optimum_ipu_ext.placement.cost_rows import COSTS
-from optimum_ipu_ext.placement.costs import BlockCost, InputShape, block_costs, ipu_costs, resolve_shape
+from optimum_ipu_ext.placement.costs import InputShape, StepCost, block_costs, ipu_costs, resolve_shape
 from optimum_ipu_ext.placement.layout import lay_out
 from optimum_ipu_ext.placement.models.rules import Block, Run
 
@@ -148,8 +127,22 @@ def test_a_config_json_leaving_sizes_out_is_costed_with_its_config_class_s_defau
 
 def test_convnexts_first_stage_does_not_downsample():
     costs = costs_of("ConvNextForImageClassification", {})
-    assert costs["convnext.encoder.stages.0.downsampling_layer"] == BlockCost(0, 0, 0, 0)
+    assert costs["convnext.encoder.stages.0.downsampling_layer"] == StepCost(0, 0, 0, 0)
     assert costs["convnext.encoder.stages.1.downsampling_layer"].forward_flops == 2 * 192 * 28 * 28 * 96 * 4
+
+
+def test_an_image_of_a_height_and_a_width_is_cut_into_patches_of_theirs():
+    """`image_size` and `patch_size` may be pairs, (height, width): a ViT's 224 x 160 pixels in patches of 16 x 8 are
+    14 x 20 patches, after the class token; a ConvNeXt's maps of 224 x 160 pixels in patches of 4 are 56 x 40,
+    halved on a side by each stage's downsampling."""
+    b, pixels = 2, 3 * 224 * 160
+    vit = costs_of("ViTForImageClassification", {"image_size": [224, 160], "patch_size": [16, 8]}, b)
+    assert vit["vit.embeddings"] == StepCost(2 * b * pixels, 2 * b * pixels, 2 * b * (14 * 20 + 1) * 768,
+                                              2 * b * 768 * 14 * 20 * 3 * 16 * 8)
+    convnext = costs_of("ConvNextForImageClassification", {"image_size": [224, 160]}, b)
+    assert convnext["convnext.embeddings"].output_bytes == 2 * b * 96 * 56 * 40
+    assert convnext["convnext.encoder.stages.1.downsampling_layer"].forward_flops == 2 * b * 192 * 28 * 20 * 96 * 4
+    assert convnext["convnext.layernorm"].input_bytes == 2 * b * 768 * 7 * 5
 
 
 def test_ctc_models_freeze_their_feature_extractor_so_it_keeps_nothing():
@@ -195,14 +188,10 @@ def test_an_architecture_is_named_or_given_as_its_row():
                                                                                   False)
 
 
-def test_every_architecture_has_cost_tables_or_modules_and_nothing_else_does():
-    assert sorted(COSTS) == sorted(name for name, row in ARCHITECTURES.items() if row.sizes is None)
-
-
-def test_a_step_without_a_table_is_a_bug_named():
+def test_a_step_without_a_module_is_a_bug_named():
     row = ARCHITECTURES["BertModel"]
     row = row._replace(steps=(*row.steps, Run("nowhere")))
-    with pytest.raises(KeyError, match="BertModel's step nowhere"):
+    with pytest.raises(KeyError, match="no module for BertModel's step nowhere"):
         block_costs(row, row.config({}), InputShape(1, 8, 8), False)
 
 
@@ -216,8 +205,8 @@ def test_an_ipu_costs_the_sum_of_the_steps_it_runs():
     layer = costs["bert.encoder.layer.0"]
     first = [costs[path] for path in ("bert.embeddings", "bert.encoder.layer.0", "bert.encoder.layer.1",
                                       "bert.encoder.layer.2", "bert.pooler", "cls")]
-    assert per_ipu[0] == BlockCost(*(sum(values) for values in zip(*first)))
-    assert per_ipu[1] == per_ipu[2] == per_ipu[3] == BlockCost(*(7 * value for value in layer))
+    assert per_ipu[0] == StepCost(*(sum(values) for values in zip(*first)))
+    assert per_ipu[1] == per_ipu[2] == per_ipu[3] == StepCost(*(7 * value for value in layer))
 
 
 def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
@@ -231,8 +220,8 @@ def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
     encoder = [costs[path] for path in ("shared", "encoder.block.0", "encoder.block.1", "encoder.final_layer_norm")]
     decoder = [costs[path] for path in ("shared", "decoder.block.0", "decoder.block.1", "decoder.final_layer_norm",
                                         "lm_head")]
-    assert per_ipu == [BlockCost(*(sum(values) for values in zip(*encoder))),
-                       BlockCost(*(sum(values) for values in zip(*decoder)))]
+    assert per_ipu == [StepCost(*(sum(values) for values in zip(*encoder))),
+                       StepCost(*(sum(values) for values in zip(*decoder)))]
 
 
 # --- the input shape ------------------------------------------------------------------------------------------------
@@ -247,6 +236,7 @@ def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
     ("BartForSequenceClassification", {}, (1, 100, None), (1, 100, 100, 1)),
     ("ViTForImageClassification", {}, (17, None, None), (17, 224, 224, 1)),
     ("ViTForImageClassification", {"image_size": 384}, (1, None, None), (1, 384, 384, 1)),
+    ("ViTForImageClassification", {"image_size": [224, 160]}, (1, None, None), (1, [224, 160], [224, 160], 1)),
     ("ConvNextForImageClassification", {}, (1, None, None), (1, 224, 224, 1)),
     ("Wav2Vec2ForCTC", {}, (1, None, None), (1, 16000, 16000, 1)),
     ("Wav2Vec2ForCTC", {}, (1, 249600, None), (1, 249600, 249600, 1)),
@@ -279,77 +269,3 @@ def test_a_shape_refused_names_the_field_the_value_and_what_is_allowed(architect
         resolve_shape("org/model", architecture, config, *given)
     assert refused.value.setting == field
     assert str(refused.value) == f"Cannot place org/model with `{field}`: {message}."
-
-
-# --- the vocabulary of the tables -----------------------------------------------------------------------------------
-
-DIMS = {"b": 2, "s": 3, "h": 5, "n": 7}
-
-
-def test_a_tensor_kept_by_several_operations_counts_once():
-    step = table(linear("x", "b*s", "h", "n"), linear("x", "b*s", "h", "h"), keep("y", "b"))
-    assert step_cost(step, DIMS, False) == BlockCost(2 * (2 * 3 * 5) + 2 * 2, 0, 0, 2 * 6 * 5 * 7 + 2 * 6 * 5 * 5)
-
-
-def test_each_kind_of_element_has_its_size():
-    step = table(keep("f", "b"), keep("i", "s", INTEGER), keep("mask", "n", BOOL),
-                 enters=(Kept("f", "h"),), leaves=(Kept("i", "n", INTEGER),))
-    assert step_cost(step, DIMS, False) == BlockCost(2 * 2 + 4 * 3 + 7, 2 * 5, 4 * 7, 0)
-    assert step_cost(step, DIMS, True) == BlockCost(4 * 2 + 4 * 3 + 7, 4 * 5, 4 * 7, 0)
-
-
-def test_an_operation_runs_only_where_its_condition_holds():
-    step = table(linear("x", "b", "h", "n", when="layer == 0"), keep("y", "s", when="layer == 1"))
-    assert step_cost(step, {**DIMS, "layer": 0}, False) == BlockCost(2 * 2 * 5, 0, 0, 2 * 2 * 5 * 7)
-    assert step_cost(step, {**DIMS, "layer": 1}, False) == BlockCost(2 * 3, 0, 0, 0)
-    conditional = table(keep("y", "s"), keep("z", "b", when="layer == 1"), when="h == 5")
-    assert step_cost(conditional, {**DIMS, "layer": 1}, False).activation_bytes == 2 * (3 + 2)
-    assert step_cost(conditional, {**DIMS, "h": 4, "layer": 1}, False).activation_bytes == 0
-
-
-def test_the_operations_keep_and_compute_as_torch_does():
-    assert linear("x", "b", "h", "n", storage="b*s*h") == Op("linear", (Kept("x", "b*s*h"),), "2*(b)*(h)*(n)")
-    assert linear("x", "b", "h", "n", when="layer == 0") == Op("linear", (Kept("x", "(b)*(h)"),), "2*(b)*(h)*(n)",
-                                                              "layer == 0")
-    assert keep("x", "b") == Op("keep", (Kept("x", "b"),))
-    assert keep("x", "b", BOOL, "layer == 0") == Op("keep", (Kept("x", "b", BOOL),), when="layer == 0")
-    assert matmul("b", "m", "k", "n") == Op("matmul", (), "2*(b)*(m)*(k)*(n)")
-    assert matmul("b", "m", "k", "n", (Kept("x", "m*k"),), "layer == 0") == Op(
-        "matmul", (Kept("x", "m*k"),), "2*(b)*(m)*(k)*(n)", "layer == 0")
-    assert conv("x", "b*c", "2*b*c") == Op("conv", (Kept("x", "b*c"),), "2*b*c")
-    assert layer_norm("x", "b*s", "h") == Op("layer_norm", (Kept("x", "(b*s)*(h)"), Kept("x: mean", "b*s"),
-                                                            Kept("x: rstd", "b*s")))
-    assert rms_norm("x", "b*s", "h") == Op("rms_norm", (Kept("x", "(b*s)*(h)"), Kept("x: rstd", "b*s"),
-                                                        Kept("x: normalised", "(b*s)*(h)")))
-    assert elementwise("x", "b*i") == Op("gelu", (Kept("x", "b*i"),))
-    assert elementwise("x", "b*i", "tanh") == Op("tanh", (Kept("x", "b*i"),))
-    assert embedding("ids", "b*s") == Op("embedding", (Kept("ids", "b*s", INTEGER),))
-    assert embedding("ids", "b*s", "layer == 0") == Op("embedding", (Kept("ids", "b*s", INTEGER),), when="layer == 0")
-    assert cross_entropy("loss", "b", "n") == Op("cross_entropy", (
-        Kept("loss: log-probabilities", "(b)*(n)"), Kept("loss: targets", "b", INTEGER), Kept("loss: loss", "1")))
-
-
-def test_attention_keeps_copies_of_its_operands_and_the_softmax_output():
-    assert attention("self", "b", "a", "q", "k", "d") == (
-        Op("matmul", (Kept("self: queries", "(b)*(a)*(q)*(d)"), Kept("self: keys", "(b)*(a)*(k)*(d)")),
-           "2*((b)*(a))*(q)*(d)*(k)"),
-        Op("softmax", (Kept("self: probabilities", "(b)*(a)*(q)*(k)"),)),
-        Op("matmul", (Kept("self: values", "(b)*(a)*(k)*(d)"),), "2*((b)*(a))*(q)*(k)*(d)"),
-    )
-    dims = {"b": 2, "a": 3, "q": 5, "k": 7, "d": 11}
-    assert step_cost(table(attention("self", "b", "a", "q", "k", "d")), dims, True) == BlockCost(
-        4 * (2 * 3 * 5 * 11 + 2 * 3 * 7 * 11 + 2 * 3 * 5 * 7 + 2 * 3 * 7 * 11), 0, 0, 2 * (2 * 2 * 3 * 5 * 7 * 11))
-
-
-def test_a_table_flattens_its_operations_and_puts_its_condition_on_each():
-    first, second = keep("x", "b"), keep("y", "s", when="layer == 1")
-    assert table(first, (second, first)) == Table((first, second, first))
-    assert table(first, second, when="h == 5", enters=(Kept("x", "b"),), leaves=(Kept("y", "s"),)) == Table(
-        (first._replace(when="(h == 5) and (True)"), second._replace(when="(h == 5) and (layer == 1)")),
-        (Kept("x", "b"),), (Kept("y", "s"),))
-
-
-def test_a_formula_sees_the_sizes_and_sum_only():
-    assert evaluate("sum(sizes) * b", {"sizes": [1, 2], "b": 3}) == 9
-    with pytest.raises(NameError):
-        evaluate("open('x')", {})

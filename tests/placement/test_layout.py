@@ -160,11 +160,14 @@ def test_a_module_wrapped_but_never_called_begins_no_block():
 
 
 def test_convnext_takes_every_stage_s_layers_and_downsamples_on_the_previous_layer_s_ipu():
+    """Its `num_stages` stages: depths listed beyond them have no layers."""
     layout = layout_of("ConvNextForImageClassification", {"depths": [1, 2]}, layers_per_ipu=[1, 2])
     assert layout.blocks == [["Embedding", "Encoder_stage_0_layer_0"],
                              ["Encoder_stage_1_layer_0", "Encoder_stage_1_layer_1", "LayerNorm", "Classifier"]]
     assert ipus_of(layout, "convnext.encoder.stages.1.downsampling_layer",
                    "convnext.encoder.stages.1.layers.0") == [0, 1]
+    assert layout_of("ConvNextForImageClassification", {"num_stages": 2, "depths": [1, 2, 3]},
+                     layers_per_ipu=[1, 2]).blocks == layout.blocks
 
 
 def test_the_speech_models_list_their_convolutions_and_heads_as_layers():

@@ -5,7 +5,7 @@ import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.costs import BlockCost
+from optimum_ipu_ext.placement.costs import StepCost
 from optimum_ipu_ext.placement.layout import ForwardStep, lay_out
 from optimum_ipu_ext.placement.pipeline import (
     Rules,
@@ -119,8 +119,8 @@ def step(path, layer=None):
 
 EMBEDDING, LAYER0, LAYER1, HEAD = step("embedding"), step("layer0", 0), step("layer1", 1), step("head")
 # activation, input (from the step before), output, forward FLOPs
-COSTS = {"embedding": BlockCost(100, 4, 10, 0), "layer0": BlockCost(300, 10, 10, 1000),
-         "layer1": BlockCost(200, 10, 10, 1000), "head": BlockCost(250, 10, 1, 3000)}
+COSTS = {"embedding": StepCost(100, 4, 10, 0), "layer0": StepCost(300, 10, 10, 1000),
+         "layer1": StepCost(200, 10, 10, 1000), "head": StepCost(250, 10, 1, 3000)}
 
 
 @pytest.mark.parametrize("rules, expected", [

@@ -7,15 +7,15 @@ import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.costs import BlockCost, InputShape, block_costs, resolve_shape
+from optimum_ipu_ext.placement.costs import InputShape, StepCost, block_costs, resolve_shape
 from optimum_ipu_ext.placement.placement import place
 from optimum_ipu_ext.placement.report import render, render_comparison, stacked_bar
 from optimum_ipu_ext.placement.sources import parameter_shapes, read_model
 from support.placement_fixtures import TINY_BERT, bert_shapes, write_checkpoint
 
 # activation, input, output bytes and forward FLOPs of each step, as data
-COSTS = {"bert.embeddings": BlockCost(1000, 64, 128, 0), "cls": BlockCost(2000, 128, 4, 2 * 10**9),
-         **{f"bert.encoder.layer.{i}": BlockCost(4000, 128, 128, 10**9) for i in range(3)}}
+COSTS = {"bert.embeddings": StepCost(1000, 64, 128, 0), "cls": StepCost(2000, 128, 4, 2 * 10**9),
+         **{f"bert.encoder.layer.{i}": StepCost(4000, 128, 128, 10**9) for i in range(3)}}
 RECOMPUTING = {"gradient_accumulation_steps": 8, "recomputation_mode": "pipeline",
                "recompute_checkpoint_every_layer": True}
 

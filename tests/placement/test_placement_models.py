@@ -37,9 +37,9 @@ def expected_parameters(architecture):
 
 def head_paths(row, values):
     """The modules a checkpoint may lack: the steps a row's modules call heads (a split's, its whole
-    module's), or the heads of its formulas."""
+    module's)."""
     steps = [step for step, _, _ in expand(row, row.config(values))]
-    return {*row.heads, *(step.path for step in steps if (
+    return {*(step.path for step in steps if (
         step.whole.head if isinstance(step, Split) else isinstance(step, (Block, Run)) and step.head))}
 
 

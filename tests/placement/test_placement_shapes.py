@@ -1,4 +1,4 @@
-"""The parameter formulas of every architecture (the bodies of bodies.py and the heads of architectures.py) against
+"""The parameters of every architecture (its steps' modules, in its family's module of placement/models) against
 the `named_parameters()` of the model transformers builds (on the meta device: tests/support/meta_models.py), name for
 name and shape for shape, on both stacks: the tiny models of placement_models.py, a variant of each family with other
 sizes and the config flags that change its parameters, the defaults of each config class, the full-size models of

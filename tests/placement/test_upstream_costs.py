@@ -12,8 +12,8 @@ import json
 import pytest
 
 from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.cost_rows import AUDIO, COSTS, ENCODER_DECODER, IMAGE, SPEECH_RECOGNITION
 from optimum_ipu_ext.placement.costs import block_costs, resolve_shape
+from optimum_ipu_ext.placement.models.rules import AUDIO, ENCODER_DECODER, IMAGE, SPEECH_RECOGNITION
 from support.placement_models import TINY_MODELS
 from support.upstream_costs import step_paths, upstream_costs
 from support.upstream_placement import _original_model
@@ -48,7 +48,7 @@ VARIANT_CASES = [
 
 def _cases():
     for architecture in sorted(ARCHITECTURES):
-        kind = ARCHITECTURES[architecture].inputs or COSTS[architecture].kind
+        kind = ARCHITECTURES[architecture].inputs
         if kind == AUDIO:
             sizes = PRETRAINING_SIZES if architecture == "Wav2Vec2ForPreTraining" else AUDIO_SIZES
             yield from ((architecture, batch, length, None, sizes) for batch, length in AUDIO_CASES)
@@ -69,15 +69,32 @@ def ours(architecture, model_config, batch, length, decoder):
     return block_costs(row, config, resolve_shape(architecture, architecture, config, batch, length, decoder))
 
 
-@pytest.mark.parametrize("architecture, batch, length, decoder, model_config", [*_cases(), *VARIANT_CASES])
-def test_each_step_keeps_and_computes_what_upstream_does(architecture, batch, length, decoder, model_config):
-    reference = upstream_costs(architecture, model_config, batch, length or 0, decoder_length=decoder)
-    costs = ours(architecture, model_config, batch, length, decoder)
+def assert_as_measured(costs, reference):
     assert set(costs) == set(reference)
     for step, measured in reference.items():
         found = costs[step]
         assert found.activation_bytes == pytest.approx(measured.activation_bytes, rel=ACTIVATION_TOLERANCE), step
         assert found.forward_flops == pytest.approx(measured.forward_flops, rel=FLOPS_TOLERANCE), step
+
+
+@pytest.mark.parametrize("architecture, batch, length, decoder, model_config", [*_cases(), *VARIANT_CASES])
+def test_each_step_keeps_and_computes_what_upstream_does(architecture, batch, length, decoder, model_config):
+    reference = upstream_costs(architecture, model_config, batch, length or 0, decoder_length=decoder)
+    assert_as_measured(ours(architecture, model_config, batch, length, decoder), reference)
+
+
+# images of another height than width, cut into patches of another height than width
+NOT_SQUARE = {
+    "ViTForImageClassification": {"image_size": [24, 16], "patch_size": [4, 2]},
+    "ConvNextForImageClassification": {"image_size": [24, 16], "patch_size": [2, 4]},
+}
+
+
+@pytest.mark.parametrize("architecture", sorted(NOT_SQUARE))
+@pytest.mark.parametrize("batch", [1, 3])
+def test_an_image_of_a_height_and_a_width_is_costed_as_upstream_runs_it(architecture, batch):
+    reference = upstream_costs(architecture, NOT_SQUARE[architecture], batch, 0)
+    assert_as_measured(ours(architecture, NOT_SQUARE[architecture], batch, None, None), reference)
 
 
 # the speech encoders' options the cases above leave at their defaults: {(architecture, options): config changes}

@@ -48,6 +48,15 @@ def test_a_first_ipu_with_no_layer(architecture, tmp_path_factory):
     assert_same(*reference_and_ours(architecture, tmp_path_factory, {"layers_per_ipu": [0, -1]}))
 
 
+def test_convnext_places_the_stages_its_config_builds(tmp_path_factory):
+    """transformers builds `num_stages` stages, of `depths` layers each: a config listing more depths has fewer
+    layers than their sum."""
+    reference, placement = reference_and_ours("ConvNextForImageClassification", tmp_path_factory, UNEVEN,
+                                              model_config={"num_stages": 2, "depths": [1, 2, 3]})
+    assert_same(reference, placement)
+    assert sum(len(ipu.layers) for ipu in placement.ipus) == 3
+
+
 INFERENCE = {"layers_per_ipu": [-1, -1], "inference_layers_per_ipu": [0, 2, -1]}
 
 

@@ -71,7 +71,7 @@ def step_paths(architecture: str, model_config: Dict[str, Any]) -> List[str]:
 def cost_inputs(architecture: str, config: Any, batch: int, length: int,
                 decoder_length: int) -> Dict[str, torch.Tensor]:
     """A training batch: text of `length` tokens (decoders: the same length; multiple choice: `MULTIPLE_CHOICES`
-    sequences an example), images of the config's size, audio of
+    sequences an example), images of the config's size (a side, or a height and a width), audio of
     `length` samples (Whisper: the frames its config takes), encoder-decoders' decoders `decoder_length` tokens,
     with the labels `IPUTrainer` feeds."""
     generator = torch.Generator().manual_seed(0)
@@ -82,8 +82,9 @@ def cost_inputs(architecture: str, config: Any, batch: int, length: int,
         return {"input_features": torch.randn(batch, config.num_mel_bins, frames, generator=generator),
                 "labels": _tokens(config, generator, batch, decoder_length)}
     if architecture.startswith(("ViT", "ConvNext")):
-        return {"pixel_values": torch.randn(batch, config.num_channels, config.image_size, config.image_size,
-                                            generator=generator),
+        size = config.image_size  # pixels on a side, or (height, width)
+        height, width = size if isinstance(size, (list, tuple)) else (size, size)
+        return {"pixel_values": torch.randn(batch, config.num_channels, height, width, generator=generator),
                 "labels": _classes(config.num_labels, generator, batch)}
     if architecture.startswith("Lxmert"):
         boxes = LXMERT_OBJECTS

@@ -159,9 +159,9 @@ SPEECH_RECOGNITION = "speech recognition"
 
 class InputShape(NamedTuple):
     """One micro-batch: `micro_batch_size` examples of `sequence_length` (text: tokens; Wav2Vec2/HuBERT: samples at
-    16 kHz; Whisper: the feature extractor's frames; images: pixels on a side, the config's `image_size`); an
-    encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the sequences of each example of
-    a multiple-choice model (1 for others)."""
+    16 kHz; Whisper: the feature extractor's frames; images: pixels on a side, or a pair (height, width), the config's
+    `image_size`); an encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the sequences
+    of each example of a multiple-choice model (1 for others)."""
 
     micro_batch_size: int
     sequence_length: int
@@ -255,9 +255,6 @@ def _allowed(name: str, default: Any, value: Any) -> str:
     return ""
 
 
-Shapes = Callable[[ModelConfig], Dict[str, Tuple[int, ...]]]
-
-
 class Architecture(NamedTuple):
     """One row: what optimum-graphcore 0.7.1 does with one transformers class.
 
@@ -265,11 +262,9 @@ class Architecture(NamedTuple):
     - `prefix`: its `base_model_prefix` (a checkpoint of the bare model loads under it, as transformers loads it);
     - `steps`: the forward pass, as above; `blocks_on_one_ipu`: False where `parallelize()` places no block at all
       when the pipeline has one IPU;
-    - `defaults`: the config fields the rules and the formulas read, with their config class's defaults;
-    - `body`: the parameters of the model but its `heads`, as a formula of the config (bodies.py): `{parameter name:
-      shape}`, named as `named_parameters()` names them;
-    - `heads`: `{module path: shapes}` of the modules a checkpoint may lack (a head, a pooler), as formulas of the
-      config: `{parameter name: shape}`, names under the path;
+    - `defaults`: the config fields the rules and the modules read, with their config class's defaults;
+    - `inputs`: what a micro-batch is made of (TEXT, ENCODER_DECODER, IMAGE, AUDIO, SPEECH_RECOGNITION), and `sizes`:
+      the sizes its steps' modules are written in, read off the config and a micro-batch's `InputShape`;
     - `ties`: `{alias: parameter}`, the names transformers gives a tied weight besides its own (`named_parameters()`
       lists the parameter once, by its first name), each with the config field that ties it (None: always);
     - `copies`: `{name: parameter}` a pipelined model holds as a parameter of its own, with the same values, where
@@ -284,9 +279,7 @@ class Architecture(NamedTuple):
     - `kwargs`: the keyword arguments its `parallelize()` takes (`"*"`: any), `generation`: the encoder and decoder
       layer groups a `for_generation=True` build splits into two executors, or None;
     - `renames`: `(pattern, replacement)` regular expressions mapping names a newer transformers writes in
-      checkpoints to the names of transformers 4.29.2;
-    - `inputs`: what a micro-batch is made of (TEXT, ENCODER_DECODER, IMAGE, AUDIO, SPEECH_RECOGNITION), and `sizes`:
-      the sizes its steps' modules are written in, read off the config and a micro-batch's `InputShape`.
+      checkpoints to the names of transformers 4.29.2.
     """
 
     name: str
@@ -294,8 +287,8 @@ class Architecture(NamedTuple):
     prefix: str
     steps: Tuple[Step, ...]
     defaults: Mapping[str, Any]
-    body: Optional[Shapes] = None
-    heads: Mapping[str, Shapes] = {}
+    inputs: str
+    sizes: Callable[[ModelConfig, "InputShape"], Any]
     ties: Mapping[str, Tuple[str, Optional[str]]] = {}
     copies: Mapping[str, Tuple[str, Callable[[Mapping[str, Any]], bool]]] = {}
     frozen: Mapping[str, Condition] = {}
@@ -307,8 +300,6 @@ class Architecture(NamedTuple):
     kwargs: Tuple[str, ...] = ()
     generation: Optional[Tuple[str, str]] = None
     renames: Tuple[Tuple[str, str], ...] = ()
-    inputs: str = ""
-    sizes: Optional[Callable[[ModelConfig, "InputShape"], Any]] = None
 
     def config(self, values: Mapping[str, Any], model: str = "the model") -> ModelConfig:
         return ModelConfig(values, self.defaults, model)

@@ -6,7 +6,7 @@ h hidden size, a attention heads, d head size, i feed-forward size, v vocabulary
 """
 
 from dataclasses import dataclass
-from typing import Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .blocks import (
     INTEGER,
@@ -79,28 +79,32 @@ LAYER_NAMES = LayerNames(("attention.self.query", "attention.self.key", "attenti
                          "output.LayerNorm")
 
 
-def self_attention(names: LayerNames, z: Sizes, x: str, keep_fused_weight: bool = False) -> Tuple:
+def self_attention(names: LayerNames, z: Sizes, x: str, keep_fused_weight: bool = False,
+                   projection_bias: bool = True, transposed: bool = False) -> Tuple:
     """The projections of `x` (kept once), the attention and its output projection. `keep_fused_weight`: the
-    pipelined model concatenates the three weights in each pass, and autograd keeps the concatenation."""
+    pipelined model concatenates the three weights in each pass, and autograd keeps the concatenation.
+    `projection_bias`: whether the query, key and value projections have a bias; `transposed`: the linear layers
+    are transformers' `Conv1D`."""
     rows = z.b * z.s
     width = z.h * 3 // len(names.projections)
     return (
         Keeps("query-key-value weight", 3 * z.h * z.h) if keep_fused_weight else None,
-        tuple(Linear(name, z.h, width, rows, x, bias=name not in names.unbiased) for name in names.projections),
+        tuple(Linear(name, z.h, width, rows, x, bias=projection_bias and name not in names.unbiased,
+                     transposed=transposed) for name in names.projections),
         Attention("self", z.b, z.a, z.s, z.s, z.d),
-        Linear(names.context, z.h, z.h, rows, "context"),
+        Linear(names.context, z.h, z.h, rows, "context", transposed=transposed),
     )
 
 
-def feed_forward(names: LayerNames, z: Sizes, x: str, activation_keeps: int = 1) -> Tuple:
-    """Two linear layers around an activation that keeps `activation_keeps` tensors (gelu's tanh approximation keeps
-    4)."""
+def feed_forward(names: LayerNames, z: Sizes, x: str, activation_keeps: int = 1, transposed: bool = False) -> Tuple:
+    """Two linear layers (`transposed`: transformers' `Conv1D`) around an activation that keeps `activation_keeps`
+    tensors (gelu's tanh approximation keeps 4)."""
     rows = z.b * z.s
     return (
-        Linear(names.intermediate, z.h, z.i, rows, x),
+        Linear(names.intermediate, z.h, z.i, rows, x, transposed=transposed),
         tuple(Activation(f"intermediate {index}" if index else "intermediate", rows * z.i)
               for index in range(activation_keeps)),
-        Linear(names.output, z.i, z.h, rows, "activated"),
+        Linear(names.output, z.i, z.h, rows, "activated", transposed=transposed),
     )
 
 
@@ -118,14 +122,17 @@ def post_norm_layer(names: LayerNames, z: Sizes, fused: bool = False, extra: Tup
         enters=hidden(z), leaves=hidden(z))
 
 
-def pre_norm_layer(names: LayerNames, input_norm: str, z: Sizes, activation_keeps: int = 1) -> Sequential:
-    """Norm, attention, add, norm, feed-forward, add."""
+def pre_norm_layer(names: LayerNames, input_norm: str, z: Sizes, activation_keeps: int = 1,
+                   projection_bias: bool = True, transposed: bool = False, extra: Tuple = ()) -> Sequential:
+    """Norm, attention, add, norm, feed-forward, add. `projection_bias`, `transposed`: as `self_attention` reads
+    them (`transposed` for the feed-forward too); `extra`: modules the layer holds and this pass does not run."""
     rows = z.b * z.s
     return Sequential(
         LayerNorm(input_norm, z.h, rows, "input"),
-        self_attention(names, z, "normalised"),
+        self_attention(names, z, "normalised", projection_bias=projection_bias, transposed=transposed),
         LayerNorm(names.attention_norm, z.h, rows, "attention sum"),
-        feed_forward(names, z, "normalised sum", activation_keeps),
+        feed_forward(names, z, "normalised sum", activation_keeps, transposed),
+        extra,
         enters=hidden(z), leaves=hidden(z))
 
 
@@ -294,3 +301,19 @@ def masked_lm_ties(head: str, word_embeddings: str, decoder: str = "decoder",
     own, always: `Architecture.ties`."""
     return {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"),
             f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
+
+
+# --- a norm after the last layer -------------------------------------------------------------------------------------
+
+
+def final_norm(z: Sizes) -> Sequential:
+    """A norm of the hidden state the last layer hands on (a module of its own, outside the layers)."""
+    return Sequential(LayerNorm("", z.h, z.b * z.s, "hidden"), enters=hidden(z), leaves=hidden(z))
+
+
+# --- sizes given as one number or a pair -----------------------------------------------------------------------------
+
+
+def pair(value: Union[int, Sequence[int]]) -> Tuple[int, int]:
+    """A size a config gives as one number or a pair of them (`image_size` 224 or [224, 160]): (height, width)."""
+    return (value[0], value[1]) if isinstance(value, (list, tuple)) else (value, value)
