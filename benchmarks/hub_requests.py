@@ -38,7 +38,7 @@ Config.from_pretrained(sys.argv[2], cache_dir=sys.argv[3])
 OFFLINE_MODEL_READ = """
 import sys
 if sys.argv[1] == "ours":
-    from optimum_ipu_ext.placement.hub_model import hub_model
+    from optimum_ipu_ext.placement.source.hub_model import hub_model
     hub_model(sys.argv[2])
 else:
     from transformers import PretrainedConfig
@@ -94,7 +94,7 @@ def placement_reads(server, work, checkpoint):
     the server sent on our cold read, their size))."""
     from transformers import PretrainedConfig
 
-    from optimum_ipu_ext.placement.hub_model import hub_model
+    from optimum_ipu_ext.placement.source.hub_model import hub_model
     from support.hub_fixtures import tiny_model_files  # imported once the environment points at the local server
 
     files = tiny_model_files(checkpoint)
@@ -152,7 +152,7 @@ def main():
     import transformers  # imported once the environment points at the local server
 
     from optimum_ipu_ext import IPUConfig
-    from optimum_ipu_ext.placement.hub_model import FIRST_READ
+    from optimum_ipu_ext.placement.source.hub_model import FIRST_READ
 
     legacy = transformers.__version__.startswith("4.")
     sides = [

@@ -74,8 +74,8 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from support.meta_models import built_on_the_meta_device
 from optimum_ipu_ext.cli import main
-from optimum_ipu_ext.placement import sources
-sources.parameter_shapes = built_on_the_meta_device
+from optimum_ipu_ext.placement import placement
+placement.parameter_shapes = built_on_the_meta_device
 sys.exit(main(sys.argv[2:]))
 """
 

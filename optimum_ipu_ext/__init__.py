@@ -35,7 +35,7 @@ from .sdk.popdist import PopDistLaunch
 if TYPE_CHECKING:
     from .config.configuration import IPUConfig
     from .config.plain import PlainIPUConfig
-    from .placement.report import Placement
+    from .placement.report.placement import Placement
 
 __all__ = [
     "IPUConfig",
@@ -83,7 +83,7 @@ def __getattr__(name: str):
 
         return PlainIPUConfig
     if name == "Placement":  # what `placement()` returns, for annotations and isinstance
-        from .placement.report import Placement
+        from .placement.report.placement import Placement
 
         return Placement
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

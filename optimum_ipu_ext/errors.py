@@ -196,7 +196,7 @@ class ModelFileError(IPUConfigError, OSError):
         path: the file.
         problem: what is wrong with it.
 
-    Example message: ``Cannot read the model file 'bert/model.safetensors': truncated: the header says 4096 bytes,
+    Example message: ``Cannot read the model file 'my-model/model.safetensors': truncated: the header says 4096 bytes,
     the file holds 100 after it.``
     """
 
@@ -251,7 +251,7 @@ class PlacementError(IPUConfigError, ValueError):
         setting: the setting that cannot be placed (`layers_per_ipu`, ...), or `None` when the model itself cannot.
         problem: what is wrong.
 
-    Example message: ``Cannot place bert-base-uncased with `layers_per_ipu`: it places 11 layers and the model has
+    Example message: ``Cannot place my-org/my-model with `layers_per_ipu`: it places 11 layers and the model has
     12 (num_hidden_layers).``
     """
 
@@ -268,7 +268,7 @@ class ArchitectureError(PlacementError):
     several architectures or none (`--architecture` / `architecture=` picks one).
 
     Example message: ``Cannot place albert-base-v2: AlbertForMaskedLM has no pipelined version in
-    optimum-graphcore 0.7.1; model type "albert" has no pipelined architecture; these have: bart, bert, ...``
+    optimum-graphcore 0.7.1; model type "albert" has no pipelined architecture; these have: ...``
     """
 
 
@@ -351,7 +351,7 @@ class BuilderError(IPUConfigError, RuntimeError):
         parameters: where the builder raised after it was given a namespace as its first argument and read none of
             its attributes, its parameters (which were most likely meant as keyword arguments); else empty.
 
-    Example message: ``builders/bert.py:get_options raised KeyError: 'replicas'``
+    Example message: ``builders/training.py:get_options raised KeyError: 'replicas'``
     """
 
     def __init__(self, builder: str, problem: str, parameters: Sequence[str] = ()):

@@ -180,7 +180,7 @@ class SettingsMixin:
             HubError: where the Hub cannot give the model's files.
         """
         from ..placement.hardware import RESERVE
-        from ..placement.sources import place_model
+        from ..placement.placement import place_model
 
         return place_model(vars(self), model, architecture, for_inference, fp32, revision, token,
                            (micro_batch_size, sequence_length, decoder_sequence_length), ipu,

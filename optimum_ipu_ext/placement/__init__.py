@@ -1,10 +1,17 @@
-"""Where a model's blocks, layers and parameters go on the IPUs of a pipeline, and how much memory each IPU needs,
-found from the model's `config.json` and its checkpoint's header, without the weights, torch or an IPU.
+"""Where a model's blocks, layers and parameters go on the IPUs of a pipeline, how much memory each IPU needs and how
+long a step takes, found from the model's `config.json` and its checkpoint's header, without the weights, torch or an
+IPU; and the fastest config that fits, searched.
 
-The rules of optimum-graphcore's `parallelize()` as data (`rules`, `architectures`, and each family's parameters as
-formulas of `config.json`: `bodies`), one generic layout over them (`layout`), the parameters (`parameters`), their
-memory (`memory`), the balance of a pipeline (`balance`), the placement and its report (`placement`, `report`); the
-model read from a folder, the Hub or a config (`sources`, `checkpoint`, `hub_model`).
+Its parts, lowest first (a part imports its own and those before it):
+
+- `hardware`: the constants of the IPUs and of the time model, with their sources;
+- `source/`: where a model comes from (a folder, the Hub, a config), read as its `config.json` and safetensors
+  headers;
+- `models/`: the model families, each described once (layout, parameters, costs), and their registry;
+- `estimate/`: what a family's description and a config's settings give: the layout, the parameters, the costs,
+  the pipeline, the memory, the time, the balance of a split;
+- `report/`: a placement as data and as text;
+- `placement` (`place()`, `place_model()`) and `planning` (`search()`): the two entries, on all of the above.
 
 May import: `hub`, `options`, `settings`, `sdk`, `errors`, `_version`.
 """

@@ -1,7 +1,7 @@
 """Every constant of the IPU hardware and of the time model, with its public source, in one place.
 
 The time model's two calibrated constants (`COMPUTE_EFFICIENCY`, `STEP_OVERHEAD_SECONDS`) are derived from
-Graphcore's MLPerf Training v2.0 BERT-large runs by tests/placement/test_calibration.py, which recomputes them from
+Graphcore's MLPerf Training v2.0 language-model runs by tests/placement/test_calibration.py, which recomputes them from
 the measured throughput of the result logs and fails when they drift; docs/placement.md says how close the model
 comes on each run.
 """
@@ -35,10 +35,10 @@ IPU_MEMORY_BYTES = TILES * TILE_BYTES
 
 # What the placement does not count on an IPU (code, vertex state, exchange buffers, the temporaries
 # `matmul_proportion` allows) is kept as a reserve, a share of its memory: a placement fits where every IPU's
-# on-chip figure leaves it. Calibrated on the PopVision profile of optimum-graphcore's notebook
-# `notebooks/mt5_translation.ipynb` (`notebooks/images/mt5_oom.png`): mt5-small on [0, 8, 8, 0] (micro-batch 1, 128
-# tokens each way, matmul_proportion 0.2), whose IPUs of layers hold 322 and 489 MiB, 113 and 212 MiB (13% and 24%)
-# more than the placement counts (tests/placement/test_calibration.py)
+# on-chip figure leaves it. Calibrated on the PopVision profile of the split that ran out of memory in
+# optimum-graphcore's translation notebook (`notebooks/images/*_oom.png`; docs/placement.md, "The verdict"), whose
+# IPUs of layers hold 322 and 489 MiB, 113 and 212 MiB (13% and 24%) more than the placement counts
+# (tests/placement/test_calibration.py)
 RESERVE = 0.25
 
 # IPU-Links join the IPUs of a Pod of up to 64: "IPU-Link - 512Gbps for communication within Bow Pods"; Pods are
@@ -54,7 +54,7 @@ POD_IPUS = 64
 # tutorial (examples/mnist/4_Remote_Variables, April 2022) put it "between 3x and 20x slower" than the IPU-Links.
 STREAMING_BYTES_PER_SECOND = 2 * 19.2e9 / 4
 
-# Calibrated on Graphcore's MLPerf Training v2.0 BERT-large runs on Bow Pod16, Pod64, Pod128 and Pod256
+# Calibrated on Graphcore's MLPerf Training v2.0 language-model runs on Bow Pod16, Pod64, Pod128 and Pod256
 # (tests/placement/test_calibration.py): the share of the fp16.16 peak the slowest IPU's forward, backward and
 # recomputation FLOPs run at, and the time each optimizer step takes besides the pipeline, the off-chip transfers
 # and the gradient reduction (the host's part, the weight update's arithmetic, synchronisation)

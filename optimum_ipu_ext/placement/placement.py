@@ -1,14 +1,16 @@
 """`place()`: the placement of a model on the IPUs of a config, worked out from the architecture's row, the model's
-config and its parameters' shapes; and `Planner`, which works out the placements of other splits (`--balance`)."""
+config and its parameters' shapes; `Planner`, which works out the placements of other splits (`--balance`); and
+`place_model()`, what `IPUConfig.placement()` calls: the model read from where it is, then placed."""
 
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import InvalidSettingError, PlacementError
 from ..settings.mode import Mode
-from . import balance
-from .hardware import GC200, IPU_MEMORY_BYTES, RESERVE, IPUType
-from .layout import (
+from ..settings.rules import check_rules
+from .estimate import balance
+from .estimate.costs import block_costs
+from .estimate.layout import (
     Layout,
     first_uses,
     fixed_layer_groups,
@@ -20,12 +22,15 @@ from .layout import (
     reference_layout,
     split_shares,
 )
-from .memory import MemoryModel, memory_model
+from .estimate.memory import MemoryModel, memory_model
+from .estimate.parameters import Parameters, from_checkpoint, from_config, parallelized
+from .estimate.pipeline import Costs, Rules, ipu_work, pipeline_rules, schedule, stages_of, work
+from .estimate.timing import IPUShare, Job, StepTime, step_time
+from .hardware import GC200, IPU_MEMORY_BYTES, IPU_TYPES, RESERVE, IPUType
+from .models import architecture_of, resolve_shape
 from .models.rules import Architecture, ModelConfig, Split
-from .parameters import Parameters, parallelized
-from .pipeline import Costs, Rules, ipu_work, pipeline_rules, schedule, stages_of, work
-from .report import IPUPlacement, Placement
-from .timing import IPUShare, Job, StepTime, step_time
+from .report.placement import IPUPlacement, Placement
+from .source.model import ModelSource, read_model
 
 OBJECTIVES = ("memory", "time")
 
@@ -306,3 +311,72 @@ class SplitCosts:
     def shifted(cost: balance.Cost, cut: int, encoder: int) -> balance.Cost:
         """`cost` of the decoder's IPUs and layers, numbered from the cut."""
         return lambda ipu, first, end: cost(ipu + cut, first + encoder, end + encoder)
+
+
+# --- a model read from its source, placed ----------------------------------------------------------------------------
+
+
+def parameter_shapes(source: ModelSource):
+    """The function `place()` calls for the parameters: from the checkpoint's headers, else from the config."""
+
+    def shapes(architecture: Architecture, config: ModelConfig) -> Parameters:
+        tensors = source.tensors()
+        if tensors is None:
+            return from_config(architecture, config)
+        return from_checkpoint(source.name, architecture, config,
+                               {name: tensor.shape for name, tensor in tensors.items()})
+
+    return shapes
+
+
+# (micro_batch_size, sequence_length, decoder_sequence_length), each None where not given
+ShapeRequest = Tuple[Optional[int], Optional[int], Optional[int]]
+
+
+def measure(model: str, request: ShapeRequest, fp32: bool) -> Optional[Measure]:
+    """The function `place()` calls for the micro-batch and the costs of each step; None where no part of the
+    micro-batch is given (the activations are not counted)."""
+    if request == (None, None, None):
+        return None
+    micro_batch_size, sequence_length, decoder_sequence_length = request
+
+    def measured(architecture: Architecture, config: ModelConfig):
+        shape = resolve_shape(model, architecture.name, config, 1 if micro_batch_size is None else micro_batch_size,
+                              sequence_length, decoder_sequence_length)
+        return shape, block_costs(architecture, config, shape, fp32)
+
+    return measured
+
+
+def place_model(settings: Dict[str, Any], model: Any, architecture: Optional[str], for_inference: bool, fp32: bool,
+                revision: Optional[str], token: Optional[str],
+                request: ShapeRequest = (None, None, None), ipu: str = GC200.name,
+                reserve: float = RESERVE) -> Placement:
+    """`IPUConfig.placement()`: the placement of `model` on the IPUs of a config whose settings are `settings`,
+    its activations counted for the micro-batch `request` gives, a step timed on IPUs of type `ipu`, `reserve` of
+    each IPU's memory kept for what is not counted.
+
+    Raises:
+        InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
+    """
+    ipu_type = ipu_type_of(ipu)
+    check_reserve(reserve)
+    check_rules(settings)
+    source = read_model(model, revision, token)
+    row = architecture_of(source.name, source.config, architecture)
+    return place(source.name, row, source.config, settings, parameter_shapes(source), for_inference, fp32,
+                 measure(source.name, request, fp32), ipu_type, reserve)
+
+
+def ipu_type_of(name: Any) -> IPUType:
+    """The IPU generation named `name`."""
+    if name not in IPU_TYPES:
+        raise InvalidSettingError("ipu", name, "allowed values are " + ", ".join(f'"{name}"' for name in IPU_TYPES))
+    return IPU_TYPES[name]
+
+
+def check_reserve(reserve: Any) -> None:
+    if isinstance(reserve, bool) or not isinstance(reserve, (int, float)) or not 0 <= reserve < 1:
+        raise InvalidSettingError("reserve", reserve, "allowed values are shares of an IPU's memory, from 0 to less "
+                                  "than 1")
+

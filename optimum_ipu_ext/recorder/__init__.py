@@ -10,7 +10,7 @@ from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.recorder import run_builder, sdk_modules
 
 with sdk_modules():  # the real SDK where poptorch imports, else the recorder
-    options = run_builder("builders/bert.py", "get_options", args={"replicas": 4})
+    options = run_builder("builders/training.py", "get_options", args={"replicas": 4})
     config = PlainIPUConfig.from_options(training=options, layers_per_ipu=[5, 7])
 ```
 

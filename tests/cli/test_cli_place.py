@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.report import render_comparison
+from optimum_ipu_ext.placement.models import ARCHITECTURES
+from optimum_ipu_ext.placement.report.placement import render_comparison
 from support import PRESET
 from support.cli_helpers import run, run_alone
 from support.placement_fixtures import BERT_BASE, bert_base, bert_shapes, write_checkpoint

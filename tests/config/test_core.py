@@ -23,7 +23,7 @@ from optimum_ipu_ext import (
 from optimum_ipu_ext.cli import main
 from optimum_ipu_ext.config.bundled_base import transformers_defaults
 from optimum_ipu_ext.options.build import shards_optimizer_state
-from optimum_ipu_ext.placement import hub_model
+from optimum_ipu_ext.placement.source import hub_model
 from optimum_ipu_ext.sdk.plan import NONE, Construct, OptionCall, Ref, TempFile
 from optimum_ipu_ext.settings.documents import attribute_table, json_schema, json_schema_string, method_table
 from optimum_ipu_ext.settings.files import read_config_file
@@ -559,8 +559,8 @@ def test_the_core_imports_no_transformers_torch_optimum_or_hub():
     code = (
         "import sys; import optimum_ipu_ext.settings.files, optimum_ipu_ext.settings.rules, "
         "optimum_ipu_ext.settings.documents, optimum_ipu_ext.cli.commands, optimum_ipu_ext.cli.sources, "
-        "optimum_ipu_ext.cli.reports, optimum_ipu_ext.options.option_file_import, optimum_ipu_ext.placement.report, "
-        "optimum_ipu_ext.placement.architectures, optimum_ipu_ext.recorder; "
+        "optimum_ipu_ext.cli.reports, optimum_ipu_ext.options.option_file_import, "
+        "optimum_ipu_ext.placement.report.placement, optimum_ipu_ext.placement.models, optimum_ipu_ext.recorder; "
         "print(sorted({name.split('.')[0] for name in sys.modules} & "
         "{'transformers', 'torch', 'optimum', 'huggingface_hub', 'poptorch', 'popart', 'popdist'}))"
     )

@@ -19,7 +19,7 @@ import warnings
 import pytest
 
 from optimum_ipu_ext import IPUConfig
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.estimate.timing import reduction_seconds
 from optimum_ipu_ext.placement.hardware import (
     BOW,
     COMPUTE_EFFICIENCY,
@@ -30,9 +30,9 @@ from optimum_ipu_ext.placement.hardware import (
     STREAMING_BYTES_PER_SECOND,
     IPUType,
 )
+from optimum_ipu_ext.placement.models import ARCHITECTURES
 from optimum_ipu_ext.placement.models.bert import bert_layer
 from optimum_ipu_ext.placement.models.rules import At, InputShape
-from optimum_ipu_ext.placement.timing import reduction_seconds
 from support.corpus import FULL_SIZE, PUBLISHED_CONFIGS
 
 # the sequences a pack of Graphcore's packed Wikipedia holds on average: the pod128 and pod256 logs of v2.0 and v1.1,

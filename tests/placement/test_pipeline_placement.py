@@ -6,11 +6,12 @@ import dataclasses
 import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.costs import InputShape, StepCost, block_costs, resolve_shape
-from optimum_ipu_ext.placement.placement import place
-from optimum_ipu_ext.placement.report import render, render_comparison, stacked_bar
-from optimum_ipu_ext.placement.sources import parameter_shapes, read_model
+from optimum_ipu_ext.placement.estimate.costs import StepCost, block_costs
+from optimum_ipu_ext.placement.models import ARCHITECTURES, resolve_shape
+from optimum_ipu_ext.placement.models.rules import InputShape
+from optimum_ipu_ext.placement.placement import parameter_shapes, place
+from optimum_ipu_ext.placement.report.placement import render, render_comparison, stacked_bar
+from optimum_ipu_ext.placement.source.model import read_model
 from support.placement_fixtures import TINY_BERT, bert_shapes, write_checkpoint
 
 # activation, input, output bytes and forward FLOPs of each step, as data

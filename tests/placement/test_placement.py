@@ -15,7 +15,7 @@ import pytest
 
 from optimum_ipu_ext import ArchitectureError, IPUConfig, ModelFileError, PlacementError, PlainIPUConfig
 from optimum_ipu_ext.errors import as_json
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.models import ARCHITECTURES
 from support.placement_fixtures import TINY_BERT, tiny_bert
 
 # --- a placement: data, immutability, where each parameter is --------------------------------------------------------
@@ -219,6 +219,23 @@ def test_the_architecture_given_must_take_the_model_s_config(tmp_path):
     assert raised.value.problem == 'GPT2LMHeadModel takes a config of model type "gpt2", and this one is "bert"'
     with pytest.raises(ArchitectureError, match="BertForNothing has no pipelined version"):
         PlainIPUConfig().placement(tiny_bert(tmp_path), architecture="BertForNothing")
+
+
+def test_a_config_json_without_model_type_is_of_the_model_type_of_the_architecture_it_names(tmp_path):
+    """As transformers reads the model type of an early checkpoint's config.json from a name (gpt2-medium's first
+    file had none); another architecture asked for is still checked against it, and none named, none is known."""
+    values = {key: value for key, value in TINY_BERT.items() if key not in ("model_type", "architectures")}
+    folder = tiny_bert(tmp_path)
+    with open(os.path.join(folder, "config.json"), "w") as writer:
+        json.dump(dict(values, architectures=["BertForMaskedLM"]), writer)
+    assert PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder).architecture == "BertForMaskedLM"
+    with pytest.raises(ArchitectureError) as raised:
+        PlainIPUConfig().placement(folder, architecture="GPT2LMHeadModel")
+    assert raised.value.problem == 'GPT2LMHeadModel takes a config of model type "gpt2", and this one is null'
+    with open(os.path.join(folder, "config.json"), "w") as writer:
+        json.dump(values, writer)
+    with pytest.raises(ArchitectureError, match="its config.json names no architecture; model type null"):
+        PlainIPUConfig().placement(folder)
 
 
 def test_a_folder_needs_its_config_json(tmp_path):

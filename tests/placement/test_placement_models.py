@@ -9,9 +9,9 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement import balance
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.layout import encoder_decoder_cut, layer_counts
+from optimum_ipu_ext.placement.estimate import balance
+from optimum_ipu_ext.placement.estimate.layout import encoder_decoder_cut, layer_counts
+from optimum_ipu_ext.placement.models import ARCHITECTURES
 from optimum_ipu_ext.placement.models.rules import Block, Run, Split, expand
 from optimum_ipu_ext.placement.placement import SplitCosts
 from support.placement_fixtures import saved_tiny_model, tiny_model

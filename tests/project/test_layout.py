@@ -2,6 +2,7 @@
 subpackage imports only the layers below it, so the tree draws the architecture (docs/internals.md)."""
 
 import ast
+import re
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -114,9 +115,73 @@ def test_the_layer_rule_refuses_an_import_upwards():
     assert layer("optimum_ipu_ext") > layer("optimum_ipu_ext.cli")
 
 
+# The placement's parts, lowest first: a module of one may import its own part and those before it.
+PLACEMENT_PARTS = ("hardware", "source", "models", "estimate", "report", "placement", "planning")
+
+
+def placement_part(name: str) -> int:
+    """The index of a placement module's part (the package itself: above every part)."""
+    parts = name.split(".")
+    return PLACEMENT_PARTS.index(parts[2]) if len(parts) > 2 else len(PLACEMENT_PARTS)
+
+
+@pytest.mark.parametrize("name", sorted(name for name in MODULES if name.startswith("optimum_ipu_ext.placement.")))
+def test_a_placement_module_imports_only_its_part_and_those_below(name):
+    inside = [target for target in GRAPH[name] if target.startswith("optimum_ipu_ext.placement")]
+    assert sorted(target for target in inside if placement_part(target) > placement_part(name)) == []
+
+
+def test_each_part_of_the_placement_says_what_it_owns():
+    folders = sorted(path for path in (PACKAGE / "placement").iterdir() if (path / "__init__.py").is_file())
+    assert [folder.name for folder in folders] == ["estimate", "models", "report", "source"]
+    for folder in folders:
+        docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
+        assert docstring and "May import" in docstring, folder.name
+    flat = sorted(path.stem for path in (PACKAGE / "placement").glob("*.py"))
+    assert len(flat) <= 8 and set(flat) - {"__init__"} <= set(PLACEMENT_PARTS), flat
+    assert placement_part("optimum_ipu_ext.placement.models.bert") < placement_part(
+        "optimum_ipu_ext.placement.estimate.layout")
+
+
 def test_the_walk_sees_lazy_and_relative_imports():
     assert "optimum_ipu_ext.options.readback" in GRAPH["optimum_ipu_ext.config.mixin"]  # inside `from_options`
     # under TYPE_CHECKING and lazily
     assert "optimum_ipu_ext.config.configuration" in GRAPH["optimum_ipu_ext.config.plain"]
     assert "optimum_ipu_ext._version" in GRAPH["optimum_ipu_ext.cli"]  # `from .._version import __version__`
     assert "optimum_ipu_ext.recorder.enums" in GRAPH["optimum_ipu_ext.recorder.poptorch"]  # `from . import enums`
+
+
+# each model family and the module of the placement that describes it
+FAMILIES = {
+    "bert": "bert", "roberta": "bert", "groupbert": "bert", "mpnet": "mpnet", "distilbert": "distilbert",
+    "deberta": "deberta", "lxmert": "lxmert", "gpt2": "gpt2", "gpt-2": "gpt2", "t5": "t5", "mt5": "t5",
+    "bart": "bart", "whisper": "whisper", "wav2vec2": "speech", "hubert": "speech", "vit": "vit",
+    "convnext": "convnext",
+}
+REGISTRY = "optimum_ipu_ext.placement.models"
+
+
+def names(text: str, family: str) -> bool:
+    """Whether `text` names `family`, in any case, where a word starts, not followed by a lowercase letter (so
+    `BertLayer`, `bert-base-uncased` and `GPT2` name one; `GroupBert` names GroupBERT, not BERT)."""
+    found = re.finditer(rf"(?<![A-Za-z0-9]){re.escape(family)}", text, re.IGNORECASE)
+    return any(not text[match.end():match.end() + 1].islower() for match in found)
+
+
+def naming(family: str) -> List[str]:
+    """The package's modules outside cli/ and config/ that name `family`."""
+    return sorted(name for name, path in MODULES.items() if name.split(".")[1:2] not in (["cli"], ["config"])
+                  and names(path.read_text(encoding="utf-8"), family))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_family_is_named_by_its_own_module_and_the_registry_alone(family):
+    own = f"{REGISTRY}.{FAMILIES[family]}"
+    assert set(naming(family)) <= {own, REGISTRY}, naming(family)
+    assert own in naming(family)
+
+
+def test_the_family_check_sees_a_family_wherever_it_is_named():
+    assert [names(text, "bert") for text in ("BertLayer", "bert-base-uncased", "(BERT)", "GroupBert", "bertha",
+                                              "Bert's")] == [True, True, True, False, False, True]
+    assert "optimum_ipu_ext.placement.models.bert" in naming("roberta") and naming("no-such-family") == []

@@ -72,9 +72,9 @@ def named_shapes(name: str, values: Mapping[str, Any]) -> Dict[str, Tuple[int, .
 
 
 def built_on_the_meta_device(source: Any) -> Any:
-    """`parameter_shapes(source)` as `placement.sources` had it before the formulas: the parameters of the model
+    """`parameter_shapes(source)` as the placement had it before the formulas: the parameters of the model
     transformers builds on the meta device (the benchmark's baseline, benchmarks/placement.py)."""
-    from optimum_ipu_ext.placement.parameters import Parameters, loaded_names
+    from optimum_ipu_ext.placement.estimate.parameters import Parameters, loaded_names
 
     def shapes(architecture: Any, config: Any) -> Parameters:
         named = named_shapes(architecture.name, source.config)

@@ -22,8 +22,7 @@ import torch
 from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
 
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.costs import MULTIPLE_CHOICES
+from optimum_ipu_ext.placement.models import ARCHITECTURES, MULTIPLE_CHOICES
 from optimum_ipu_ext.placement.models.lxmert import OBJECTS as LXMERT_OBJECTS
 from optimum_ipu_ext.placement.models.rules import Block, expand
 from optimum_ipu_ext.placement.models.speech import CTC_FRAMES_PER_LABEL

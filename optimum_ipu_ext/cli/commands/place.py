@@ -70,8 +70,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    from ...placement.architectures import ARCHITECTURES
-    from ...placement.report import render, render_comparison
+    from ...placement.models import ARCHITECTURES
+    from ...placement.report.placement import render, render_comparison
     from ...settings.mode import Mode
     from ..sources import CONFIG_NAME, CommandError, load, refuse_to_overwrite, write_config
 

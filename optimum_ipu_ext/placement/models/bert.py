@@ -104,7 +104,7 @@ def _cross_attention(z: BertSizes) -> Tuple:
 
 
 def bert_layer(fused: bool):
-    """A `BertLayer` (RoBERTa's, LXMERT's are the same); the pipelined BERT fuses its query, key and value."""
+    """A `BertLayer` (RoBERTa's is the same); the pipelined BERT fuses its query, key and value."""
     def layer(z: BertSizes, at: At) -> Sequential:
         return post_norm_layer(LAYER_NAMES, z, fused,
                                extra=Unused(_distance_embedding("attention.self", z), _cross_attention(z)))

@@ -77,7 +77,7 @@ class Keeps(Module):
 class Linear(Module):
     """`nn.Linear(inputs, outputs)` on `rows` rows of its input `x`: keeps `x`, or the whole `storage` it is a view of
     (the first token of each sequence). `tied`: its weight is another module's (no parameter of its own);
-    `transposed`: transformers' `Conv1D` (GPT-2), whose weight is stored (inputs, outputs)."""
+    `transposed`: transformers' `Conv1D`, whose weight is stored (inputs, outputs)."""
 
     def __init__(self, name: str, inputs: int, outputs: int, rows: int, x: str, bias: bool = True,
                  tied: bool = False, transposed: bool = False, storage: Optional[int] = None):
@@ -108,8 +108,8 @@ class LayerNorm(Module):
 
 
 class RMSNorm(Module):
-    """T5's norm, a weight and no bias, in float32 operations: keeps `x`, each row's reciprocal root mean square and
-    the normalised rows."""
+    """A root-mean-square norm, a weight and no bias, in float32 operations: keeps `x`, each row's reciprocal root
+    mean square and the normalised rows."""
 
     def __init__(self, name: str, width: int, rows: int, x: str):
         super().__init__({_named(name, "weight"): (width,)},

@@ -1,4 +1,4 @@
-"""DistilBERT: BERT's post-norm layers under other names, without token types or a pooler.
+"""DistilBERT: post-norm layers under names of its own, without token types or a pooler.
 
 `parallelize()` puts the embeddings on IPU 0, the layers as `get_layer_ipu` places them, the task heads on the last
 IPU, and the masked LM's three modules, each a block named "LM Head", back on IPU 0 with the word embeddings it is tied

@@ -1,4 +1,4 @@
-"""MPNet: BERT's post-norm layers under other names, attending with the relative position buckets the encoder works
+"""MPNet: post-norm layers under names of its own, attending with the relative position buckets the encoder works
 out once for all its layers.
 
 `parallelize()` puts the embeddings on IPU 0, the layers as `get_layer_ipu` places them, and the pooler or the

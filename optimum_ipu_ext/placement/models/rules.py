@@ -68,7 +68,8 @@ IPURule = Union[int, LastIPU, LayerIPU, FirstSplitIPU, WhenConfig]
 
 class At(NamedTuple):
     """Where a step is: a layer's index in its group as its path numbers it (`{i}`), the last such index, the stage
-    (`{stage}`: ConvNeXt's) of a layer or of a stage's first module. 0, 0 and None for other steps."""
+    (`{stage}`, where layers are counted per stage) of a layer or of a stage's first module. 0, 0 and None for other
+    steps."""
 
     layer: int = 0
     last: int = 0
@@ -108,8 +109,8 @@ class Run(NamedTuple):
 
 class Layers(NamedTuple):
     """A group of the layer list: `count` layers (a config field, or a number), each a block named `name` on the
-    module `path` (`{i}`: its index in the group). A field holding a list counts layers per stage (ConvNeXt's
-    `depths`): `{stage}` is then the stage, and `stage_prelude` the module each stage runs first.
+    module `path` (`{i}`: its index in the group). A field holding a list counts layers per stage (a list of
+    depths): `{stage}` is then the stage, and `stage_prelude` the module each stage runs first.
 
     `ipu`: None, as `get_layer_ipu` places the layers; a number: every layer on that IPU, whatever the config.
     """
@@ -158,10 +159,10 @@ SPEECH_RECOGNITION = "speech recognition"
 
 
 class InputShape(NamedTuple):
-    """One micro-batch: `micro_batch_size` examples of `sequence_length` (text: tokens; Wav2Vec2/HuBERT: samples at
-    16 kHz; Whisper: the feature extractor's frames; images: pixels on a side, or a pair (height, width), the config's
-    `image_size`); an encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the sequences
-    of each example of a multiple-choice model (1 for others)."""
+    """One micro-batch: `micro_batch_size` examples of `sequence_length` (text: tokens; audio: samples at 16 kHz;
+    speech recognition: the feature extractor's frames; images: pixels on a side, or a pair (height, width), the
+    config's `image_size`); an encoder-decoder model's decoder takes `decoder_sequence_length` tokens; `choices`: the
+    sequences of each example of a multiple-choice model (1 for others)."""
 
     micro_batch_size: int
     sequence_length: int
@@ -177,7 +178,7 @@ class ModelConfig:
     release optimum-graphcore 0.7.1 runs on) where the file leaves it out or gives null, as `save_pretrained` does
     for defaults.
 
-    `defaults` values may be callables of the config (T5's `num_decoder_layers` defaults to `num_layers`). A value
+    `defaults` values may be callables of the config (a `num_decoder_layers` that defaults to `num_layers`). A value
     given must be of its default's kind (a whole number, a number, a string, a list of whole numbers); `model` names
     the model in the error that says it is not.
     """
@@ -219,7 +220,7 @@ class ModelConfig:
         return getattr(self, field) == value
 
 
-# fields that are a number or a pair of numbers (ViT's `image_size` 224 or [224, 160])
+# fields that are a number or a pair of numbers (an `image_size` 224 or [224, 160])
 PAIRS = ("image_size", "patch_size")
 
 
@@ -271,11 +272,11 @@ class Architecture(NamedTuple):
       the transformers model ties it (`PipelinedMPNetForMaskedLM`), with the condition on the settings;
     - `frozen`: paths whose parameters do not train (`requires_grad=False`), each with its condition;
     - `serialized_embedding`: the embedding `parallelize()` splits into `embedding_serialization_factor` parts,
-      which must divide its rows; `padded_embedding`: the one it pads to a multiple of the factor instead (GPT-2);
+      which must divide its rows; `padded_embedding`: the one it pads to a multiple of the factor instead;
     - `reads_embedding_factor`: whether its `parallelize()` compares `embedding_serialization_factor` with 1 (which
       fails where the factor is null, as it is with `serialized_embedding_splits_per_ipu`);
     - `untied_splits`: whether `parallelize()` refuses a split embedding or projection (`Split` steps) where the
-      word embeddings are tied (MT5);
+      word embeddings are tied;
     - `kwargs`: the keyword arguments its `parallelize()` takes (`"*"`: any), `generation`: the encoder and decoder
       layer groups a `for_generation=True` build splits into two executors, or None;
     - `renames`: `(pattern, replacement)` regular expressions mapping names a newer transformers writes in

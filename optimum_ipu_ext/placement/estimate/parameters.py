@@ -8,12 +8,11 @@ import math
 import re
 from typing import Any, Dict, List, Mapping, NamedTuple, Tuple
 
-from ..errors import PlacementError
-from ..settings.mode import Mode
-from .architectures import BUFFER_PATTERN
-from .costs import resolve_shape
+from ...errors import PlacementError
+from ...settings.mode import Mode
+from ..models import BUFFER_PATTERN, resolve_shape
+from ..models.rules import Architecture, ModelConfig, Split, expand, module_of
 from .layout import split_shares
-from .models.rules import Architecture, ModelConfig, Split, expand, module_of
 
 _BUFFERS = re.compile(BUFFER_PATTERN)
 # transformers' old names of a norm's weight and bias
@@ -113,11 +112,11 @@ def _aliases(ties: Mapping[str, str]) -> Dict[str, List[str]]:
 def parallelized(model: str, architecture: Architecture, parameters: Parameters,
                  settings: Mapping[str, Any], for_inference: bool = False) -> Parameters:
     """The parameters after `parallelize()`: a vocabulary padded to a multiple of `embedding_serialization_factor`
-    (GPT-2), the copies a pipelined model holds, the parts of a weight split over IPUs; checks that a serialized
-    embedding's rows divide by the factor.
+    (`padded_embedding`), the copies a pipelined model holds, the parts of a weight split over IPUs; checks that a
+    serialized embedding's rows divide by the factor.
 
     `embedding_serialization_factor` is read as upstream's models read it: the training setting, in both modes;
-    the settings of a split (`Split` steps) as MT5 reads them: those of the mode.
+    the settings of a split (`Split` steps) as the models that split read them: those of the mode.
     """
     factor = settings["embedding_serialization_factor"] or 1
     shapes = dict(parameters.shapes)

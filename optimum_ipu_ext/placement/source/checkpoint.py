@@ -15,7 +15,7 @@ import os
 import struct
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
-from ..errors import ModelFileError
+from ...errors import ModelFileError
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from optimum_ipu_ext.placement import balance
+from optimum_ipu_ext.placement.estimate import balance
 from support.splits import compositions
 
 

@@ -5,7 +5,7 @@ transformers 4.29.2's default."""
 import pytest
 
 from optimum_ipu_ext import PlacementError
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
+from optimum_ipu_ext.placement.models import ARCHITECTURES
 from optimum_ipu_ext.placement.models.rules import ModelConfig
 
 # --- the config's fields, with transformers 4.29.2's defaults ---------------------------------------------------

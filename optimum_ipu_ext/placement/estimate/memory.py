@@ -9,14 +9,14 @@ a lower bound, since activations, pipeline stashes, code and exchange buffers co
   false: `optimizer_state_offchip`, or the `*_location` settings), divided among the replicas where it is sharded
   (`useReplicatedTensorSharding` with more than one replica);
 - an optimizer state kept in Streaming Memory is still brought on chip for the weight update, a tensor at a time
-  (optimum-graphcore's `notebooks/mt5_translation.ipynb`): the state of the IPU's largest trained tensor (a
+  (optimum-graphcore's translation notebook): the state of the IPU's largest trained tensor (a
   serialized embedding's part) is on chip then, after the pipeline has flushed its stashes.
 """
 
 from typing import Any, Dict, NamedTuple, Tuple
 
-from ..options.build import build_plan
-from ..settings.mode import Mode
+from ...options.build import build_plan
+from ...settings.mode import Mode
 
 IPU_MEMORY_BYTES = 1472 * 624 * 1024
 

@@ -13,8 +13,8 @@ import math
 import pytest
 import transformers
 
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.parameters import from_config, loaded_names
+from optimum_ipu_ext.placement.estimate.parameters import from_config, loaded_names
+from optimum_ipu_ext.placement.models import ARCHITECTURES
 from support import PRESET
 from support.cli_helpers import run_alone
 from support.corpus import (

@@ -23,10 +23,10 @@ from huggingface_hub import cached_assets_path, constants, hf_hub_download, hf_h
 from huggingface_hub.errors import EntryNotFoundError, HFValidationError, LocalEntryNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status, validate_repo_id
 
-from ..errors import HubFileNotFoundError, ModelFileError
-from ..hub.failures import hub_errors
-from ..hub.load import HubSource, load_errors, load_promptly
-from ..settings.files import write_text_atomically
+from ...errors import HubFileNotFoundError, ModelFileError
+from ...hub.failures import hub_errors
+from ...hub.load import HubSource, load_errors, load_promptly
+from ...settings.files import write_text_atomically
 from .checkpoint import (
     INDEX_FILE,
     SINGLE_FILE,

@@ -7,10 +7,10 @@ The comparison with optimum-graphcore's own pipelined models is in test_upstream
 import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.costs import InputShape, StepCost, block_costs, ipu_costs, resolve_shape
-from optimum_ipu_ext.placement.layout import lay_out
-from optimum_ipu_ext.placement.models.rules import Block, Run
+from optimum_ipu_ext.placement.estimate.costs import StepCost, block_costs, ipu_costs
+from optimum_ipu_ext.placement.estimate.layout import lay_out
+from optimum_ipu_ext.placement.models import ARCHITECTURES, resolve_shape
+from optimum_ipu_ext.placement.models.rules import Block, InputShape, Run
 
 BERT_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
 GPT2_MEDIUM = {"n_embd": 1024, "n_layer": 24, "n_head": 16}

@@ -8,11 +8,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .architectures import ARCHITECTURES
-from .hardware import IPU_TYPES
-from .models.rules import ENCODER_DECODER, SPEECH_RECOGNITION, InputShape
-from .pipeline import Schedule, Stage, Work
-from .timing import StepTime
+from ..estimate.pipeline import Schedule, Stage, Work
+from ..estimate.timing import StepTime
+from ..hardware import IPU_TYPES
+from ..models import ARCHITECTURES
+from ..models.rules import ENCODER_DECODER, SPEECH_RECOGNITION, InputShape
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ class Placement:
         that fit, then the smallest largest on-chip figure.
 
         Raises:
-            PlacementError: for an architecture whose `parallelize()` places its layers itself (LXMERT).
+            PlacementError: for an architecture whose `parallelize()` places its layers itself.
             ValueError: for another objective, or "time" without activations counted.
         """
         return self._planner.balanced(self, objective)

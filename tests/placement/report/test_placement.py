@@ -6,8 +6,8 @@ import dataclasses
 import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.placement.pipeline import Work
-from optimum_ipu_ext.placement.report import bar, compress, gflop, render, render_comparison
+from optimum_ipu_ext.placement.estimate.pipeline import Work
+from optimum_ipu_ext.placement.report.placement import bar, compress, gflop, render, render_comparison
 from support.placement_fixtures import bert_base
 
 

@@ -4,8 +4,8 @@ kept (on chip or in Streaming Memory, sharded or not) as the build's options kee
 
 import pytest
 
+from optimum_ipu_ext.placement.estimate.memory import MemoryModel, Storage, memory_model
 from optimum_ipu_ext.placement.hardware import IPU_MEMORY_BYTES
-from optimum_ipu_ext.placement.memory import MemoryModel, Storage, memory_model
 from support.placement_fixtures import settings
 
 ON_CHIP = Storage(True, 1)

@@ -4,10 +4,9 @@ stash depths, what each IPU stashes and recomputes, the cycles of a step and wha
 import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.costs import StepCost
-from optimum_ipu_ext.placement.layout import ForwardStep, lay_out
-from optimum_ipu_ext.placement.pipeline import (
+from optimum_ipu_ext.placement.estimate.costs import StepCost
+from optimum_ipu_ext.placement.estimate.layout import ForwardStep, lay_out
+from optimum_ipu_ext.placement.estimate.pipeline import (
     Rules,
     Schedule,
     Stage,
@@ -19,6 +18,7 @@ from optimum_ipu_ext.placement.pipeline import (
     stash_depth,
     work,
 )
+from optimum_ipu_ext.placement.models import ARCHITECTURES
 
 TRAINING = Rules(True, True, False, False, 8, "gradient_accumulation_steps")
 RECOMPUTING = TRAINING._replace(recomputes=True)

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.costs import block_costs, resolve_shape
+from optimum_ipu_ext.placement.estimate.costs import block_costs
+from optimum_ipu_ext.placement.models import ARCHITECTURES, resolve_shape
 from optimum_ipu_ext.placement.models.rules import AUDIO, ENCODER_DECODER, IMAGE, SPEECH_RECOGNITION
 from support.placement_models import TINY_MODELS
 from support.upstream_costs import step_paths, upstream_costs

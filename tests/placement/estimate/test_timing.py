@@ -5,6 +5,7 @@ the gradients within and between Pods, the overhead; inference without the last 
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlainIPUConfig
+from optimum_ipu_ext.placement.estimate.timing import IPUShare, Job, StepTime, reduction_seconds, step_time
 from optimum_ipu_ext.placement.hardware import (
     BOW,
     COMPUTE_EFFICIENCY,
@@ -15,7 +16,6 @@ from optimum_ipu_ext.placement.hardware import (
     STEP_OVERHEAD_SECONDS,
     STREAMING_BYTES_PER_SECOND,
 )
-from optimum_ipu_ext.placement.timing import IPUShare, Job, StepTime, reduction_seconds, step_time
 from support.placement_fixtures import bert_base
 
 SHARES = [IPUShare(3 * 10**12, 4 * 10**8, 6 * 10**8), IPUShare(5 * 10**12, 2 * 10**8, 0)]

@@ -8,8 +8,7 @@ The comparison with optimum-graphcore's own `parallelize()` is in test_upstream_
 import pytest
 
 from optimum_ipu_ext import PlacementError
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.layout import (
+from optimum_ipu_ext.placement.estimate.layout import (
     Claim,
     ForwardStep,
     Layout,
@@ -19,7 +18,8 @@ from optimum_ipu_ext.placement.layout import (
     lay_out,
     origins,
 )
-from optimum_ipu_ext.placement.parameters import Parameters, from_config, parallelized
+from optimum_ipu_ext.placement.estimate.parameters import Parameters, from_config, parallelized
+from optimum_ipu_ext.placement.models import ARCHITECTURES
 from support.placement_fixtures import settings
 
 

@@ -19,9 +19,9 @@ the micro-batches in flight, what it computes, and how many cycles a step takes.
 
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from ..options.build import build_plan
+from ...options.build import build_plan
+from ..models.blocks import StepCost
 from .layout import ForwardStep, Layout
-from .models.blocks import StepCost
 
 # `{step path: its cost}`: what one training micro-batch keeps and computes in each step (`costs.block_costs`)
 Costs = Mapping[str, StepCost]

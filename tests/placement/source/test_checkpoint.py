@@ -8,8 +8,8 @@ import torch
 from safetensors.torch import save_file
 
 from optimum_ipu_ext import ModelFileError
-from optimum_ipu_ext.placement import checkpoint
-from optimum_ipu_ext.placement.checkpoint import (
+from optimum_ipu_ext.placement.source import checkpoint
+from optimum_ipu_ext.placement.source.checkpoint import (
     DTYPE_BITS,
     TensorHeader,
     parse_config,

@@ -17,7 +17,7 @@ The constants are in hardware.py, with their sources. Inference has no update, r
 from math import ceil
 from typing import Any, Dict, NamedTuple, Optional, Sequence
 
-from .hardware import (
+from ..hardware import (
     COMPUTE_EFFICIENCY,
     GATEWAY_LINK_BYTES_PER_SECOND,
     IPU_LINK_BYTES_PER_SECOND,

@@ -6,8 +6,14 @@ models."""
 import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement.architectures import ARCHITECTURES
-from optimum_ipu_ext.placement.parameters import Parameters, from_checkpoint, from_config, loaded_names, parallelized
+from optimum_ipu_ext.placement.estimate.parameters import (
+    Parameters,
+    from_checkpoint,
+    from_config,
+    loaded_names,
+    parallelized,
+)
+from optimum_ipu_ext.placement.models import ARCHITECTURES
 from optimum_ipu_ext.placement.placement import _frozen
 from support.placement_fixtures import BERT_BASE, TINY_BERT, bert_base, settings
 

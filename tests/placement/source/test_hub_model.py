@@ -21,8 +21,8 @@ from optimum_ipu_ext import (
     HubUnavailableError,
     ModelFileError,
 )
-from optimum_ipu_ext.placement.checkpoint import TensorHeader, read_folder
-from optimum_ipu_ext.placement.hub_model import FIRST_READ, HubModel, hub_model
+from optimum_ipu_ext.placement.source.checkpoint import TensorHeader, read_folder
+from optimum_ipu_ext.placement.source.hub_model import FIRST_READ, HubModel, hub_model
 from support.hub_fixtures import TINY_MODEL_CONFIG
 
 SINGLE, SHARDED, BIN = "org/tiny-bert", "org/tiny-bert-sharded", "org/tiny-bert-bin"
@@ -239,7 +239,7 @@ def test_a_cache_that_cannot_be_written_costs_only_the_saving(hub, tmp_path, mon
         monkeypatch.setattr(constants, "HF_ASSETS_CACHE", str(tmp_path / "a-file" / "assets"))
     else:  # replacing a folder by the file fails: an OSError
         cache_file(tmp_path, SINGLE, head(hub, SINGLE)).mkdir(parents=True)
-    with caplog.at_level(logging.WARNING, logger="optimum_ipu_ext.placement.hub_model"):
+    with caplog.at_level(logging.WARNING, logger="optimum_ipu_ext.placement.source.hub_model"):
         model = hub_model(SINGLE)
     assert len(model.tensors) == 43
     [warning] = [record.getMessage() for record in caplog.records]
@@ -254,7 +254,7 @@ def test_the_cache_serves_a_new_process_offline_with_no_request(hub, run_hub_pyt
     result = run_hub_python(
         """
         import json
-        from optimum_ipu_ext.placement.hub_model import hub_model
+        from optimum_ipu_ext.placement.source.hub_model import hub_model
 
         for repo_id in ("org/tiny-bert", "org/tiny-bert-sharded", "org/tiny-bert-bin"):
             print(json.dumps(hub_model(repo_id)))
@@ -272,7 +272,7 @@ def test_offline_without_a_cached_copy_names_what_is_missing(hub, run_hub_python
     result = run_hub_python(
         """
         from optimum_ipu_ext import HubUnavailableError
-        from optimum_ipu_ext.placement.hub_model import hub_model
+        from optimum_ipu_ext.placement.source.hub_model import hub_model
 
         for repo_id in ("org/tiny-bert", "org/tiny-bert-sharded"):
             try:

@@ -9,9 +9,9 @@ then puts each parameter on the IPU of the step that first uses it.
 import itertools
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from ..errors import PlacementError, as_json
-from ..settings.mode import Mode
-from .models.rules import (
+from ...errors import PlacementError, as_json
+from ...settings.mode import Mode
+from ..models.rules import (
     Architecture,
     Block,
     FirstSplitIPU,
@@ -293,7 +293,7 @@ def _check_split_shares(model: str, architecture: Architecture, settings: Mappin
 
 
 def _add_block(names: List[Optional[str]], name: Optional[str]) -> None:
-    """Lists a block on its IPU once (upstream gives several modules one block name: BART's "Embedding")."""
+    """Lists a block on its IPU once (upstream gives several modules one block name)."""
     if name is None or name not in names:
         names.append(name)
 

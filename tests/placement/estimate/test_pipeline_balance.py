@@ -6,7 +6,8 @@ import dataclasses
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement import balance, placement as placement_module
+from optimum_ipu_ext.placement import placement as placement_module
+from optimum_ipu_ext.placement.estimate import balance
 from optimum_ipu_ext.placement.placement import SplitCosts
 from support.placement_fixtures import tiny_model
 from support.splits import compositions
