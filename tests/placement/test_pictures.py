@@ -8,6 +8,7 @@ import html.parser
 import json
 import re
 import xml.etree.ElementTree as ElementTree
+from pathlib import Path
 
 import pytest
 
@@ -28,8 +29,10 @@ from optimum_ipu_ext.placement.pictures import (
 from optimum_ipu_ext.placement.report import BAR_PARTS, compress, mib, parts
 from support import PRESET
 from support.corpus import FULL_SIZE, PUBLISHED_CONFIGS
+from support.placement_fixtures import DOCUMENTED_CONFIG, documented_placement
 
 SVG = "{http://www.w3.org/2000/svg}"
+DOCUMENTED_PICTURE = Path(__file__).resolve().parents[2] / "docs" / "images" / "placement.svg"
 
 
 def bert_large():
@@ -219,6 +222,12 @@ def test_every_text_is_escaped():
     assert " ".join(texts(ipu_groups(root)[0], "blocks")) == "<Embedding>, Encoder0 & 1"
     assert "config x<y>.json" in " ".join(texts(root))
     assert esc('<a href="x">') == "&lt;a href=&quot;x&quot;&gt;"
+
+
+def test_the_picture_in_the_docs_is_the_one_drawn_now():
+    drawn_now = placement_svg(documented_placement(), DOCUMENTED_CONFIG)
+    assert DOCUMENTED_PICTURE.read_text(encoding="utf-8") == drawn_now, \
+        "docs/images/placement.svg is not the picture drawn now: run `make documents`"
 
 
 def test_the_picture_is_drawn_the_same_from_the_json_read_back(fitting):

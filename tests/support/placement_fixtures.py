@@ -109,3 +109,19 @@ def saved_tiny_model(architecture: str, folder) -> str:
     """`folder` holding the tiny model of `architecture`, saved as transformers saves it (safetensors)."""
     tiny_model(architecture).save_pretrained(str(folder), safe_serialization=True)
     return str(folder)
+
+
+# the placement docs/placement.md draws (docs/images/placement.svg, `make documents`): bert-large pre-training on
+# Graphcore's config, 16 micro-batches of 2 x 512 tokens a step, and the config as its picture names it
+DOCUMENTED_CONFIG = "Graphcore/bert-large-ipu with gradient_accumulation_steps=16"
+
+
+def documented_placement() -> Dict:
+    """The dict of the placement docs/placement.md draws, its model named as on the Hub."""
+    from .corpus import FULL_SIZE, PUBLISHED_CONFIGS
+
+    config = PlainIPUConfig.from_json_file(str(PUBLISHED_CONFIGS / "hub__Graphcore__bert-large-ipu@main.json"))
+    config.gradient_accumulation_steps = 16
+    placement = config.placement(str(FULL_SIZE / "bert-large-uncased"), architecture="BertForPreTraining",
+                                 micro_batch_size=2, sequence_length=512).to_dict()
+    return dict(placement, model="bert-large-uncased")
