@@ -15,7 +15,11 @@ import pytest
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.page import placement_page
 from optimum_ipu_ext.placement.pictures import (
+    BACKWARD,
+    FORWARD,
     MIB,
+    PART_STYLES,
+    RECOMPUTE,
     SVG_MARK,
     cycle_work,
     drawn_cycles,
@@ -211,6 +215,24 @@ def test_the_legend_names_the_parts_the_bars_show(fitting):
                                                "U optimizer state brought in for the update", "an IPU's memory",
                                                "what the reserve leaves"]
     assert texts(drawn(mt5_small()), "legend")[:3] == ["W weights", "A gradient accumulators", "O optimizer state"]
+
+
+def lightness(colour):
+    """A colour's grey on a grey-scale print, in % (Rec. 709 luma)."""
+    red, green, blue = (int(colour[index:index + 2], 16) for index in (1, 3, 5))
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 2.55
+
+
+def test_the_colours_survive_a_grey_scale_print():
+    # any two parts a bar may stack next to each other differ by 15 % of grey, or one of them is patterned
+    for first, (fill, pattern, _, _) in enumerate(PART_STYLES):
+        for other, (other_fill, other_pattern, _, _) in enumerate(PART_STYLES[first + 1:], first + 1):
+            assert abs(lightness(fill) - lightness(other_fill)) >= 15 or pattern or other_pattern, (first, other)
+    # the parameters' parts, plain, from dark to light; the pipeline's and the update's patterned
+    assert [pattern for _, pattern, _, _ in PART_STYLES] == [None, None, None, "stripes", "stripes", "dots"]
+    assert lightness(PART_STYLES[0][0]) + 15 <= lightness(PART_STYLES[1][0]) <= lightness(PART_STYLES[2][0]) - 15
+    # the schedule: forward light, backward dark, the recomputation between them striped
+    assert lightness(FORWARD) - lightness(BACKWARD) >= 40 and lightness(RECOMPUTE) - lightness(BACKWARD) >= 40
 
 
 def test_every_text_is_escaped():
