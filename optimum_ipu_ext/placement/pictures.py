@@ -233,6 +233,49 @@ def placement_table(placement: Mapping[str, Any]) -> Tuple[List[str], List[List[
     return headers, rows
 
 
+def card_markdown(placement: Mapping[str, Any], picture: str, config: Optional[str] = None) -> str:
+    """The placement for a model card: a heading, the picture (the repository's file `picture`), the table, the
+    pipeline, the time and the verdict, and the command that places it again.
+
+    Args:
+        placement (`dict`): `Placement.to_dict()`.
+        picture (`str`): the path of the picture in the repository, beside the card.
+        config (`str`, *optional*): the config as `place` reads it again (the repository's id).
+    """
+    headers, rows = placement_table(placement)
+    right = {header for header in headers if header not in ("Blocks", "Layers")}
+    verdicts = verdict_lines(placement)
+    command = f"ipu-config place {config or 'CONFIG'} --model {placement['model']} --architecture " \
+              f"{placement['architecture']}"
+    if counted(placement):
+        command += f" --micro-batch-size {placement['micro_batch_size']} --sequence-length " \
+                   f"{placement['sequence_length']}"
+        if placement["decoder_sequence_length"] is not None:
+            command += f" --decoder-sequence-length {placement['decoder_sequence_length']}"
+    if placement["build"] == "inference":
+        command += " --inference"
+    lines = [
+        f"### Placement of `{placement['model']}`",
+        "",
+        f"Where optimum-graphcore 0.7.1 puts {placement['architecture']} ({placement['build']}) on these IPUs, and "
+        f"the memory each needs: {shape_line(placement)}.",
+        "",
+        f"![{esc(title_line(placement))}: each IPU's on-chip memory, the verdict and the pipeline's schedule]"
+        f"({picture})",
+        "",
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join("---:" if header in right else "---" for header in headers) + " |",
+        *("| " + " | ".join(text.replace("|", "\\|") for text in row) + " |" for row in rows),
+        "",
+        ", ".join(f"{letter}: {name}" for letter, name in legend_names()) + ".",
+        "",
+        *(part for line in summary_lines(placement)[1:] if line not in verdicts for part in (line, "")),
+        *(part for line in verdicts for part in (f"**{line}**", "")),
+        f"Placed by optimum-ipu-ext, without an IPU; again with `{command}`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def legend_names() -> List[Tuple[str, str]]:
     """`(letter, name)` of each part of a bar."""
     return [(letter, name) for name, letter in BAR_PARTS]
