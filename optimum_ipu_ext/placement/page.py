@@ -1,14 +1,24 @@
 """A placement as one self-contained HTML page (`place --html`): the picture, the text report's table as an HTML
 table with each part of the on-chip memory, the pipeline's stages, the step's time and the JSON, for a CI artefact
-or a review. No script, no font, no style sheet or image from elsewhere: the page's own policy forbids loading any.
+or a review; and a plan as one (`plan_page`): its picture, its candidates' table and the best one's placement. No
+script, no font, no style sheet or image from elsewhere: the page's own policy forbids loading any.
 
-Drawn from the dict `Placement.to_dict()` gives, as the pictures are.
+Drawn from the dicts the JSON holds (`Placement.to_dict()`, a plan's), as the pictures are.
 """
 
 import json
 from typing import Any, List, Mapping, Optional, Sequence
 
-from .pictures import HTML_MARK, esc, legend_names, placement_svg, placement_table, title_line
+from .pictures import (
+    HTML_MARK,
+    esc,
+    legend_names,
+    placement_svg,
+    placement_table,
+    plan_svg,
+    plan_table,
+    title_line,
+)
 from .report import compress
 
 # nothing loads from anywhere: the page's styles are its own, the picture is inline
@@ -28,32 +38,8 @@ pre { background: #f6f6f6; padding: 12px; font-size: 12px; overflow-x: auto; }
 """
 
 
-def placement_page(placement: Mapping[str, Any], config: Optional[str] = None) -> str:
-    """The placement as one HTML page: its picture (`placement_svg`, whose header says the model, the config, the
-    shape and the verdict), its table, its stages, its step's time and its JSON.
-
-    Args:
-        placement (`dict`): `Placement.to_dict()`, or the JSON `place --json` printed, read back.
-        config (`str`, *optional*): where the config came from, named in the summary.
-    """
-    title = title_line(placement)
-    sections = [
-        f"<figure>{placement_svg(placement, config)}</figure>",
-        "<h2>IPUs</h2>",
-        _ipu_table(placement),
-        "<p>" + esc("; ".join(f"{letter}: {name}" for letter, name in legend_names())) + ". Backward FLOPs count the "
-        "recomputation; pace: the share of the slowest IPU's FLOPs.</p>",
-        "<h2>Pipeline stages</h2>",
-        _table(["Stage", "IPU", "Blocks", "Stash depth, micro-batches"],
-               [[str(number), str(stage["ipu"]), compress(stage["blocks"]),
-                 str(stage["stash_depth"])] for number, stage in enumerate(placement["stages"])], {0, 1, 3}),
-    ]
-    if placement["step_parts"] is not None:
-        sections += ["<h2>A step's time</h2>",
-                     _table(["Part", "Seconds"], [[name.replace("_", " "), f"{value:.4g}"]
-                                                  for name, value in placement["step_parts"].items()], {1})]
-    sections += ["<details><summary>The placement as JSON (<code>place --json</code>)</summary>",
-                 f"<pre>{esc(json.dumps(placement, indent=2))}</pre></details>"]
+def _document(title: str, sections: Sequence[str]) -> str:
+    """The page: its head (the generator's mark, the policy that loads nothing, the style) and `sections`."""
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -70,6 +56,57 @@ def placement_page(placement: Mapping[str, Any], config: Optional[str] = None) -
         "</html>",
         "",
     ])
+
+
+def plan_page(plan: Mapping[str, Any]) -> str:
+    """A plan as one HTML page: its picture (`plan_svg`), its candidates' table, then the best candidate's placement
+    as `placement_page` shows it, and the plan's JSON.
+
+    Args:
+        plan (`dict`): the JSON `plan --json` prints (`candidates`, `pareto`, `reference`).
+    """
+    headers, rows = plan_table(plan)
+    sections = [f"<figure>{plan_svg(plan)}</figure>", "<h2>Candidates</h2>",
+                _table(headers, rows, {0, 1, 2, 4, 5, 9, 11, 12, 13})]
+    best = plan["candidates"][0]["placement"] if plan["candidates"] else None
+    if best is not None:
+        sections += ["<h2>The best candidate's placement</h2>", *_placement_sections(best, None)[:-2]]
+    sections += ["<details><summary>The plan as JSON (<code>plan --json</code>)</summary>",
+                 f"<pre>{esc(json.dumps(plan, indent=2))}</pre></details>"]
+    title = f"Plan: {title_line(best)}" if best is not None else "Plan"
+    return _document(title, sections)
+
+
+def placement_page(placement: Mapping[str, Any], config: Optional[str] = None) -> str:
+    """The placement as one HTML page: its picture (`placement_svg`, whose header says the model, the config, the
+    shape and the verdict), its table, its stages, its step's time and its JSON.
+
+    Args:
+        placement (`dict`): `Placement.to_dict()`, or the JSON `place --json` printed, read back.
+        config (`str`, *optional*): where the config came from, named in the summary.
+    """
+    return _document(title_line(placement), _placement_sections(placement, config))
+
+
+def _placement_sections(placement: Mapping[str, Any], config: Optional[str]) -> List[str]:
+    """The picture, the tables and (the last two sections) the JSON of a placement."""
+    sections = [
+        f"<figure>{placement_svg(placement, config)}</figure>",
+        "<h2>IPUs</h2>",
+        _ipu_table(placement),
+        "<p>" + esc("; ".join(f"{letter}: {name}" for letter, name in legend_names())) + ". Backward FLOPs count the "
+        "recomputation; pace: the share of the slowest IPU's FLOPs.</p>",
+        "<h2>Pipeline stages</h2>",
+        _table(["Stage", "IPU", "Blocks", "Stash depth, micro-batches"],
+               [[str(number), str(stage["ipu"]), compress(stage["blocks"]),
+                 str(stage["stash_depth"])] for number, stage in enumerate(placement["stages"])], {0, 1, 3}),
+    ]
+    if placement["step_parts"] is not None:
+        sections += ["<h2>A step's time</h2>",
+                     _table(["Part", "Seconds"], [[name.replace("_", " "), f"{value:.4g}"]
+                                                  for name, value in placement["step_parts"].items()], {1})]
+    return sections + ["<details><summary>The placement as JSON (<code>place --json</code>)</summary>",
+                       f"<pre>{esc(json.dumps(placement, indent=2))}</pre></details>"]
 
 
 def _ipu_table(placement: Mapping[str, Any]) -> str:

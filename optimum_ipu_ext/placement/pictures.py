@@ -1,7 +1,8 @@
 """Pictures of a placement, as SVG: each IPU's on-chip memory as a stacked bar against the IPU's memory and what its
 reserve leaves, its blocks, layers and share of the pace, the verdict, and the pipeline's schedule of one step; and
-the same figures as table rows (`placement_table`) and lines (`summary_lines`) for a page or a model card. A plan's
-candidates as points of speed against memory (`plan_svg`).
+the same figures as table rows (`placement_table`) and lines (`summary_lines`) for a page or a model card
+(`card_markdown`). A plan's candidates as points of speed against memory, its frontier, its best and Graphcore's
+config (`plan_svg`, `plan_table`).
 
 Drawn from data: each function takes the dict `Placement.to_dict()` gives (the JSON `place --json` prints, see
 docs/placement.md "The JSON"), never the object, so that a saved JSON is drawn the same and a plan draws the
@@ -10,7 +11,8 @@ library and the report's helpers, so a command pays for a picture only when it d
 """
 
 import html
-from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
+import math
+from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from .report import BAR_PARTS, DOES_NOT_FIT, FITS, TIGHT, compress, gflop, mib, parts, seconds
 
@@ -719,3 +721,251 @@ def _schedule_legend(body: List[str], y: float, training: bool, placement: Mappi
             f"(marked: its stages).")
     body.append(text(MARGIN, y + 32, note, 11, fill=MUTED))
     return y + 40
+
+
+# --- a plan's candidates ---------------------------------------------------------------------------------------
+
+PLAN_WIDTH, PLAN_PLOT_HEIGHT = 860, 380
+PLAN_LEFT, PLAN_RIGHT = 84, 40  # the speed axis's labels; room right of the plot
+
+
+def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
+    """A plan's candidates as table rows, best first, then the reference (rank "G"): their settings, the largest
+    IPU's share of its memory, the verdict, the speed and whether they are on the frontier."""
+    headers = ["Rank", "IPUs a replica", "Replicas", "layers_per_ipu", "Micro-batch", "G", "Recompute every layer",
+               "State off chip", "RTS", "Largest IPU", "Verdict", "Samples a second", "Step, s", "Pipeline efficiency",
+               "Frontier"]
+    listed = [(str(index + 1), candidate, index in plan["pareto"]) for index, candidate in
+              enumerate(plan["candidates"])]
+    if plan.get("reference"):
+        listed.append(("G", plan["reference"], False))
+    rows = []
+    for rank, candidate, frontier in listed:
+        problems = candidate["placement"]["problems"] if candidate.get("placement") else []
+        speed, step = candidate["samples_per_second"], candidate["step_seconds"]
+        efficiency = candidate["pipeline_efficiency"]
+        rows.append([rank, str(candidate["ipus_per_replica"]), str(candidate["replication_factor"]),
+                     str(candidate["layers_per_ipu"]), str(candidate["micro_batch_size"]),
+                     str(candidate["gradient_accumulation_steps"]),
+                     *("yes" if candidate[name] else "no" for name in ("recompute_checkpoint_every_layer",
+                                                                       "optimizer_state_offchip",
+                                                                       "replicated_tensor_sharding")),
+                     _percent(candidate["largest_share"]), DOES_NOT_RUN if problems else candidate["verdict"],
+                     "-" if speed is None else f"{speed:,.1f}", "-" if step is None else f"{step:.3g}",
+                     "-" if efficiency is None else f"{100 * efficiency:.1f}%", "yes" if frontier else ""])
+    return headers, rows
+
+
+def candidate_label(candidate: Mapping[str, Any]) -> str:
+    """A candidate in a few words: IPUs a replica x replicas, micro-batch, accumulation, and what it turns on."""
+    flags = [name for name, on in (("recompute", candidate["recompute_checkpoint_every_layer"]),
+                                   ("state off chip", candidate["optimizer_state_offchip"]),
+                                   ("RTS", candidate["replicated_tensor_sharding"])) if on]
+    label = (f"{candidate['ipus_per_replica']} IPUs x {candidate['replication_factor']}, micro-batch "
+             f"{candidate['micro_batch_size']}, G {candidate['gradient_accumulation_steps']}")
+    return label + (f", {', '.join(flags)}" if flags else "")
+
+
+def plan_svg(plan: Mapping[str, Any]) -> str:
+    """A plan as one SVG picture: each candidate a point of its samples a second against the share of its memory its
+    largest IPU holds on chip, its shape the verdict; the frontier of speed against memory drawn through the
+    candidates on it (`pareto`), the best (the first) and Graphcore's published config (`reference`) marked and
+    named; the lines of what the reserve leaves and of the IPU's memory.
+
+    Args:
+        plan (`dict`): the JSON `plan --json` prints: `candidates` (best first; each with `largest_share`,
+            `samples_per_second`, `verdict`, its settings and its `placement`), `pareto` (indices into
+            `candidates`) and `reference` (a candidate's dict, or None).
+    """
+    candidates = plan["candidates"]
+    reference = plan.get("reference")
+    timed = [(index, candidate) for index, candidate in enumerate(candidates)
+             if candidate["samples_per_second"] is not None]
+    points = [candidate for _, candidate in timed] + ([reference] if reference else [])
+    first = (candidates or [reference])[0]
+    placement = first["placement"] if first else None
+    reserve = placement["reserve_bytes"] / placement["ipu_memory_bytes"] if placement else 0.25
+    widest = max([1.1, *(point["largest_share"] * 1.05 for point in points)])
+    x_step = _nice_step(widest * 100, 8) / 100
+    x_top = x_step * -(-widest // x_step)
+    fastest = max([1.0, *(point["samples_per_second"] for point in points)]) * 1.1
+    y_step = _nice_step(fastest)
+    y_top = y_step * -(-fastest // y_step)
+    top = 108.0
+    plot_width = PLAN_WIDTH - PLAN_LEFT - PLAN_RIGHT
+    scale = _PlanScale(PLAN_LEFT, top, plot_width, x_top, y_top)
+    body: List[str] = []
+    title = f"Plan: {title_line(placement)}" if placement else "Plan"
+    body.append(text(MARGIN, 34, title, 17, weight="bold", data_role="title"))
+    body.append(text(MARGIN, 56, f"{len(candidates)} candidates, {len(plan['pareto'])} on the frontier of speed "
+                     "against memory; the best first.", 12, fill=MUTED))
+    if len(timed) < len(candidates):
+        body.append(text(MARGIN, 73, f"{len(candidates) - len(timed)} without a time (no activations counted) are "
+                         "not drawn.", 12, fill=MUTED))
+    body.append(_plan_axes(scale, x_step, y_step, reserve))
+    frontier = sorted((candidates[index] for index in plan["pareto"] if candidates[index]["samples_per_second"]),
+                      key=lambda candidate: candidate["largest_share"])
+    if frontier:
+        path = " ".join(f"{'M' if number == 0 else 'L'}{_number(scale.x(point['largest_share']))},"
+                        f"{_number(scale.y(point['samples_per_second']))}" for number, point in enumerate(frontier))
+        body.append(element("path", d=path, fill="none", stroke=INK, stroke_width=1.4, stroke_dasharray="5 3",
+                            data_role="frontier"))
+    for index, candidate in reversed(timed):  # the best drawn last, on top
+        body.append(_plan_point(scale, candidate, index, index in plan["pareto"], index == 0))
+    if reference:
+        body.append(_plan_point(scale, reference, None, False, False))
+    named = [(str(index + 1), candidate, ("the best: " if index == 0 else "") + candidate_label(candidate))
+             for index, candidate in timed if index == 0 or index in plan["pareto"]]
+    if reference:
+        named.append(("G", reference, f"Graphcore's config: {candidate_label(reference)}"))
+    body += _plan_tags(scale, named)
+    bottom = _plan_legend(body, top + PLAN_PLOT_HEIGHT + 58, reference is not None)
+    bottom = _plan_key(body, named, bottom + 14)
+    height = bottom + MARGIN
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{PLAN_WIDTH}" height="{_number(height)}" '
+        f'viewBox="0 0 {PLAN_WIDTH} {_number(height)}" font-family="{FONT}" role="img" aria-label="{esc(title)}" '
+        'data-kind="plan">',
+        SVG_MARK,
+        element("title", esc(title)),
+        element("rect", x=0, y=0, width=float(PLAN_WIDTH), height=float(height), fill=PAPER),
+        *body,
+        "</svg>",
+        "",
+    ])
+
+
+class _PlanScale(NamedTuple):
+    """Where a share and a speed are drawn."""
+
+    left: float
+    top: float
+    width: float
+    x_top: float
+    y_top: float
+
+    def x(self, share: float) -> float:
+        return self.left + share / self.x_top * self.width
+
+    def y(self, speed: float) -> float:
+        return self.top + PLAN_PLOT_HEIGHT - speed / self.y_top * PLAN_PLOT_HEIGHT
+
+
+def _plan_axes(scale: _PlanScale, x_step: float, y_step: float, reserve: float) -> str:
+    """The plot, its bands (the reserve's, and past the memory), its gridlines and ticks, and the two lines."""
+    bottom = scale.top + PLAN_PLOT_HEIGHT
+    right = scale.left + scale.width
+    pieces = [element("rect", x=scale.left, y=scale.top, width=scale.width, height=float(PLAN_PLOT_HEIGHT),
+                      fill="#fafafa"),
+              element("rect", x=scale.x(1 - reserve), y=scale.top, width=scale.x(1) - scale.x(1 - reserve),
+                      height=float(PLAN_PLOT_HEIGHT), fill="#fdf3d8", data_band="reserve"),
+              element("rect", x=scale.x(1), y=scale.top, width=right - scale.x(1), height=float(PLAN_PLOT_HEIGHT),
+                      fill="#fbe3e3", data_band="over")]
+    share = 0.0
+    while share <= scale.x_top + 1e-9:
+        pieces.append(element("line", x1=scale.x(share), y1=scale.top, x2=scale.x(share), y2=bottom + 4,
+                              stroke="#e6e6e6"))
+        pieces.append(text(scale.x(share), bottom + 16, _percent(share), 10, "middle", MUTED))
+        share += x_step
+    speed = 0.0
+    while speed <= scale.y_top + 1e-9:
+        pieces.append(element("line", x1=scale.left - 4, y1=scale.y(speed), x2=right, y2=scale.y(speed),
+                              stroke="#e6e6e6"))
+        pieces.append(text(scale.left - 8, scale.y(speed) + 4, f"{speed:,.0f}", 10, "end", MUTED))
+        speed += y_step
+    for share, label, dash in ((1 - reserve, f"what the reserve leaves, {_percent(1 - reserve)}", "6 4"),
+                               (1.0, "an IPU's memory", None)):
+        pieces.append(element("line", x1=scale.x(share), y1=scale.top, x2=scale.x(share), y2=bottom, stroke=INK,
+                              stroke_width=1.4, stroke_dasharray=dash, data_line="reserve" if dash else "memory"))
+        pieces.append(text(scale.x(share) + (-4 if dash else 4), scale.top + 12, label, 10, "end" if dash else "start",
+                           MUTED))
+    pieces.append(element("line", x1=scale.left, y1=bottom, x2=right, y2=bottom, stroke=INK, stroke_width=1.2))
+    pieces.append(element("line", x1=scale.left, y1=scale.top, x2=scale.left, y2=bottom, stroke=INK,
+                          stroke_width=1.2))
+    pieces.append(text(scale.left + scale.width / 2, bottom + 34, "the largest IPU's on-chip share of its memory",
+                       11, "middle"))
+    pieces.append(text(MARGIN, scale.top - 10, "samples a second", 11))
+    return element("g", "".join(pieces), data_role="axes")
+
+
+def _marker(kind: str, x: float, y: float, size: float = 6.0, **attributes: Any) -> str:
+    """A point: "fits" a filled circle, "tight" a filled triangle, "does not fit" a cross, "does not run" an open
+    circle, "best" a star, "reference" an open diamond."""
+    if kind == FITS:
+        return element("circle", cx=x, cy=y, r=size, fill=VERDICT_COLOURS[FITS], stroke=PAPER, stroke_width=1.0,
+                       **attributes)
+    if kind == TIGHT:
+        return element("path", d=f"M{_number(x)},{_number(y - size * 1.2)} l{_number(size * 1.1)},"
+                                 f"{_number(size * 2)} h{_number(-size * 2.2)} z",
+                       fill=VERDICT_COLOURS[TIGHT], stroke=PAPER, stroke_width=1.0, **attributes)
+    if kind == DOES_NOT_FIT:
+        arm = size * 0.9
+        return element("path", d=f"M{_number(x - arm)},{_number(y - arm)} l{_number(2 * arm)},{_number(2 * arm)} "
+                                 f"M{_number(x - arm)},{_number(y + arm)} l{_number(2 * arm)},{_number(-2 * arm)}",
+                       stroke=VERDICT_COLOURS[DOES_NOT_FIT], stroke_width=2.4, fill="none", **attributes)
+    if kind == "best":
+        corners = []
+        for corner in range(10):
+            radius = size * 1.9 if corner % 2 == 0 else size * 0.8
+            angle = math.radians(-90 + 36 * corner)
+            corners.append(f"{_number(x + radius * math.cos(angle))},{_number(y + radius * math.sin(angle))}")
+        return element("polygon", points=" ".join(corners), fill="none", stroke=INK, stroke_width=1.6, **attributes)
+    if kind == "reference":
+        reach = size * 1.6
+        return element("path", d=f"M{_number(x)},{_number(y - reach)} l{_number(reach)},{_number(reach)} "
+                                 f"l{_number(-reach)},{_number(reach)} l{_number(-reach)},{_number(-reach)} z",
+                       fill="none", stroke="#6a1b9a", stroke_width=2.0, **attributes)
+    return element("circle", cx=x, cy=y, r=size, fill=PAPER, stroke=MUTED, stroke_width=1.6, **attributes)
+
+
+def _plan_point(scale: _PlanScale, candidate: Mapping[str, Any], index: Optional[int], pareto: bool,
+                best: bool) -> str:
+    """One candidate (index None: the reference): its marker, the best's star round it, its figures in a tooltip."""
+    x, y = scale.x(candidate["largest_share"]), scale.y(candidate["samples_per_second"])
+    problems = candidate["placement"]["problems"] if candidate.get("placement") else []
+    kind = DOES_NOT_RUN if problems else candidate["verdict"]
+    tip = (f"{candidate_label(candidate)}: {candidate['samples_per_second']:,.1f} samples a second, the largest IPU "
+           f"{_percent(candidate['largest_share'])} of its memory, {kind}")
+    pieces = [element("title", esc(tip)), _marker(kind, x, y)]
+    if best:
+        pieces.append(_marker("best", x, y))
+    if index is None:
+        pieces.append(_marker("reference", x, y))
+    return element("g", "".join(pieces), data_candidate=index if index is not None else "reference",
+                   data_share=f"{candidate['largest_share']:.4f}",
+                   data_samples=f"{candidate['samples_per_second']:.1f}", data_verdict=kind,
+                   data_pareto="true" if pareto else None, data_best="true" if best else None)
+
+
+def _plan_tags(scale: _PlanScale, named: Sequence[Tuple[str, Mapping[str, Any], str]]) -> List[str]:
+    """A short tag beside each named point (its number in the key), above and right of it."""
+    return [text(scale.x(candidate["largest_share"]) + 7, scale.y(candidate["samples_per_second"]) - 7, tag, 10,
+                 fill=INK, weight="bold", data_role="tag") for tag, candidate, _ in named]
+
+
+def _plan_key(body: List[str], named: Sequence[Tuple[str, Mapping[str, Any], str]], y: float) -> float:
+    """A line for each named point: its tag, what it is and its figures; returns the y below."""
+    for tag, candidate, label in named:
+        figures = (f"{candidate['samples_per_second']:,.1f} samples a second, the largest IPU "
+                   f"{_percent(candidate['largest_share'])} of its memory")
+        body.append(text(MARGIN, y, tag, 11, weight="bold", data_role="key-tag"))
+        body.append(text(MARGIN + 30, y, f"{label}: {figures}", 11, data_role="key"))
+        y += 16
+    return y
+
+
+def _plan_legend(body: List[str], y: float, reference: bool) -> float:
+    """The markers' meanings; returns the y below."""
+    items = [(FITS, "fits"), (TIGHT, "tight"), (DOES_NOT_FIT, "does not fit"), (DOES_NOT_RUN, "does not run"),
+             ("best", "the best"), *([("reference", "Graphcore's config")] if reference else [])]
+    x = float(MARGIN)
+    for kind, label in items:
+        body.append(_marker(kind, x + 8, y, 5.0))
+        body.append(text(x + 22, y + 4, label, 11, data_role="legend"))
+        x += 22 + text_width(label, 11) + 18
+    y += 22
+    body.append(element("line", x1=float(MARGIN), y1=y, x2=MARGIN + 24.0, y2=y, stroke=INK, stroke_width=1.4,
+                        stroke_dasharray="5 3"))
+    body.append(text(MARGIN + 30, y + 4, "the frontier: no candidate is faster with as much memory left; numbers: "
+                     "the candidates' ranks", 11, data_role="legend"))
+    return y + 14

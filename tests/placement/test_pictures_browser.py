@@ -22,11 +22,12 @@ from optimum_ipu_ext.placement.pictures import (
     PART_STYLES,
     VERDICT_COLOURS,
     placement_svg,
+    plan_svg,
 )
 from optimum_ipu_ext.placement.report import BAR_PARTS, parts
 from support.browser import chromium, screenshot
 from support.corpus import FULL_SIZE
-from support.placement_fixtures import documented_placement
+from support.placement_fixtures import documented_placement, written_plan
 
 SVG = "{http://www.w3.org/2000/svg}"
 LETTERS = [letter for _, letter in BAR_PARTS]
@@ -196,3 +197,29 @@ def test_the_picture_is_the_size_it_says(browser, tmp_path):
     assert re.fullmatch(r"0 0 [\d.]+ [\d.]+", root.get("viewBox"))
     assert pixels[-1][-1] == (255, 255, 255)
     assert MIB == 1 << 20
+
+
+def test_each_candidate_of_a_plan_is_drawn_in_its_verdict_s_colour_where_its_figures_put_it(browser, tmp_path):
+    text = plan_svg(written_plan())
+    path = tmp_path / "plan.svg"
+    path.write_text(text, encoding="utf-8")
+    root = ElementTree.fromstring(text)
+    pixels = screenshot(browser, path, math.ceil(float(root.get("width"))), math.ceil(float(root.get("height"))),
+                        tmp_path / "plan.png")
+    colours = {"fits": rgb(VERDICT_COLOURS["fits"]), "tight": rgb(VERDICT_COLOURS["tight"]),
+               "does not fit": rgb(VERDICT_COLOURS["does not fit"])}
+    seen = 0
+    for group in root.iter(f"{SVG}g"):
+        if group.get("data-candidate") in (None, "reference") or group.get("data-verdict") not in colours:
+            continue
+        circle = group.find(f"{SVG}circle")
+        if circle is not None:
+            x, y = float(circle.get("cx")), float(circle.get("cy"))
+        else:  # a triangle or a cross: its first corner, then its centre
+            numbers = [float(n) for n in re.findall(r"-?[\d.]+", group.find(f"{SVG}path").get("d"))[:2]]
+            x, y = numbers[0] + (6 * 0.9 if group.get("data-verdict") == "does not fit" else 0), \
+                numbers[1] + (6 * 0.9 if group.get("data-verdict") == "does not fit" else 7)
+        assert math.dist(pixels[round(y)][round(x)], colours[group.get("data-verdict")]) < 40, group.get(
+            "data-candidate")
+        seen += 1
+    assert seen == 6
