@@ -366,8 +366,8 @@ def _header(body: List[str], placement: Mapping[str, Any], config: Optional[str]
     y = max(y, 52.0) + 4
     verdicts = verdict_lines(placement)
     for line in summary_lines(placement, config):
-        ink = (VERDICT_COLOURS[DOES_NOT_FIT] if line.startswith("Does not run") else colour) if line in verdicts \
-            else MUTED
+        ink = MUTED if line not in verdicts else VERDICT_COLOURS[DOES_NOT_FIT] if line.startswith("Does not run") \
+            else VERDICT_COLOURS[placement["verdict"]]
         for piece in wrap(line, width - 2 * MARGIN, 12, " ", line in verdicts):
             body.append(text(MARGIN, y, piece, 12, fill=ink, weight="bold" if line in verdicts else None))
             y += 17
@@ -395,7 +395,7 @@ def _legend(body: List[str], placement: Mapping[str, Any], y: float, width: floa
                             stroke_dasharray=dash))
         body.append(text(x + 27, y + 11, label, 11, data_role="legend"))
         x += 27 + text_width(label, 11) + 14
-    return y + 34
+    return y + 46
 
 
 def _swatch(index: int, x: float, y: float, size: float) -> str:

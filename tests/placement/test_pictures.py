@@ -21,6 +21,7 @@ from optimum_ipu_ext.placement.pictures import (
     PART_STYLES,
     RECOMPUTE,
     SVG_MARK,
+    VERDICT_COLOURS,
     cycle_work,
     drawn_cycles,
     esc,
@@ -180,6 +181,9 @@ def test_the_verdict_is_on_the_badge_and_its_reasons_in_the_header():
     refusal = " ".join(texts(drawn(refused)))
     assert ("Does not run: `gradient_accumulation_steps` is 1, and a pipeline of 3 stages needs at least 2 x 3 - 1 = "
             "5: set it to 5 or more.") in refusal
+    inks = {node.text.split(":")[0]: node.get("fill") for node in drawn(refused).iter(f"{SVG}text")
+            if node.text and node.text.startswith(("Fits:", "Does not run:"))}
+    assert inks == {"Fits": VERDICT_COLOURS["fits"], "Does not run": VERDICT_COLOURS["does not fit"]}
     states = {number: texts(group, "state") for number, group in ipu_groups(drawn(over)).items()}
     assert states == {0: ["over the IPU's memory"], 1: [], 2: [], 3: ["over the IPU's memory"]}
 
