@@ -1,7 +1,9 @@
 """Rewrites what is generated from the settings table: the attribute tables (docs/settings.md), the method table
-(docs/methods.md) and the shipped JSON Schema. Run after changing a row (`make documents`); tests fail until the
-files match the rows."""
+(docs/methods.md) and the shipped JSON Schema; and the picture of a placement docs/placement.md shows
+(docs/images/placement.svg). Run after changing a row or the drawing (`make documents`); tests fail until the files
+match."""
 
+import sys
 from pathlib import Path
 
 from optimum_ipu_ext.settings.documents import SCHEMA_FILE, attribute_table, json_schema_string, method_table
@@ -28,3 +30,9 @@ if __name__ == "__main__":
         path = ROOT / "docs" / page
         path.write_text(replace_tables(path.read_text(), tables))
     (ROOT / "optimum_ipu_ext" / SCHEMA_FILE).write_text(json_schema_string())
+    sys.path.insert(0, str(ROOT / "tests"))
+    from optimum_ipu_ext.placement.report.pictures import placement_svg
+    from support.placement_fixtures import DOCUMENTED_CONFIG, documented_placement
+
+    (ROOT / "docs" / "images").mkdir(exist_ok=True)
+    (ROOT / "docs" / "images" / "placement.svg").write_text(placement_svg(documented_placement(), DOCUMENTED_CONFIG))

@@ -6,6 +6,7 @@ the `hf` CLI stores; their errors (`HubError`) already say, in one line, what ha
 the client's own log lines (its retries) are not shown.
 """
 
+import contextlib
 import logging
 import os
 import sys
@@ -176,20 +177,25 @@ def load_local(source: str):
 
 
 def push(config, repo_id: str, private: bool, revision: Optional[str], create_pr: bool,
-         commit_message: Optional[str]) -> Optional[str]:
-    """Pushes `config` as `IPUConfig.push_to_hub` does; returns the URL of the commit or pull request, or `None`
-    when the repository already held this config (nothing committed)."""
+         commit_message: Optional[str], model: Optional[str] = None,
+         placement: Optional[Dict[str, Any]] = None) -> Optional[str]:
+    """Pushes `config` as `IPUConfig.push_to_hub` does, with `model` placed on the card as `placement`'s options
+    (`placement()`'s) ask; returns the URL of the commit or pull request, or `None` when the repository already held
+    this config (nothing committed)."""
     token = get_token()
     if token is None:
         raise CommandError("pushing needs a Hugging Face token with write access: run `hf auth login` or set HF_TOKEN")
     options: Dict[str, Any] = {"token": token, "create_pr": create_pr, "private": private or None,
                                "revision": revision, "commit_message": commit_message}
+    from ..config.configuration import placement_attachment
     from ..hub.push import push_config
 
     quiet_client()
     logging.getLogger(push_config.__module__).setLevel(logging.ERROR)  # the command says itself that nothing changed
+    with progress(Stream(sys.stderr), f"Placing {model}") if model else contextlib.nullcontext():
+        attachment = placement_attachment(config, repo_id, model, token=token, **(placement or {}))
     with progress(Stream(sys.stderr), f"Pushing to {repo_id}"):
-        outcome = push_config(config, repo_id, options)
+        outcome = push_config(config, repo_id, options, attachment)
     if not outcome.changed:
         return None
     return outcome.commit.pr_url or outcome.commit.commit_url

@@ -6,6 +6,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 from huggingface_hub import CommitInfo
 
 from ..errors import ConfigFileError, naming_source
+from ..hub.card import PICTURE_NAME, CardAttachment
 from ..hub.compat import load_arguments
 from ..hub.load import HubSource, load_errors, load_promptly
 from ..hub.push import push_config
@@ -158,6 +159,11 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
         create_pr: bool = False,
         tags: Sequence[str] = (),
         use_auth_token: Union[str, bool, None] = None,
+        model: Any = None,
+        architecture: Optional[str] = None,
+        micro_batch_size: Optional[int] = None,
+        sequence_length: Optional[int] = None,
+        decoder_sequence_length: Optional[int] = None,
     ) -> CommitInfo:
         """Commits `ipu_config.json` and the model card (`README.md`) to the Hub repository `repo_id`, together.
 
@@ -166,6 +172,12 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
         the IPU tags and `tags`). The arguments are those of transformers' `push_to_hub`, on every supported
         release: `revision` is a branch (created if needed), `token` may also be given as `use_auth_token`.
 
+        With `model` (as `placement()` takes it: a Hub id, a folder, a `PretrainedConfig` or a dict), the section
+        also shows where the model goes on the config's IPUs: the picture of its placement
+        (`ipu_config_placement.svg`, committed beside the card) and its table. `architecture`, `micro_batch_size`,
+        `sequence_length` and `decoder_sequence_length` are the placement's, as `placement()` takes them. A push
+        without `model` deletes a picture an earlier push committed.
+
         Returns:
             The client's `CommitInfo` (`commit_url`, `oid`, and `pr_url` with `create_pr=True`). When the repository
             already holds this config and card, nothing is committed: a warning says so, and `oid` is its head.
@@ -173,11 +185,17 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
         Raises:
             HubVisibilityError: `private=True` and the repository exists and is public; nothing was uploaded.
             HubError: the push failed; the message names the repository and what happened.
+            PlacementError: `model` cannot be placed on this config; nothing was uploaded.
+            ValueError: a placement's option without `model`.
         """
         self._validate_ipu_config()
         arguments = dict(commit_message=commit_message, commit_description=commit_description, private=private,
                          token=token, revision=revision, create_pr=create_pr, tags=tags, use_auth_token=use_auth_token)
-        return push_config(self, repo_id, arguments).commit
+        given = next((value for value in (token, use_auth_token) if isinstance(value, str)), None)
+        attachment = placement_attachment(self, repo_id, model, token=given, architecture=architecture,
+                                          micro_batch_size=micro_batch_size, sequence_length=sequence_length,
+                                          decoder_sequence_length=decoder_sequence_length)
+        return push_config(self, repo_id, arguments, attachment).commit
 
     def to_json_string(self, use_diff: bool = True) -> str:
         """The configuration as JSON. With `use_diff`, transformers' own attributes are left out where they
@@ -196,3 +214,32 @@ class IPUConfig(SettingsMixin, BaseIPUConfig):
         """Writes the configuration as JSON, atomically: a failed write leaves any previous file intact."""
         write_text_atomically(json_file_path, self.to_json_string(use_diff=use_diff))
 
+
+def placement_attachment(config: Any, repo_id: str, model: Any, token: Optional[str] = None,
+                         **options: Any) -> Optional[CardAttachment]:
+    """What the model card's section shows of `model` placed on `config`: the picture of the placement (committed as
+    `ipu_config_placement.svg`) and its table, for `push_config`; None without `model`.
+
+    Args:
+        config: the config pushed.
+        repo_id (`str`): the repository, which the picture names as the config.
+        model: as `placement()` takes it; None: nothing to show.
+        token (`str`, *optional*): for a Hub model.
+        options: `placement()`'s `architecture`, `micro_batch_size`, `sequence_length`, `decoder_sequence_length`.
+
+    Raises:
+        ValueError: an option given without `model`.
+        PlacementError: `model` cannot be placed on `config`.
+    """
+    if model is None:
+        given = {name: value for name, value in options.items() if value is not None}
+        if given:
+            name, value = next(iter(given.items()))
+            raise ValueError(f"`{name}` is {value!r}, an option of the placement the model card shows, and `model` is "
+                             "None: give `model` (a Hub id, a folder, a PretrainedConfig or a dict) too, or leave it")
+        return None
+    from ..placement.report.pictures import card_markdown, placement_svg
+
+    placement = config.placement(model, token=token, **options).to_dict()
+    return CardAttachment(card_markdown(placement, PICTURE_NAME, repo_id),
+                          {PICTURE_NAME: placement_svg(placement, repo_id).encode("utf-8")})

@@ -3,6 +3,7 @@ Hub is down (`load`), the client's failures as the package's errors (`failures`)
 model card (`push`, `card`); the client's retry log lines kept off stderr while the package makes its requests
 (`client_logs`).
 
-Loading goes through optimum's `BaseConfig` (transformers' `cached_file`); pushing goes through `HfApi`.
+Loading goes through optimum's `BaseConfig` (transformers' `cached_file`); pushing goes through `HfApi`. What the
+card shows of a placement comes as data (`card.CardAttachment`: its Markdown and picture), made above this layer.
 May import: `settings`, `sdk`, `errors`, `_version`.
 """

@@ -2,7 +2,7 @@
 push, the rest of the card kept as the user wrote it."""
 
 import json
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from huggingface_hub import (
     ModelCard,
@@ -23,9 +23,24 @@ SECTION_START = "<!-- optimum-ipu-ext: start of the IPU config section, rewritte
 SECTION_END = "<!-- optimum-ipu-ext: end of the IPU config section -->"
 
 
-def card_text(config: Any, repo_id: str, existing: Optional[str] = None, tags: Sequence[str] = ()) -> str:
+# the picture the section shows, committed beside the card: a Hub model card shows a Markdown image of a file of its
+# repository (the Hub's renderer keeps no inline SVG); the section's own, so a push without one deletes it
+PICTURE_NAME = "ipu_config_placement.svg"
+
+
+class CardAttachment(NamedTuple):
+    """What a push adds to the section, as data the hub layer does not read: `markdown`, written in the section
+    before its "Use it", and `files` (`{path: content}`, as `PICTURE_NAME`) committed with the card."""
+
+    markdown: str
+    files: Dict[str, bytes]
+
+
+def card_text(config: Any, repo_id: str, existing: Optional[str] = None, tags: Sequence[str] = (),
+              extra: str = "") -> str:
     """The `README.md` to push with `config`: `existing` (the repository's card) with the IPU config section added
-    or replaced, and the metadata it lacks; a new card when there is none.
+    or replaced, and the metadata it lacks; a new card when there is none. `extra`: Markdown the section holds before
+    its "Use it" (a placement's picture and table, `CardAttachment.markdown`).
 
     Everything outside the section is kept byte for byte, except the metadata block when it lacks a key the card
     needs (`library_name`, the IPU tags): the client's card API then writes the block again, with every key kept.
@@ -35,7 +50,7 @@ def card_text(config: Any, repo_id: str, existing: Optional[str] = None, tags: S
     saved = json.loads(config.to_json_string())
     extension = [name for name in saved if name in EXTENSION_SETTINGS]
     library = "optimum-ipu-ext" if extension else "optimum-graphcore"
-    section = f"{SECTION_START}\n{_card_body(config, repo_id, extension)}{SECTION_END}\n"
+    section = f"{SECTION_START}\n{_card_body(config, repo_id, extension, extra)}{SECTION_END}\n"
     wanted_tags = list(dict.fromkeys(CARD_TAGS + tuple(tags)))
     if existing is None:
         data = ModelCardData(library_name=library, tags=wanted_tags)
@@ -71,7 +86,7 @@ def _with_section(text: str, section: str, line_break: str) -> str:
     return text[:start] + section + text[end:]
 
 
-def _card_body(config: Any, repo_id: str, extension: List[str]) -> str:
+def _card_body(config: Any, repo_id: str, extension: List[str], extra: str = "") -> str:
     training, inference = config.batch_size_factor(), config.batch_size_factor(for_inference=True)
     rows = [
         ("pipeline length (IPUs per replica)", config.ipus_per_replica, config.inference_ipus_per_replica),
@@ -100,6 +115,7 @@ def _card_body(config: Any, repo_id: str, extension: List[str]) -> str:
         "",
         *_non_default_rows(config),
         "",
+        *([extra.rstrip("\n"), ""] if extra else []),
         "### Use it",
         "",
         "```python",

@@ -2,11 +2,12 @@
 config and its model card together on top of that head; never widens who can see the repository."""
 
 import logging
-from typing import Any, Dict, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from huggingface_hub import (
     CommitInfo,
     CommitOperationAdd,
+    CommitOperationDelete,
     HfApi,
     constants,
     hf_hub_download,
@@ -21,7 +22,7 @@ from ..errors import (
     HubError,
     HubVisibilityError,
 )
-from .card import CARD_NAME, card_text
+from .card import CARD_NAME, PICTURE_NAME, CardAttachment, card_text
 from .compat import with_token_keyword
 from .failures import push_errors
 
@@ -35,16 +36,19 @@ class PushOutcome(NamedTuple):
     changed: bool
 
 
-def push_config(config: Any, repo_id: str, kwargs: Dict[str, Any]) -> PushOutcome:
-    """Commits `config` and its model card to `repo_id`; `kwargs` are `IPUConfig.push_to_hub`'s.
+def push_config(config: Any, repo_id: str, kwargs: Dict[str, Any],
+                attachment: Optional[CardAttachment] = None) -> PushOutcome:
+    """Commits `config` and its model card to `repo_id`; `kwargs` are `IPUConfig.push_to_hub`'s; `attachment`, what
+    the card's section shows besides the config (a placement's picture and table) and the files it refers to.
 
     The repository is read first: a `private=True` push to a public repository stops there, before anything is
-    created or uploaded. The config and the card are committed together, on top of the commit whose card was read
-    (`parent_commit`), so that a card edited in between is never overwritten.
+    created or uploaded. The config, the card and the attachment's files are committed together, on top of the
+    commit whose card was read (`parent_commit`), so that a card edited in between is never overwritten. A push
+    without a picture deletes the one an earlier push committed (`PICTURE_NAME`): the section no longer shows it.
     """
     kwargs = with_token_keyword(kwargs, "token")
     with push_errors(repo_id, kwargs):
-        return _push(config, repo_id, **kwargs)
+        return _push(config, repo_id, attachment=attachment, **kwargs)
 
 
 def _push(
@@ -57,6 +61,7 @@ def _push(
     commit_message: Optional[str] = None,
     commit_description: Optional[str] = None,
     tags: Sequence[str] = (),
+    attachment: Optional[CardAttachment] = None,
 ) -> PushOutcome:
     api = HfApi(token=token)
     if "/" not in repo_id:  # in the user's namespace, as `create_repo` would put it
@@ -70,13 +75,18 @@ def _push(
         api.create_branch(repo_id, branch=revision, exist_ok=True)
     head = info.sha if info is not None else None
     try:
-        card = card_text(config, repo_id, _read_card(repo_id, info, token), tags)
+        card = card_text(config, repo_id, _read_card(repo_id, info, token), tags,
+                         attachment.markdown if attachment else "")
     except ValueError as error:
         raise HubError(repo_id, str(error), "push the IPU config to") from error
-    operations = [
+    operations: List[Any] = [
         CommitOperationAdd(config.CONFIG_NAME, config.to_json_string().encode("utf-8")),
         CommitOperationAdd(CARD_NAME, card.encode("utf-8")),
+        *(CommitOperationAdd(path, content) for path, content in (attachment.files if attachment else {}).items()),
     ]
+    files = attachment.files if attachment else {}
+    if PICTURE_NAME not in files and info is not None and PICTURE_NAME in {s.rfilename for s in info.siblings or ()}:
+        operations.append(CommitOperationDelete(PICTURE_NAME))
     commit = api.create_commit(
         repo_id,
         operations,

@@ -53,7 +53,8 @@ SHARED_OPTIONS = {
     "--force": (
         ("store_true", None, None, False),
         {
-            "place": "with --write: overwrite an existing ipu_config.json",
+            "place": "with --write: overwrite an existing ipu_config.json; with --svg or --html: overwrite a file "
+                     "that is not a picture or page place wrote (one it wrote is replaced anyway)",
             "new": "overwrite an existing ipu_config.json",
             "import": "overwrite an existing ipu_config.json",
             "export": "overwrite an existing FILE",

@@ -4,12 +4,15 @@ its refusals in one line with exit code 1."""
 import io
 import json
 import os
+import subprocess
 import sys
 
 import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.models import ARCHITECTURES
+from optimum_ipu_ext.placement.report.page import placement_page
+from optimum_ipu_ext.placement.report.pictures import placement_svg
 from optimum_ipu_ext.placement.report.placement import render_comparison
 from support import PRESET
 from support.cli_helpers import run, run_alone
@@ -271,3 +274,74 @@ def test_the_help_says_what_a_sequence_counts(capsys):
     assert code == 0
     assert "Wav2Vec2/HuBERT: S input samples at 16 kHz (default 16000); Whisper: the feature extractor's frames; " \
            "refused for images, whose size is config.json's image_size" in text
+
+
+# pictures: --svg and --html
+
+def test_svg_and_html_draw_the_placement_the_text_shows(capsys, bert, tmp_path):
+    picture, page = tmp_path / "placement.svg", tmp_path / "placement.html"
+    arguments = ("place", PRESET, "--model", bert, "--micro-batch-size", "2", "--set", "gradient_accumulation_steps=8")
+    code, out, err = run(capsys, *arguments, "--svg", picture, "--html", page)
+    assert (code, out, err) == (0, run(capsys, *arguments)[1], f"Wrote {picture}\nWrote {page}\n")
+    config = PlainIPUConfig.from_json_file(PRESET)
+    config.gradient_accumulation_steps = 8
+    placement = config.placement(bert, micro_batch_size=2).to_dict()
+    label = f"{PRESET} with gradient_accumulation_steps=8"
+    assert picture.read_text(encoding="utf-8") == placement_svg(placement, label)
+    assert page.read_text(encoding="utf-8") == placement_page(placement, label)
+
+
+def test_svg_with_json_draws_what_the_json_says(capsys, bert, tmp_path):
+    code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--json", "--svg", tmp_path / "p.svg")
+    assert code == 0 and (tmp_path / "p.svg").read_text(encoding="utf-8") == placement_svg(json.loads(out), PRESET)
+
+
+def test_with_balance_the_picture_is_the_proposal_s(capsys, bert, tmp_path):
+    code, _, err = run(capsys, "place", PRESET, "--model", bert, "--balance", "--svg", tmp_path / "p.svg")
+    proposal = PlainIPUConfig.from_json_file(PRESET).placement(bert).balanced().to_dict()
+    assert (code, err) == (0, f"Wrote {tmp_path / 'p.svg'} (the balanced split's)\n")
+    assert (tmp_path / "p.svg").read_text(encoding="utf-8") == placement_svg(proposal,
+                                                                             f"{PRESET}, balanced for memory")
+
+
+def test_a_picture_place_wrote_is_replaced_and_any_other_file_kept_without_force(capsys, bert, tmp_path):
+    picture, page = tmp_path / "p.svg", tmp_path / "p.html"
+    assert run(capsys, "place", PRESET, "--model", bert, "--svg", picture, "--html", page)[0] == 0
+    code, _, err = run(capsys, "place", PRESET, "--model", bert, "--svg", picture, "--html", page, "--set",
+                       "layers_per_ipu=[4 8]")
+    assert (code, "layers_per_ipu [4, 8]" in picture.read_text(), "layers_per_ipu [4, 8]" in page.read_text()) == (
+        0, True, True)
+    notes = tmp_path / "notes.svg"
+    notes.write_text('<svg xmlns="http://www.w3.org/2000/svg"><!-- my drawing --></svg>')
+    missing = tmp_path / "no-such-model"  # refused before the model is read
+    code, out, err = run(capsys, "place", PRESET, "--model", missing, "--svg", notes)
+    assert (code, out) == (1, "")
+    assert err == f"ipu-config: error: {notes}: exists and is not a picture or page place wrote; pass --force to " \
+                  "overwrite it\n"
+    assert notes.read_text() == '<svg xmlns="http://www.w3.org/2000/svg"><!-- my drawing --></svg>'
+    assert run(capsys, "place", PRESET, "--model", bert, "--svg", notes, "--force")[0] == 0
+    assert "Generator: optimum-ipu-ext" in notes.read_text()
+
+
+@pytest.mark.parametrize("where, message", [
+    ("missing/p.svg", "{path}: its folder {folder} does not exist"),
+    (".", "{path}: is a folder; --svg takes the file to write"),
+])
+def test_a_picture_with_nowhere_to_go_is_refused_before_placing(capsys, tmp_path, where, message):
+    path = tmp_path / where
+    code, _, err = run(capsys, "place", PRESET, "--model", tmp_path / "no-such-model", "--svg", path)
+    assert (code, err) == (1, "ipu-config: error: " + message.format(path=path, folder=tmp_path / "missing") + "\n")
+
+
+def test_svg_and_html_to_one_file_is_a_usage_error(capsys, bert, tmp_path):
+    code, _, err = run(capsys, "place", PRESET, "--model", bert, "--svg", tmp_path / "p", "--html", tmp_path / "p")
+    assert code == 2 and f"--svg and --html name the same file, {tmp_path / 'p'}: give each its own" in err
+
+
+def test_placing_without_a_picture_imports_no_drawing_code(bert):
+    code = ("import sys\n"
+            "from optimum_ipu_ext.cli import main\n"
+            f"main(['place', {str(PRESET)!r}, '--model', {bert!r}, '--micro-batch-size', '2'])\n"
+            "print(sorted(name for name in sys.modules if name.endswith(('.pictures', '.page'))))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "[]"

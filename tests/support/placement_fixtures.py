@@ -109,3 +109,51 @@ def saved_tiny_model(architecture: str, folder) -> str:
     """`folder` holding the tiny model of `architecture`, saved as transformers saves it (safetensors)."""
     tiny_model(architecture).save_pretrained(str(folder), safe_serialization=True)
     return str(folder)
+
+
+# the placement docs/placement.md draws (docs/images/placement.svg, `make documents`): bert-large pre-training on
+# Graphcore's config, 16 micro-batches of 2 x 512 tokens a step, and the config as its picture names it
+DOCUMENTED_CONFIG = "Graphcore/bert-large-ipu with gradient_accumulation_steps=16"
+
+
+def documented_placement() -> Dict:
+    """The dict of the placement docs/placement.md draws, its model named as on the Hub."""
+    from .corpus import FULL_SIZE, PUBLISHED_CONFIGS
+
+    config = PlainIPUConfig.from_json_file(str(PUBLISHED_CONFIGS / "hub__Graphcore__bert-large-ipu@main.json"))
+    config.gradient_accumulation_steps = 16
+    placement = config.placement(str(FULL_SIZE / "bert-large-uncased"), architecture="BertForPreTraining",
+                                 micro_batch_size=2, sequence_length=512).to_dict()
+    return dict(placement, model="bert-large-uncased")
+
+
+def plan_candidate(ipus, replicas, micro_batch, accumulation, share, verdict, speed, recompute=True, offchip=True,
+                   sharding=False, problems=()) -> Dict:
+    """A candidate of a plan as `ipu-config plan --json` gives it, its placement the documented one (its problems as
+    given)."""
+    return {"ipus_per_replica": ipus, "replication_factor": replicas, "layers_per_ipu": [3, 7, 7, 7],
+            "micro_batch_size": micro_batch, "gradient_accumulation_steps": accumulation,
+            "recompute_checkpoint_every_layer": recompute, "optimizer_state_offchip": offchip,
+            "replicated_tensor_sharding": sharding, "largest_share": share, "verdict": verdict,
+            "samples_per_second": speed, "step_seconds": None if speed is None else 32 / speed,
+            "pipeline_efficiency": 0.8, "ipu_config": {"ipus_per_replica": ipus},
+            "placement": dict(documented_placement(), problems=list(problems))}
+
+
+def written_plan() -> Dict:
+    """A plan written by hand in the shape of `ipu-config plan --json`: 8 candidates, best first (one that poptorch
+    refuses, one without a time), 5 on the frontier, and Graphcore's config."""
+    return {
+        "candidates": [
+            plan_candidate(4, 4, 2, 64, 0.56, "fits", 330.2),
+            plan_candidate(4, 4, 4, 32, 0.74, "fits", 352.9),
+            plan_candidate(4, 4, 1, 128, 0.48, "fits", 301.5),
+            plan_candidate(4, 4, 8, 16, 0.93, "tight", 361.0),
+            plan_candidate(2, 8, 2, 64, 1.35, "does not fit", 380.0, sharding=True),
+            plan_candidate(4, 4, 2, 4, 0.55, "fits", 120.0, problems=["`gradient_accumulation_steps` is 4, ..."]),
+            plan_candidate(4, 4, 2, 16, 0.5, "fits", None),
+            plan_candidate(8, 2, 1, 128, 0.30, "fits", 240.0, offchip=False),
+        ],
+        "pareto": [0, 1, 2, 3, 7],
+        "reference": plan_candidate(4, 4, 2, 16, 0.562, "fits", 299.3),
+    }

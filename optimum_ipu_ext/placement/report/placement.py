@@ -6,7 +6,7 @@ assumptions in one line."""
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..estimate.pipeline import Schedule, Stage, Work
 from ..estimate.timing import StepTime
@@ -239,13 +239,15 @@ def gflop(flops: int) -> str:
     return f"{flops / 1e9:,.1f}"
 
 
-def parts(ipu: IPUPlacement) -> List[int]:
-    """The sizes of the parts of an IPU's on-chip memory (BAR_PARTS), of a placement with its activations counted:
-    the pipeline's (stash, recomputation) or the update's, whichever is larger, the other's 0."""
-    pipeline = [ipu.work.stash_bytes, ipu.work.recompute_bytes]
-    update = [ipu.update_bytes] if ipu.update_bytes > sum(pipeline) else [0]
-    return [ipu.weights_bytes, ipu.gradient_accumulator_bytes, ipu.optimizer_state_bytes,
-            *(pipeline if not update[0] else [0, 0]), *update]
+def parts(ipu: Union[IPUPlacement, Mapping[str, Any]]) -> List[int]:
+    """The sizes of the parts of an IPU's on-chip memory (BAR_PARTS), of an `IPUPlacement` or of its dict (as
+    `to_dict()` and `--json` give it): the pipeline's (stash, recomputation) or the update's, whichever is larger, the
+    other's 0; the pipeline's are 0 where the activations are not counted. They add up to `on_chip_bytes`."""
+    data = ipu.to_dict() if isinstance(ipu, IPUPlacement) else ipu
+    pipeline = [data["stash_bytes"] or 0, data["recompute_bytes"] or 0]
+    update = data["update_bytes"] if data["update_bytes"] > sum(pipeline) else 0
+    return [data["weights_bytes"], data["gradient_accumulator_bytes"], data["optimizer_state_bytes"],
+            *(pipeline if not update else [0, 0]), update]
 
 
 def _title(placement: Placement, style: Style) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.estimate.pipeline import Work
-from optimum_ipu_ext.placement.report.placement import bar, compress, gflop, render, render_comparison
+from optimum_ipu_ext.placement.report.placement import bar, compress, gflop, parts, render, render_comparison
 from support.placement_fixtures import bert_base
 
 
@@ -36,6 +36,20 @@ def test_a_bar_shows_the_share_of_the_ipu_s_memory():
 def test_flops_are_shown_in_billions_to_a_tenth():
     assert [gflop(flops) for flops in (0, 49_999_999, 450_000_001, 12_345_678_901, 10**18)] == [
         "0.0", "0.0", "0.5", "12.3", "1,000,000,000.0"]
+
+
+def test_the_parts_of_an_ipu_or_of_its_json_add_up_to_its_on_chip_figure(tmp_path):
+    config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
+    counted = config.placement(bert_base(tmp_path / "bert"), micro_batch_size=2)
+    update = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8, optimizer_state_offchip=True)
+    for ipu in counted.ipus:
+        assert parts(ipu) == parts(ipu.to_dict())
+        assert parts(ipu)[5] == 0 and parts(ipu)[3] == ipu.work.stash_bytes > 0
+        assert sum(parts(ipu)) == ipu.on_chip_bytes
+    for ipu in update.placement(str(tmp_path / "bert")).ipus:  # without the activations: the update's part, if any
+        data = ipu.to_dict()
+        assert data["stash_bytes"] is None and parts(data)[2:] == [0, 0, 0, data["update_bytes"]]
+        assert data["update_bytes"] > 0 and sum(parts(data)) == data["on_chip_bytes"]
 
 
 def test_the_text_has_one_row_per_ipu_a_verdict_and_the_assumptions(tmp_path):
