@@ -35,6 +35,7 @@ from .sdk.popdist import PopDistLaunch
 if TYPE_CHECKING:
     from .config.configuration import IPUConfig
     from .config.plain import PlainIPUConfig
+    from .placement.planning import Plan
     from .placement.report.placement import Placement
 
 __all__ = [
@@ -43,6 +44,8 @@ __all__ = [
     "OptionsPlan",
     "PopDistLaunch",
     "Placement",
+    "Plan",
+    "plan",
     "IPUConfigError",
     "InvalidSettingError",
     "SettingTypeError",
@@ -86,4 +89,12 @@ def __getattr__(name: str):
         from .placement.report.placement import Placement
 
         return Placement
+    if name == "plan":
+        from .config.planning import plan
+
+        return plan
+    if name == "Plan":  # what `plan()` returns
+        from .placement.planning import Plan
+
+        return Plan
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,8 +2,9 @@
 config and its parameters' shapes; `Planner`, which works out the placements of other splits (`--balance`); and
 `place_model()`, what `IPUConfig.placement()` calls: the model read from where it is, then placed."""
 
+import copy
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import InvalidSettingError, PlacementError
 from ..settings.mode import Mode
@@ -52,6 +53,14 @@ def place(model: str, architecture: Architecture, values: Mapping[str, Any], set
     Raises:
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
+    return planner_of(model, architecture, values, settings, shapes, for_inference, fp32, measure, ipu,
+                      reserve).placement(None)
+
+
+def planner_of(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
+               shapes: Callable[[Architecture, ModelConfig], Parameters], for_inference: bool, fp32: bool,
+               measure: Optional[Measure] = None, ipu: IPUType = GC200, reserve: float = RESERVE) -> "Planner":
+    """What `place()` works the placement out from, to work out those of other splits (`place()`'s arguments)."""
     config = architecture.config(values, model)
     lay_out(model, architecture, config, settings, for_inference)
     shape, costs = measure(architecture, config) if measure is not None else (None, None)
@@ -59,10 +68,9 @@ def place(model: str, architecture: Architecture, values: Mapping[str, Any], set
                               for_inference)
     _check_layers(model, architecture, config, parameters)
     frozen = frozenset(name for name in parameters.shapes if _frozen(architecture, config, name))
-    planner = Planner(model, architecture, config, settings, for_inference, parameters,
-                      memory_model(dict(settings), for_inference, fp32), frozen,
-                      pipeline_rules(settings, for_inference), shape, costs, ipu, round(reserve * IPU_MEMORY_BYTES))
-    return planner.placement(None)
+    return Planner(model, architecture, config, settings, for_inference, parameters,
+                   memory_model(dict(settings), for_inference, fp32), frozen,
+                   pipeline_rules(settings, for_inference), shape, costs, ipu, round(reserve * IPU_MEMORY_BYTES))
 
 
 def _check_layers(model: str, architecture: Architecture, config: ModelConfig, parameters: Parameters) -> None:
@@ -178,13 +186,13 @@ class Planner:
         if len(current.ipus) == 1:
             return current
         for goal in (objective, "memory"):  # the time objective needs a split that fits; else the least memory
-            found = [split for split in (self._best_for(current, cut, goal) for cut in self._cuts(len(current.ipus)))
+            found = [split for split in (self._best_for(current, cut, goal) for cut in self.cuts(len(current.ipus)))
                      if split[0] is not None]
             if found:
                 return self.placement(balance.chosen(found, current.layers_per_ipu)[0])
         raise PlacementError(self.model, "no split gives every IPU a stage of the pipeline")
 
-    def _cuts(self, ipus: int) -> List[Optional[int]]:
+    def cuts(self, ipus: int) -> List[Optional[int]]:
         """The numbers of IPUs the encoder may take in a generation build (powers of two); [None] for others."""
         kwargs = self.settings[Mode.of(self.for_inference).setting("parallelize_kwargs")] or {}
         if not generation_split(self.architecture, kwargs):
@@ -212,6 +220,17 @@ class Planner:
         return balance.best_of([balance.Part(splits(encoder, slice(cut)), objectives, split[:cut]),
                                 balance.Part(splits(layers - encoder, slice(cut, None), cut), tuple(decoder),
                                              split[cut:])])
+
+
+class Run(NamedTuple):
+    """What an IPU holds, keeps and computes for a run of layers: its trained and frozen parameters, the elements of
+    its largest trained tensor, the pipeline's bytes (stash and recomputation) and its FLOPs."""
+
+    trained: int
+    frozen: int
+    largest: int
+    pipeline_bytes: int
+    flops: int
 
 
 class SplitCosts:
@@ -242,7 +261,8 @@ class SplitCosts:
             self.following[layer + 1] = [self.following[layer][0] + self.following[layer + 1][0],
                                          self.following[layer][1] + self.following[layer + 1][1]]
         self._steps(cut)
-        self._found: Dict[Tuple[int, int, int], Tuple[int, int]] = {}
+        self._runs: Dict[Tuple[int, int, int], Run] = {}
+        self._memory: Dict[Tuple[int, int, int], int] = {}
 
     def _steps(self, cut: Optional[int]) -> None:
         """Each step's origin and the stage it runs in with the even split: `fixed_steps[ipu]` and
@@ -267,15 +287,13 @@ class SplitCosts:
                 self.layer_steps.setdefault(index, []).append(position)
                 self.layer_stage.setdefault(step.ipu, stage_of[id(step)])
 
-    def _figures(self, ipu: int, first: int, end: int) -> Tuple[int, int]:
-        """(on-chip bytes, FLOPs) of IPU `ipu` holding layers `first` to `end - 1`."""
+    def run(self, ipu: int, first: int, end: int) -> "Run":
+        """What IPU `ipu` holds, keeps and computes taking layers `first` to `end - 1`."""
         key = (ipu, first, end)
-        if key not in self._found:
+        if key not in self._runs:
             planner = self.planner
-            trained = self.fixed[ipu][0] + self.following[end][0] - self.following[first][0]
             frozen = self.fixed[ipu][1] + self.following[end][1] - self.following[first][1]
-            on_chip = planner.memory.bytes(trained, frozen)[0]
-            update = planner.memory.update_bytes(max([self.fixed_largest[ipu], *self.layer_largest[first:end]]))
+            largest = max([self.fixed_largest[ipu], *self.layer_largest[first:end]])
             flops = 0
             pipeline = 0
             if planner.costs is not None:
@@ -291,8 +309,20 @@ class SplitCosts:
                              for index, positions in grouped.items()], planner.costs, planner.rules)
                 pipeline = done.stash_bytes + done.recompute_bytes
                 flops = done.flops
-            self._found[key] = (on_chip + max(update, pipeline), flops)
-        return self._found[key]
+            self._runs[key] = Run(self.trained(ipu, first, end), frozen, largest, pipeline, flops)
+        return self._runs[key]
+
+    def sharing(self, planner: Planner) -> "SplitCosts":
+        """The costs for `planner`, which builds the same pipeline of the same parameters with another memory model
+        (the optimizer state elsewhere), the runs worked out so far shared."""
+        costs = copy.copy(self)
+        costs.planner = planner
+        costs._memory = {}
+        return costs
+
+    def trained(self, ipu: int, first: int, end: int) -> int:
+        """The trained parameters of IPU `ipu` holding layers `first` to `end - 1`."""
+        return self.fixed[ipu][0] + self.following[end][0] - self.following[first][0]
 
     def least_layers(self) -> List[int]:
         """The layers each IPU takes at least: where the stash is counted, one on an IPU no fixed step runs on, so
@@ -302,10 +332,16 @@ class SplitCosts:
         return [int(counted and not steps) for steps in self.fixed_steps]
 
     def memory(self, ipu: int, first: int, end: int) -> int:
-        return self._figures(ipu, first, end)[0]
+        key = (ipu, first, end)
+        if key not in self._memory:
+            run = self.run(ipu, first, end)
+            memory = self.planner.memory
+            self._memory[key] = (memory.bytes(run.trained, run.frozen)[0]
+                                 + max(memory.update_bytes(run.largest), run.pipeline_bytes))
+        return self._memory[key]
 
     def flops(self, ipu: int, first: int, end: int) -> int:
-        return self._figures(ipu, first, end)[1]
+        return self.run(ipu, first, end).flops
 
     @staticmethod
     def shifted(cost: balance.Cost, cut: int, encoder: int) -> balance.Cost:
@@ -327,6 +363,19 @@ def parameter_shapes(source: ModelSource):
                                {name: tensor.shape for name, tensor in tensors.items()})
 
     return shapes
+
+
+def cached_shapes(source: ModelSource):
+    """`parameter_shapes(source)`, its checkpoint's headers read once for every placement that asks."""
+    shapes = parameter_shapes(source)
+    found: Dict[str, Parameters] = {}
+
+    def cached(architecture: Architecture, config: ModelConfig) -> Parameters:
+        if architecture.name not in found:
+            found[architecture.name] = shapes(architecture, config)
+        return found[architecture.name]
+
+    return cached
 
 
 # (micro_batch_size, sequence_length, decoder_sequence_length), each None where not given

@@ -150,7 +150,7 @@ def test_the_balance_costs_each_split_as_its_placement_does(architecture, model_
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
     encoder = layer_counts(planner.architecture, planner.config).get((planner.architecture.generation or [None])[0])
     checked = 0
-    for cut in planner._cuts(ipus):
+    for cut in planner.cuts(ipus):
         cost = SplitCosts(planner, cut).memory
         for split in compositions(layers, ipus):
             try:

@@ -120,8 +120,8 @@ def test_mt5_small_s_embedding_is_cut_by_a_factor_that_divides_its_rows_or_refus
     with pytest.raises(PlacementError) as refused:
         config.placement(str(FULL_SIZE / "mt5-small"), for_inference=for_inference)
     assert (refused.value.setting, refused.value.problem) == (
-        setting, "3 does not divide the 250112 rows of `shared.weight`, which MT5ForConditionalGeneration's "
-                 "parallelize() splits into that many parts")
+        setting, "3 does not divide the 250,112 rows of `shared.weight`, which MT5ForConditionalGeneration's "
+                 "parallelize() splits into that many parts; the factors up to 16 that do: 1, 2, 4, 8, 16")
     setattr(config, setting, 4)
     placement = config.placement(str(FULL_SIZE / "mt5-small"), for_inference=for_inference)
     assert placement.ipus[0].parameters == 250_112 * 512

@@ -22,24 +22,29 @@ class Splits:
     within their bounds."""
 
     def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, least: Sequence[int] = (),
-                 limits: Tuple[Tuple[Cost, float], ...] = ()):
+                 limits: Tuple[Tuple[Cost, float], ...] = (), wider: Optional["Splits"] = None):
         self.layers = layers
         self.ipus = ipus
         self.some_layer_within = some_layer_within
         self.least = tuple(least) or (0,) * ipus
         self.limits = limits
+        self._wider = wider  # the same splits without the last limit, whose counts these filter
         self._counts: Dict[Tuple[int, int], List[int]] = {}
         self._least: Dict[Tuple[Cost, int, int], float] = {}
         self._closest: Dict[Tuple[Tuple[int, ...], int, int], float] = {}
 
     def within(self, cost: Cost, bound: float) -> "Splits":
         """The same splits, restricted to those where every IPU's `cost` is at most `bound`."""
-        return Splits(self.layers, self.ipus, self.some_layer_within, self.least, (*self.limits, (cost, bound)))
+        return Splits(self.layers, self.ipus, self.some_layer_within, self.least, (*self.limits, (cost, bound)), self)
 
     def counts(self, ipu: int, first: int) -> List[int]:
         """The numbers of layers IPU `ipu` may take when the layers before `first` are placed (all the rest on the
         last IPU)."""
         key = (ipu, first)
+        if key not in self._counts and self._wider is not None:
+            cost, bound = self.limits[-1]
+            self._counts[key] = [count for count in self._wider.counts(ipu, first)
+                                 if cost(ipu, first, first + count) <= bound]
         if key not in self._counts:
             least = self.least[ipu]
             if ipu == self.ipus - 1:
@@ -113,6 +118,31 @@ def best_of(parts: Sequence[Part]) -> Tuple[Optional[List[int]], Tuple[float, ..
     if any(split is None for split in found):
         return None, tuple(bounds)
     return [count for split in found for count in split], tuple(bounds)
+
+
+def least_weighted_sum(splits: Splits, first: Cost, scale: float, second: Cost,
+                       current: Sequence[int]) -> Tuple[Optional[List[int]], float]:
+    """The split with the least `scale` x its largest `first` cost + its largest `second` cost, ties to the closest
+    to `current`, and that sum (None, UNREACHABLE: no split).
+
+    Exact: for each bound on the largest `first` cost, from the least any split reaches up, the least largest
+    `second` cost within it; the sum of a bound and its second is never less than that of the split reaching both,
+    and the best split's largest `first` cost is one of the bounds. The bounds stop where `scale` x the bound alone
+    reaches the best sum found."""
+    values = sorted({first(ipu, start, start + count) for ipu in range(splits.ipus)
+                     for start in range(splits.layers + 1) for count in splits.counts(ipu, start)})
+    lowest = splits.least_largest(first)
+    best, chosen_bound = UNREACHABLE, None
+    for bound in (value for value in values if value >= lowest):
+        if scale * bound >= best:
+            break
+        total = scale * bound + splits.within(first, bound).least_largest(second)
+        if total < best:
+            best, chosen_bound = total, bound
+    if chosen_bound is None:
+        return None, UNREACHABLE
+    within = splits.within(first, chosen_bound)
+    return within.within(second, within.least_largest(second)).closest(current), best
 
 
 def best_split(layers: int, ipus: int, cost: Cost, current: Sequence[int],

@@ -166,5 +166,16 @@ def _check_factor_divides(model: str, architecture: Architecture, factor: int, w
     """A serialization `factor` above 1 cuts `weight` into that many parts of equal rows, which upstream asserts."""
     rows = shapes[weight][0]
     if factor > 1 and rows % factor:
-        raise PlacementError(model, f"{factor} does not divide the {rows} rows of `{weight}`, which "
-                             f"{architecture.name}'s parallelize() splits into that many parts", setting)
+        dividing = ", ".join(str(each) for each in dividing_factors(rows))
+        raise PlacementError(model, f"{factor} does not divide the {rows:,} rows of `{weight}`, which "
+                             f"{architecture.name}'s parallelize() splits into that many parts; the factors up to "
+                             f"{LARGEST_FACTOR} that do: {dividing}", setting)
+
+
+# the serialization factors named where one does not divide a weight's rows, and tried by `plan`
+LARGEST_FACTOR = 16
+
+
+def dividing_factors(rows: int) -> List[int]:
+    """The serialization factors from 1 to `LARGEST_FACTOR` that divide `rows`."""
+    return [factor for factor in range(1, LARGEST_FACTOR + 1) if rows % factor == 0]

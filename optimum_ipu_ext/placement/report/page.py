@@ -21,6 +21,9 @@ from .pictures import (
 )
 from .placement import compress
 
+# the plan table's columns of figures, right-aligned
+NUMBERS = {"Rank", "IPUs a replica", "Replicas", "Micro-batch", "G", "Device iterations", "Largest IPU",
+           "Samples a second", "Step, s", "Pipeline efficiency"}
 # nothing loads from anywhere: the page's styles are its own, the picture is inline
 POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 STYLE = """
@@ -67,7 +70,7 @@ def plan_page(plan: Mapping[str, Any]) -> str:
     """
     headers, rows = plan_table(plan)
     sections = [f"<figure>{plan_svg(plan)}</figure>", "<h2>Candidates</h2>",
-                _table(headers, rows, {0, 1, 2, 4, 5, 9, 11, 12, 13})]
+                _table(headers, rows, {index for index, header in enumerate(headers) if header in NUMBERS})]
     best = plan["candidates"][0]["placement"] if plan["candidates"] else None
     if best is not None:
         sections += ["<h2>The best candidate's placement</h2>", *_placement_sections(best, None)[:-2]]

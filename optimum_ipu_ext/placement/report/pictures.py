@@ -729,12 +729,24 @@ PLAN_WIDTH, PLAN_PLOT_HEIGHT = 860, 380
 PLAN_LEFT, PLAN_RIGHT = 84, 40  # the speed axis's labels; room right of the plot
 
 
+# a plan's training builds: what each turns on, by the column that shows it
+SWITCHES = (("recompute_checkpoint_every_layer", "Recompute every layer", "recompute"),
+            ("optimizer_state_offchip", "State off chip", "state off chip"),
+            ("replicated_tensor_sharding", "RTS", "RTS"))
+
+
+def _training(plan: Mapping[str, Any]) -> bool:
+    return plan.get("build", "training") == "training"
+
+
 def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
     """A plan's candidates as table rows, best first, then the reference (rank "G"): their settings, the largest
-    IPU's share of its memory, the verdict, the speed and whether they are on the frontier."""
-    headers = ["Rank", "IPUs a replica", "Replicas", "layers_per_ipu", "Micro-batch", "G", "Recompute every layer",
-               "State off chip", "RTS", "Largest IPU", "Verdict", "Samples a second", "Step, s", "Pipeline efficiency",
-               "Frontier"]
+    IPU's share of its memory, the verdict, the speed and whether they are on the frontier. A training plan's show
+    the accumulation and the switches, an inference plan's the device iterations."""
+    training = _training(plan)
+    headers = ["Rank", "IPUs a replica", "Replicas", "layers_per_ipu", "Micro-batch",
+               *(["G", *(header for _, header, _ in SWITCHES)] if training else ["Device iterations"]),
+               "Largest IPU", "Verdict", "Samples a second", "Step, s", "Pipeline efficiency", "Frontier"]
     listed = [(str(index + 1), candidate, index in plan["pareto"]) for index, candidate in
               enumerate(plan["candidates"])]
     if plan.get("reference"):
@@ -744,12 +756,11 @@ def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
         problems = candidate["placement"]["problems"] if candidate.get("placement") else []
         speed, step = candidate["samples_per_second"], candidate["step_seconds"]
         efficiency = candidate["pipeline_efficiency"]
+        build = ([str(candidate["gradient_accumulation_steps"]),
+                  *("yes" if candidate[name] else "no" for name, _, _ in SWITCHES)] if training
+                 else [str(candidate["device_iterations"])])
         rows.append([rank, str(candidate["ipus_per_replica"]), str(candidate["replication_factor"]),
-                     str(candidate["layers_per_ipu"]), str(candidate["micro_batch_size"]),
-                     str(candidate["gradient_accumulation_steps"]),
-                     *("yes" if candidate[name] else "no" for name in ("recompute_checkpoint_every_layer",
-                                                                       "optimizer_state_offchip",
-                                                                       "replicated_tensor_sharding")),
+                     str(candidate["layers_per_ipu"]), str(candidate["micro_batch_size"]), *build,
                      _percent(candidate["largest_share"]), DOES_NOT_RUN if problems else candidate["verdict"],
                      "-" if speed is None else f"{speed:,.1f}", "-" if step is None else f"{step:.3g}",
                      "-" if efficiency is None else f"{100 * efficiency:.1f}%", "yes" if frontier else ""])
@@ -757,13 +768,14 @@ def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
 
 
 def candidate_label(candidate: Mapping[str, Any]) -> str:
-    """A candidate in a few words: IPUs a replica x replicas, micro-batch, accumulation, and what it turns on."""
-    flags = [name for name, on in (("recompute", candidate["recompute_checkpoint_every_layer"]),
-                                   ("state off chip", candidate["optimizer_state_offchip"]),
-                                   ("RTS", candidate["replicated_tensor_sharding"])) if on]
+    """A candidate in a few words: IPUs a replica x replicas, micro-batch, accumulation (or device iterations), and
+    what it turns on."""
     label = (f"{candidate['ipus_per_replica']} IPUs x {candidate['replication_factor']}, micro-batch "
-             f"{candidate['micro_batch_size']}, G {candidate['gradient_accumulation_steps']}")
-    return label + (f", {', '.join(flags)}" if flags else "")
+             f"{candidate['micro_batch_size']}")
+    if "gradient_accumulation_steps" not in candidate:
+        return label + f", {candidate['device_iterations']} device iterations"
+    flags = [word for name, _, word in SWITCHES if candidate[name]]
+    return label + f", G {candidate['gradient_accumulation_steps']}" + (f", {', '.join(flags)}" if flags else "")
 
 
 def plan_svg(plan: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ import pytest
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.estimate.parameters import (
     Parameters,
+    dividing_factors,
     from_checkpoint,
     from_config,
     loaded_names,
@@ -111,7 +112,8 @@ def test_an_embedding_split_into_parts_must_divide():
         parallelized("bert", row, parameters, settings(embedding_serialization_factor=2))
     assert (raised.value.setting, raised.value.model) == ("embedding_serialization_factor", "bert")
     assert raised.value.problem == ("2 does not divide the 63 rows of `bert.embeddings.word_embeddings.weight`, "
-                                    "which BertForSequenceClassification's parallelize() splits into that many parts")
+                                    "which BertForSequenceClassification's parallelize() splits into that many "
+                                    "parts; the factors up to 16 that do: 1, 3, 7, 9")
     serialized = parallelized("bert", row, parameters, settings(embedding_serialization_factor=3))
     assert serialized.shapes == parameters.shapes
     null_factor = settings(layers_per_ipu=[-1, -1], serialized_embedding_splits_per_ipu=[1, 1])
@@ -123,6 +125,12 @@ def test_an_embedding_split_into_parts_must_divide():
     assert serialized.shapes == parameters.shapes
 
 
+@pytest.mark.parametrize("rows, dividing", [(63, [1, 3, 7, 9]), (50_265, [1, 3, 5, 9, 15]), (30_522, [1, 2, 3, 6]),
+                                            (65_536, [1, 2, 4, 8, 16]), (17, [1])])
+def test_the_factors_named_are_those_up_to_16_that_divide_the_rows(rows, dividing):
+    assert dividing_factors(rows) == dividing
+
+
 def test_mt5_s_embedding_kept_whole_is_still_cut_by_its_factor_which_must_divide_its_rows():
     """Not split over IPUs (its per-IPU list null, or of one part), the embedding is cut into `factor` parts on its
     IPU, which SerializedEmbedding asserts divide its rows; a null factor (the list given) cuts nothing."""
@@ -132,7 +140,8 @@ def test_mt5_s_embedding_kept_whole_is_still_cut_by_its_factor_which_must_divide
         parallelized("mt5", row, parameters, settings(embedding_serialization_factor=2))
     assert (raised.value.model, raised.value.setting, raised.value.problem) == (
         "mt5", "embedding_serialization_factor", "2 does not divide the 63 rows of `shared.weight`, which "
-        "MT5ForConditionalGeneration's parallelize() splits into that many parts")
+        "MT5ForConditionalGeneration's parallelize() splits into that many parts; the factors up to 16 that do: 1, 3, "
+        "7, 9")
     one_part = settings(layers_per_ipu=[1, 1], serialized_embedding_splits_per_ipu=[1, 0])
     assert one_part["embedding_serialization_factor"] is None
     assert parallelized("mt5", row, parameters, one_part).shapes == parameters.shapes

@@ -1,0 +1,150 @@
+"""`plan()`: the fastest config that fits a model on a number of IPUs, as configs of the user's class
+(placement/planning.py searches; here the request is checked and each candidate's config built)."""
+
+import copy
+from typing import TYPE_CHECKING, Any, Dict, Optional
+
+from ..errors import InvalidSettingError
+from ..settings.mode import Mode
+
+if TYPE_CHECKING:
+    from ..placement.planning import Candidate, Plan
+
+# the IPUs of each Pod a `pod` names
+PODS = {"pod4": 4, "pod16": 16, "pod64": 64, "pod128": 128, "pod256": 256, "pod512": 512, "pod1024": 1024}
+
+
+def plan(
+    model: Any,
+    ipus: Optional[int] = None,
+    *,
+    pod: Optional[str] = None,
+    global_batch_size: Optional[int] = None,
+    micro_batch_size: Optional[int] = None,
+    sequence_length: Optional[int] = None,
+    decoder_sequence_length: Optional[int] = None,
+    architecture: Optional[str] = None,
+    ipu: str = "gc200",
+    reserve: Optional[float] = None,
+    base: Any = None,
+    inference: bool = False,
+    fp32: bool = False,
+    revision: Optional[str] = None,
+    token: Optional[str] = None,
+) -> "Plan":
+    """The fastest builds of `model` on `ipus` IPUs (or a `pod`'s) that fit, each placed and timed as
+    `IPUConfig.placement()` places and times it, best first, with its config.
+
+    Args:
+        model: a Hub model id, a local folder, a transformers `PretrainedConfig` or the dict of a `config.json`.
+        ipus, pod: the IPUs in all, a power of two, or a Pod's (`"pod16"`, ...).
+        global_batch_size: the samples of a training step, micro-batch x gradient accumulation x replicas.
+        micro_batch_size: search this micro-batch alone (default: the powers of two the batch allows).
+        sequence_length, decoder_sequence_length: as `placement()` takes them.
+        architecture: the class to plan for (default: the one `config.json` names).
+        ipu: `"gc200"` or `"bow"`; reserve: the share of each IPU's memory kept for what is not counted.
+        base: a config whose other settings the candidates keep (default: `IPUConfig()`); where its IPUs and
+            batch are the plan's, it is placed and timed too, as the plan's `reference`.
+        inference: plan the inference build: replicas and device iterations for throughput.
+        fp32: weights in fp32, as `IPUTrainer` with `fp32=True`.
+        revision, token: for a Hub model.
+
+    Raises:
+        InvalidSettingError: for a request outside what it allows (naming the argument).
+        PlacementError: where no build runs, or the model cannot be placed.
+    """
+    from ..placement.hardware import RESERVE
+    from ..placement.models import architecture_of
+    from ..placement.placement import cached_shapes, check_reserve, ipu_type_of
+    from ..placement.planning import Model, Plan, Request, pareto, search, settings_of, with_config
+    from ..placement.source.model import read_model
+
+    if base is None:
+        from .configuration import IPUConfig
+
+        base = IPUConfig()
+    reserve = RESERVE if reserve is None else reserve
+    check_reserve(reserve)
+    request = Request(_ipus(ipus, pod), _global_batch(global_batch_size, inference),
+                      _positive("micro_batch_size", micro_batch_size), sequence_length, decoder_sequence_length,
+                      ipu_type_of(ipu), reserve, inference, fp32)
+    source = read_model(model, revision, token)
+    row = architecture_of(source.name, source.config, architecture)
+    searched = Model(source.name, row, source.config, cached_shapes(source))
+    mode = Mode.of(inference)
+    candidates = [with_config(candidate, configured(base, settings_of(candidate.build, mode)))
+                  for candidate in search(searched, vars(base), request)]
+    reference = _reference(searched, base, request)
+    return Plan(source.name, row.name, request, tuple(candidates), tuple(pareto(candidates)), reference)
+
+
+def configured(base: Any, settings: Dict[str, Any]) -> Any:
+    """A copy of `base` with `settings`, each checked as the class checks a setting."""
+    config = copy.copy(base)
+    for name, value in settings.items():
+        setattr(config, name, value)
+    return config
+
+
+def _ipus(ipus: Optional[int], pod: Optional[str]) -> int:
+    if (ipus is None) == (pod is None):
+        raise InvalidSettingError("ipus", ipus, "give the IPUs (a power of two) or a pod, one of them")
+    if pod is not None:
+        if pod not in PODS:
+            raise InvalidSettingError("pod", pod, "allowed values are " + ", ".join(f'"{name}"' for name in PODS))
+        return PODS[pod]
+    if _positive("ipus", ipus) & (ipus - 1):
+        raise InvalidSettingError("ipus", ipus, "allowed values are powers of two (1, 2, 4, ...), as IPU devices "
+                                  "come")
+    return ipus
+
+
+def _positive(name: str, value: Optional[int]) -> Optional[int]:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidSettingError(name, value, "allowed values are positive whole numbers")
+    return value
+
+
+def _global_batch(value: Optional[int], inference: bool) -> Optional[int]:
+    if inference:
+        if value is not None:
+            raise InvalidSettingError("global_batch_size", value, "an inference plan takes no global batch: it "
+                                      "chooses the replicas and the device iterations of each step")
+        return None
+    if value is None:
+        raise InvalidSettingError("global_batch_size", value, "a training plan needs the samples of a step: a "
+                                  "positive whole number, the micro-batch x gradient accumulation x replicas")
+    return _positive("global_batch_size", value)
+
+
+def _reference(model: Any, base: Any, request: Any) -> Optional["Candidate"]:
+    """`base` placed and timed as the plan's candidates are, where it runs on the plan's IPUs and batch."""
+    from ..errors import PlacementError
+    from ..placement.placement import planner_of
+    from ..placement.planning import Candidate, build_of
+
+    mode = Mode.of(request.for_inference)
+    settings = vars(base)
+    replicas = settings[mode.setting("replication_factor")]
+    if settings[mode.setting("ipus_per_replica")] * replicas != request.ipus:
+        return None
+    if request.for_inference:
+        micro_batch = request.micro_batch_size or 1
+    else:
+        micro_batch, remainder = divmod(request.global_batch_size,
+                                        settings["gradient_accumulation_steps"] * replicas)
+        if remainder or not micro_batch:
+            return None
+    try:
+        planner = planner_of(model.name, model.architecture, model.values, settings, model.shapes,
+                             request.for_inference, request.fp32, _measure(model, request, micro_batch), request.ipu,
+                             request.reserve)
+    except PlacementError:
+        return None
+    return Candidate(build_of(settings, mode), micro_batch, planner.placement(None), base)
+
+
+def _measure(model: Any, request: Any, micro_batch: int):
+    from ..placement.placement import measure
+
+    return measure(model.name, (micro_batch, request.sequence_length, request.decoder_sequence_length), request.fp32)

@@ -1,0 +1,390 @@
+"""`search()`: the fastest builds of a model on a number of IPUs, each placed and timed by the code `place` uses.
+
+The outer choices are enumerated: the IPUs of a replica (a power of two dividing the IPUs) and so the replicas; the
+micro-batch (the powers of two whose G = global batch / (micro-batch x replicas) is whole, or the one given);
+recomputation checkpoints after every layer or not; the optimizer state on chip or in Streaming Memory; and, where
+no build of a micro-batch fits without one, the least serialization factor of the vocabulary (or of the
+projection) that makes one fit. For each, the split is exact (`balance.least_weighted_sum`): the one whose step is
+shortest among those that fit, else the one needing the least memory.
+
+Left out, as never faster by the time model: replicas without replicated tensor sharding of the optimizer state
+(the same time, more memory), and serialization where a build fits without it (the model has no time for it).
+`matmul_proportion` changes nothing the model counts: each IPU is given what its reserve leaves, from 0.1 to 0.6.
+"""
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+from ..errors import PlacementError
+from ..settings.mode import Mode
+from .estimate import balance
+from .estimate.costs import block_costs
+from .estimate.layout import fixed_layer_groups, layer_counts
+from .estimate.parameters import LARGEST_FACTOR, Parameters
+from .estimate.timing import reduction_seconds
+from .hardware import COMPUTE_EFFICIENCY, IPU_MEMORY_BYTES, STREAMING_BYTES_PER_SECOND, IPUType
+from .models import resolve_shape
+from .models.rules import Architecture, ModelConfig, Split
+from .placement import Planner, SplitCosts, planner_of
+from .report.placement import DOES_NOT_FIT, FITS, TIGHT, Placement
+from .report.plan import plan_text
+
+# the serialization factors tried, least first, where no build of a micro-batch fits without one (1: none); those
+# that do not divide a vocabulary the model's parallelize() cuts are refused as `place` refuses them
+SERIALIZATION_FACTORS = tuple(range(2, LARGEST_FACTOR + 1))
+# a pipelined inference build's device iterations: the fewest keeping this share of its cycles every stage busy
+INFERENCE_EFFICIENCY = 0.9
+MATMUL_PROPORTIONS = (0.1, 0.6)
+# the micro-batches searched where none is given: 1, 2, 4, ... up to this
+LARGEST_MICRO_BATCH = 1 << 15
+
+
+class Request(NamedTuple):
+    """What a plan is for: `ipus` in all, a training step's `global_batch_size` (samples; None for inference), a
+    fixed `micro_batch_size` or None, the input's lengths, the IPU generation, the reserve, the build."""
+
+    ipus: int
+    global_batch_size: Optional[int]
+    micro_batch_size: Optional[int]
+    sequence_length: Optional[int]
+    decoder_sequence_length: Optional[int]
+    ipu: IPUType
+    reserve: float
+    for_inference: bool
+    fp32: bool = False
+
+
+# what a build chooses, by the name of its training setting; `inference_device_iterations` is `device_iterations`
+TRAINING_BUILD = ("ipus_per_replica", "replication_factor", "layers_per_ipu", "gradient_accumulation_steps",
+                  "recompute_checkpoint_every_layer", "optimizer_state_offchip", "replicated_tensor_sharding",
+                  "embedding_serialization_factor", "projection_serialization_factor", "matmul_proportion")
+INFERENCE_BUILD = ("ipus_per_replica", "replication_factor", "layers_per_ipu", "device_iterations",
+                   "embedding_serialization_factor", "projection_serialization_factor", "matmul_proportion")
+
+
+def build_names(mode: Mode) -> Tuple[str, ...]:
+    return INFERENCE_BUILD if mode.is_inference else TRAINING_BUILD
+
+
+def setting_name(name: str, mode: Mode) -> str:
+    """The setting a build's `name` is: that of `mode`, but for the embedding's factor, which upstream's models
+    read from the training setting in both builds."""
+    return name if name == "embedding_serialization_factor" else mode.setting(name)
+
+
+def build_of(settings: Dict[str, Any], mode: Mode) -> Dict[str, Any]:
+    """What a config whose `vars()` are `settings` chooses of a build (`build_names`)."""
+    return {name: settings[setting_name(name, mode)] for name in build_names(mode)}
+
+
+def settings_of(build: Dict[str, Any], mode: Mode) -> Dict[str, Any]:
+    """The settings of `build`, by the names `mode` reads."""
+    return {setting_name(name, mode): value for name, value in build.items()}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One build: what it chooses (`build`, by the names of `build_names`), its micro-batch, and its placement (with
+    its time). `ipu_config`: the config of the build, where the caller made it."""
+
+    build: Dict[str, Any]
+    micro_batch_size: int
+    placement: Placement
+    ipu_config: Any = None
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.placement.time.samples_per_second
+
+    @property
+    def largest_share(self) -> float:
+        """The largest IPU's on-chip figure, as a share of its memory."""
+        return max(ipu.on_chip_bytes for ipu in self.placement.ipus) / self.placement.ipu_memory_bytes
+
+    @property
+    def verdict(self) -> str:
+        return self.placement.verdict
+
+    def to_dict(self) -> Dict[str, Any]:
+        placement, time = self.placement, self.placement.time
+        return {**self.build, "micro_batch_size": self.micro_batch_size, "largest_share": self.largest_share,
+                "verdict": placement.verdict, "fits": placement.fits, "samples_per_second": time.samples_per_second,
+                "step_seconds": time.step_seconds, "pipeline_efficiency": placement.schedule.efficiency,
+                "ipu_config": None if self.ipu_config is None else self.ipu_config.to_dict(),
+                "placement": placement.to_dict()}
+
+
+_RANK = {FITS: 0, TIGHT: 1, DOES_NOT_FIT: 2}
+
+
+def ranked(candidates: Sequence[Candidate]) -> List[Candidate]:
+    """Best first: those that fit, then the tight, then the others; each by samples a second, then by memory."""
+    return sorted(candidates, key=lambda found: (_RANK[found.verdict] if not found.placement.problems else 3,
+                                                 -found.samples_per_second, found.largest_share))
+
+
+def pareto(candidates: Sequence[Candidate]) -> List[int]:
+    """The indices of the candidates that run within their IPUs' memory (fit or tight) and that no other beats both
+    in samples a second and in memory: the frontier of speed against memory, fastest first."""
+    within = [index for index, found in enumerate(candidates)
+              if not found.placement.problems and found.verdict in (FITS, TIGHT)]
+    frontier: List[int] = []
+    for index in sorted(within, key=lambda index: (-candidates[index].samples_per_second,
+                                                   candidates[index].largest_share)):
+        if not frontier or candidates[index].largest_share < candidates[frontier[-1]].largest_share:
+            frontier.append(index)
+    return frontier
+
+
+# --- the search ------------------------------------------------------------------------------------------------------
+
+
+class Model(NamedTuple):
+    """The model the search places: its name, architecture, `config.json` values, and its parameters' shapes."""
+
+    name: str
+    architecture: Architecture
+    values: Dict[str, Any]
+    shapes: Callable[[Architecture, ModelConfig], Parameters]
+
+
+def search(model: Model, base: Dict[str, Any], request: Request) -> List[Candidate]:
+    """Every build searched that poptorch runs, each with its fastest split, ranked best first (`ranked()`):
+    `base` is the settings (`vars()`) of the config whose other settings they keep.
+
+    Raises:
+        PlacementError: where no build of the model runs on these IPUs for this batch.
+    """
+    mode = Mode.of(request.for_inference)
+    search = _Search(model, base, request)
+    found: List[Candidate] = []
+    for ipus in replica_sizes(request.ipus):
+        for micro_batch, steps in search.micro_batches(ipus):
+            built: List[Candidate] = []
+            for factor in (1, *(SERIALIZATION_FACTORS if _serialized(model.architecture) else ())):
+                built = [candidate for candidate in (search.fastest(build, micro_batch)
+                                                     for build in _builds(ipus, request, steps, factor, mode))
+                         if candidate is not None]
+                found += built
+                if any(candidate.placement.fits for candidate in built):
+                    break
+            if not any(candidate.placement.fits for candidate in built):
+                break  # a larger micro-batch keeps more: it fits no better
+    if not found:
+        raise PlacementError(model.name, f"no build runs on {request.ipus} IPUs for this batch: give more IPUs, or "
+                             "a global batch size that the replicas and the pipeline's stages divide")
+    return ranked(found)
+
+
+def replica_sizes(ipus: int) -> List[int]:
+    """The IPUs a replica may take: the powers of two dividing `ipus`."""
+    return [size for size in (1 << power for power in range(ipus.bit_length())) if ipus % size == 0]
+
+
+def _builds(ipus: int, request: Request, steps: int, factor: int, mode: Mode) -> Iterator[Dict[str, Any]]:
+    """The builds searched for one size of replica and micro-batch (their splits even, to be balanced)."""
+    replicas = request.ipus // ipus
+    common = {"ipus_per_replica": ipus, "replication_factor": replicas, "layers_per_ipu": [-1] * ipus,
+              "embedding_serialization_factor": factor, "projection_serialization_factor": factor,
+              "matmul_proportion": MATMUL_PROPORTIONS[1]}
+    if mode.is_inference:
+        yield {**common, "device_iterations": steps}
+        return
+    for checkpoints in (False, True):
+        for offchip in (False, True):
+            yield {**common, "gradient_accumulation_steps": steps, "recompute_checkpoint_every_layer": checkpoints,
+                   "optimizer_state_offchip": offchip, "replicated_tensor_sharding": replicas > 1}
+
+
+def _serialized(architecture: Architecture) -> bool:
+    """Whether a serialization factor changes the model's build."""
+    return bool(architecture.serialized_embedding or architecture.padded_embedding
+                or any(isinstance(step, Split) for step in architecture.steps))
+
+
+# the settings given per IPU, reset for each size of replica
+PER_IPU = ("serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu")
+
+
+class _Search:
+    """The state of one search: the costs of each micro-batch, worked out once, and the split costs of each
+    pipeline, shared by its builds that differ only in where the optimizer state is."""
+
+    def __init__(self, model: Model, base: Dict[str, Any], request: Request):
+        self.model = model
+        self.request = request
+        self.mode = Mode.of(request.for_inference)
+        self.base = {**base, **{self.mode.setting(name): None for name in PER_IPU}}
+        self.config = model.architecture.config(model.values, model.name)
+        self.costs = lru_cache(maxsize=None)(self._costs)
+        self.split_costs: Dict[Tuple[Any, ...], SplitCosts] = {}
+
+    def _costs(self, micro_batch: int):
+        request = self.request
+        shape = resolve_shape(self.model.name, self.model.architecture.name, self.config, micro_batch,
+                              request.sequence_length, request.decoder_sequence_length)
+        return shape, block_costs(self.model.architecture, self.config, shape, request.fp32)
+
+    def planner(self, build: Dict[str, Any], micro_batch: int) -> Planner:
+        model, request = self.model, self.request
+        settings = {**self.base, **settings_of(build, self.mode)}
+        return planner_of(model.name, model.architecture, model.values, settings, model.shapes,
+                          request.for_inference, request.fp32, lambda *_: self.costs(micro_batch), request.ipu,
+                          request.reserve)
+
+    def micro_batches(self, ipus: int) -> Iterator[Tuple[int, int]]:
+        """(micro-batch, micro-batches a step) of each micro-batch searched on replicas of `ipus` IPUs: a training
+        step takes the global batch, G micro-batches on each replica; an inference step the fewest device iterations
+        that keep the pipeline busy."""
+        request = self.request
+        replicas = request.ipus // ipus
+        sizes = ([request.micro_batch_size] if request.micro_batch_size is not None
+                 else [1 << power for power in range(LARGEST_MICRO_BATCH.bit_length())])
+        if self.mode.is_inference:
+            stages = self._stages(ipus)
+            steps = {size: _fewest_iterations(stages) for size in sizes} if stages is not None else {}
+        else:
+            steps = {size: request.global_batch_size // (size * replicas) for size in sizes
+                     if request.global_batch_size % (size * replicas) == 0}
+        searched = None
+        for size, count in steps.items():
+            if searched is None or not self._dominated(size, searched):
+                searched = size
+                yield size, count
+
+    def _dominated(self, size: int, smaller: int) -> bool:
+        """Whether micro-batch `size` is never faster than `smaller` and never needs less memory: each step computes
+        `size / smaller` times as much or more, and keeps as much or more. (For a split, a step of the same batch is
+        then as long or longer: G falls as the micro-batch grows, its cycles' work grows as fast, the cycles of the
+        pipeline's ramp do not fall; and a split that fits `size` fits `smaller`.)"""
+        large, small = self.costs(size)[1], self.costs(smaller)[1]
+        return all(cost.forward_flops * smaller >= small[path].forward_flops * size
+                   and cost.activation_bytes >= small[path].activation_bytes
+                   and cost.input_bytes >= small[path].input_bytes and cost.output_bytes >= small[path].output_bytes
+                   for path, cost in large.items())
+
+    def _stages(self, ipus: int) -> Optional[int]:
+        """The stages of the pipeline of an inference build on `ipus` IPUs (None: the model has no such build)."""
+        build = next(_builds(ipus, self.request, 1, 1, self.mode))
+        try:
+            return self.planner(build, 1).placement(None).schedule.stages
+        except PlacementError:
+            return None
+
+    def fastest(self, build: Dict[str, Any], micro_batch: int) -> Optional[Candidate]:
+        """The candidate of `build` with its fastest split that fits (else the split needing the least memory);
+        None where poptorch would refuse the build, or the placement the config."""
+        try:
+            planner = self.planner(build, micro_batch)
+        except PlacementError:
+            return None  # a serialization factor that does not divide the vocabulary, say
+        even = planner.placement(None)
+        if even.problems:
+            return None
+        key = (build["ipus_per_replica"], build.get("recompute_checkpoint_every_layer"),
+               build["embedding_serialization_factor"], micro_batch)
+        costs = self.split_costs[key].sharing(planner) if key in self.split_costs else SplitCosts(planner, None)
+        self.split_costs.setdefault(key, costs)
+        split = list(_fastest_split(planner, even, costs))
+        placement = even if split == list(even.layers_per_ipu) else planner.placement(split)
+        build = {**build, "layers_per_ipu": split, "matmul_proportion": matmul_proportions(placement)}
+        return Candidate(build, micro_batch, placement)
+
+
+def _fewest_iterations(stages: int) -> int:
+    """The fewest device iterations D, a power of two, keeping `INFERENCE_EFFICIENCY` of a pipelined inference
+    step's D + S - 1 cycles every stage busy."""
+    iterations = 1
+    while iterations / (iterations + stages - 1) < INFERENCE_EFFICIENCY:
+        iterations *= 2
+    return iterations
+
+
+def _fastest_split(planner: Planner, even: Placement, costs: SplitCosts) -> Sequence[int]:
+    """The split whose step is shortest among those that fit, else the one needing the least memory; the even one
+    where `parallelize()` places the layers itself, or a replica has one IPU; in a generation build, whose encoder
+    and decoder run as pipelines of their own, the split `--balance time` finds (the fewest FLOPs on the busiest IPU
+    among those that fit, else the least memory)."""
+    if fixed_layer_groups(planner.architecture) or len(even.ipus) == 1:
+        return even.layers_per_ipu
+    if planner.cuts(len(even.ipus)) != [None]:  # an encoder and a decoder, each a pipeline of its own
+        return planner.balanced(even, "time").layers_per_ipu
+    layers = sum(layer_counts(planner.architecture, planner.config).values())
+    least = costs.least_layers()
+    splits = balance.Splits(layers, len(least), least=least)
+    if even.schedule.cycles is not None:
+        fitting = splits.within(costs.memory, IPU_MEMORY_BYTES - planner.reserve_bytes)
+        scale, other = _time_costs(planner, costs, even.schedule.cycles, len(even.ipus))
+        split, _ = balance.least_weighted_sum(fitting, costs.flops, scale, other, even.layers_per_ipu)
+        if split is not None:
+            return split
+    smallest, _ = balance.best_of([balance.Part(splits, (costs.memory,), even.layers_per_ipu)])
+    return smallest or even.layers_per_ipu
+
+
+def _time_costs(planner: Planner, costs: SplitCosts, cycles: int, ipus: int) -> Tuple[float, balance.Cost]:
+    """A pipelined step's time as `scale` x the largest IPU's FLOPs + the largest IPU's `other` seconds (its off-chip
+    state's round trip and its gradients' sum) + the overhead, as `timing.step_time` works it out."""
+    scale = cycles / (planner.ipu.peak_flops * COMPUTE_EFFICIENCY)
+    if not planner.rules.training:
+        return scale, lambda ipu, first, end: 0.0
+    replicas = planner.settings[Mode.of(planner.for_inference).setting("replication_factor")]
+    memory = planner.memory
+
+    def other(ipu: int, first: int, end: int) -> float:
+        trained = costs.trained(ipu, first, end)
+        streamed = memory.parts(trained, 0)["optimizer"][1]
+        return (2 * streamed / STREAMING_BYTES_PER_SECOND
+                + reduction_seconds(trained * memory.weight_bytes, replicas, ipus))
+
+    return scale, other
+
+
+def matmul_proportions(placement: Placement) -> List[float]:
+    """Each IPU's `matmul_proportion`: the share of its memory the counted figure leaves, less the reserve's part
+    for code and exchange (half of it), between 0.1 and 0.6 (poptorch's default), to a hundredth."""
+    low, high = MATMUL_PROPORTIONS
+    reserve = placement.reserve_bytes / placement.ipu_memory_bytes
+    return [round(min(high, max(low, 1 - ipu.on_chip_bytes / placement.ipu_memory_bytes - reserve / 2)), 2)
+            for ipu in placement.ipus]
+
+
+def with_config(candidate: Candidate, config: Any) -> Candidate:
+    return replace(candidate, ipu_config=config)
+
+
+# --- the plan --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The builds a search found for a model on a number of IPUs, best first (`candidates`: those that fit first),
+    the frontier of speed against memory (`pareto`: indices into `candidates`), and the `reference` config (the base
+    config given) placed and timed the same way, where it runs on these IPUs and batch. `str()` is a report to read;
+    `to_dict()` the same as data."""
+
+    model: str
+    architecture: str
+    request: Request
+    candidates: Tuple[Candidate, ...]
+    pareto: Tuple[int, ...]
+    reference: Optional[Candidate] = None
+
+    @property
+    def best(self) -> Optional[Candidate]:
+        """The fastest candidate that fits, or None."""
+        return self.candidates[0] if self.candidates and self.candidates[0].placement.fits else None
+
+    def to_dict(self) -> Dict[str, Any]:
+        request = self.request
+        return {"model": self.model, "architecture": self.architecture, "build": Mode.of(request.for_inference).name,
+                "ipus": request.ipus, "ipu": request.ipu.name, "global_batch_size": request.global_batch_size,
+                "micro_batch_size": request.micro_batch_size, "sequence_length": request.sequence_length,
+                "decoder_sequence_length": request.decoder_sequence_length,
+                "ipu_memory_bytes": IPU_MEMORY_BYTES, "reserve_bytes": round(request.reserve * IPU_MEMORY_BYTES),
+                "candidates": [candidate.to_dict() for candidate in self.candidates], "pareto": list(self.pareto),
+                "reference": None if self.reference is None else self.reference.to_dict()}
+
+    def __str__(self) -> str:
+        return plan_text(self.to_dict())

@@ -1,0 +1,66 @@
+"""A plan as text (`ipu-config plan`): what it is for, the best build in a sentence, the first candidates as a table
+(the columns of `pictures.plan_table`), the frontier of speed against memory, and the base config timed the same
+way. Drawn from the dict `Plan.to_dict()` gives, as the pictures are."""
+
+from typing import Any, List, Mapping
+
+from ..hardware import IPU_TYPES
+from .pictures import SWITCHES, candidate_label, plan_table
+
+# the columns the text shows of `plan_table`'s, and those left-aligned
+TEXT_COLUMNS = ("Rank", "IPUs a replica", "Replicas", "layers_per_ipu", "Micro-batch", "G", "Device iterations",
+                *(header for _, header, _ in SWITCHES), "Largest IPU", "Verdict", "Samples a second", "Step, s")
+LEFT = {"layers_per_ipu", "Verdict"}
+
+
+def plan_text(plan: Mapping[str, Any], top: int = 10) -> str:
+    """The plan as text, its table the `top` best candidates and the base config."""
+    candidates = plan["candidates"]
+    verdicts = [candidate["verdict"] for candidate in candidates]
+    lines = [_title(plan), f"{len(candidates)} builds searched: {verdicts.count('fits')} fit, "
+             f"{verdicts.count('tight')} tight, {verdicts.count('does not fit')} do not fit.", ""]
+    best = candidates[0] if candidates and candidates[0]["fits"] else None
+    if best is None:
+        lines.append("No build fits: the nearest are first below.")
+    else:
+        lines.append(f"Best: {_sentence(best)}.")
+    headers, rows = plan_table(plan)
+    shown = [index for index, header in enumerate(headers) if header in TEXT_COLUMNS]
+    table = [[headers[index] for index in shown]]
+    table += [[row[index] for index in shown] for row in rows[:top]]
+    if plan.get("reference"):
+        table.append([rows[-1][index] for index in shown])
+    widths = [max(len(row[column]) for row in table) for column in range(len(shown))]
+    lines.append("")
+    for row in table:
+        lines.append("  ".join(cell.ljust(width) if headers[shown[column]] in LEFT else cell.rjust(width)
+                               for column, (cell, width) in enumerate(zip(row, widths))).rstrip())
+    if len(rows) - bool(plan.get("reference")) > top:
+        lines.append(f"... and {len(candidates) - top} more (--top, --json).")
+    if plan["pareto"]:
+        frontier = ", ".join(f"#{index + 1} {candidates[index]['samples_per_second']:,.1f}/s at "
+                             f"{100 * candidates[index]['largest_share']:.0f}%" for index in plan["pareto"])
+        lines += ["", f"Speed against memory (the frontier): {frontier}."]
+    reference = plan.get("reference")
+    if reference is not None:
+        lines.append(f"The base config (G in the table): {_sentence(reference)}, {reference['verdict']}.")
+    return "\n".join(lines)
+
+
+def _title(plan: Mapping[str, Any]) -> str:
+    what = (f"global batch {plan['global_batch_size']:,}" if plan["build"] == "training" else "inference")
+    lengths = [f"{name} {plan[key]:,}" for name, key in (("sequence length", "sequence_length"),
+                                                          ("decoder length", "decoder_sequence_length"))
+               if plan[key] is not None]
+    ipus = f"{plan['ipus']} {IPU_TYPES[plan['ipu']].label} IPUs"
+    return f"{plan['model']}: {plan['architecture']} on {ipus}, " + ", ".join([what, *lengths])
+
+
+def _sentence(candidate: Mapping[str, Any]) -> str:
+    """A candidate's build and figures in a sentence."""
+    parts: List[str] = [candidate_label(candidate), f"layers_per_ipu {candidate['layers_per_ipu']}"]
+    if (candidate.get("embedding_serialization_factor") or 1) > 1:
+        parts.append(f"serialization factor {candidate['embedding_serialization_factor']}")
+    return (", ".join(parts) + f": {candidate['samples_per_second']:,.1f} samples a second, "
+            f"{candidate['step_seconds']:.3g} s a step, the largest IPU {100 * candidate['largest_share']:.0f}% "
+            "of its memory")
