@@ -255,3 +255,27 @@ def test_plan_warns_of_nothing():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plan(MODEL, 2, global_batch_size=8, sequence_length=128)
+
+
+def test_a_checkpoint_s_headers_are_read_once_for_the_whole_search(tmp_path, monkeypatch):
+    from optimum_ipu_ext.config import planning
+    from optimum_ipu_ext.placement.source import model as source
+    from support.placement_fixtures import bert_shapes, write_checkpoint
+
+    config = dict(MODEL, architectures=["BertForMaskedLM"], num_hidden_layers=2)
+    folder = write_checkpoint(tmp_path / "bert", bert_shapes(config), config)
+    reads = []
+    read_model = source.read_model
+
+    def counted(*arguments):
+        found = read_model(*arguments)
+
+        def tensors():
+            reads.append(found.name)
+            return found.tensors()
+
+        return found._replace(tensors=tensors)
+
+    monkeypatch.setattr(source, "read_model", counted)
+    found = planning.plan(folder, 2, global_batch_size=8, sequence_length=128)
+    assert len(found.candidates) > 4 and reads == [folder]

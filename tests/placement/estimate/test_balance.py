@@ -200,3 +200,56 @@ def test_each_part_need_only_be_as_good_as_the_worst_part_and_is_then_closest_to
     encoder = balance.Part(balance.Splits(2, 2), (layer_count,), [2, 0])
     decoder = balance.Part(balance.Splits(3, 1), (layer_count,), [3])
     assert balance.best_of([encoder, decoder]) == ([2, 0, 3], (3,))
+
+
+# --- the least weighted sum: a step's time as FLOPs x cycles + the slowest other part -------------------------------
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_least_weighted_sum_of_two_largest_costs_is_the_brute_force_s(seed):
+    generator = random.Random(seed)
+    layers, ipus = generator.randint(1, 7), generator.randint(1, 4)
+    least = tuple(int(generator.random() < 0.3) for _ in range(ipus))
+    first, second, memory = (random_cost(generator, ipus, layers) for _ in range(3))
+    scale = generator.choice([0.1, 1.0, 3.0, 25.0])
+    bound = generator.choice([None, 20, 40, 80])
+    current = generator.choice(compositions(layers, ipus))
+    splits = balance.Splits(layers, ipus, least=least)
+    if bound is not None:
+        splits = splits.within(memory, bound)
+    split, total = balance.least_weighted_sum(splits, first, scale, second, current)
+    found = [(scale * max(figures(first, each)) + max(figures(second, each)), each)
+             for each in compositions(layers, ipus) if all(map(operator.ge, each, least))
+             and (bound is None or max(figures(memory, each)) <= bound)]
+    if not found:
+        assert (split, total) == (None, balance.UNREACHABLE)
+        return
+    best = min(value for value, _ in found)
+    assert total == pytest.approx(best)
+    assert scale * max(figures(first, split)) + max(figures(second, split)) == pytest.approx(best)
+    assert split in [each for value, each in found]
+
+
+def test_of_splits_of_the_same_least_weighted_sum_the_closest_to_the_config_s_is_chosen():
+    splits = balance.Splits(3, 2)
+    assert balance.least_weighted_sum(splits, layer_count, 1.0, nothing, [3, 0]) == ([2, 1], 2.0)
+    assert balance.least_weighted_sum(splits, layer_count, 1.0, nothing, [0, 3]) == ([1, 2], 2.0)
+    # a second cost against layers on IPU 0 outweighs the first: 1 x 3 + 0 beats 1 x 2 + 10
+    assert balance.least_weighted_sum(splits, layer_count, 1.0, ten_a_layer_on_ipu_0, [3, 0]) == ([0, 3], 3.0)
+    assert balance.least_weighted_sum(splits, layer_count, 20.0, ten_a_layer_on_ipu_0, [3, 0]) == ([1, 2], 50.0)
+
+
+def test_narrower_splits_filter_the_counts_of_the_wider_ones_by_their_own_bound():
+    calls = []
+
+    def counted(ipu, first, end):
+        calls.append((ipu, first, end))
+        return end - first
+
+    wide = balance.Splits(4, 2).within(counted, 3)
+    assert wide.counts(0, 0) == [0, 1, 2, 3]
+    before = len(calls)
+    narrow = wide.within(nothing, 0)
+    assert narrow.counts(0, 0) == [0, 1, 2, 3] and len(calls) == before  # the bound already met is not asked again
+    assert wide.within(layer_count, 2).counts(0, 0) == [0, 1, 2]
+    assert narrow.limits == ((counted, 3), (nothing, 0))
