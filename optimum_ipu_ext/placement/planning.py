@@ -119,9 +119,15 @@ _RANK = {FITS: 0, TIGHT: 1, DOES_NOT_FIT: 2}
 
 
 def ranked(candidates: Sequence[Candidate]) -> List[Candidate]:
-    """Best first: those that fit, then the tight, then the others; each by samples a second, then by memory."""
-    return sorted(candidates, key=lambda found: (_RANK[found.verdict] if not found.placement.problems else 3,
-                                                 -found.samples_per_second, found.largest_share))
+    """Best first: those that fit, then the tight, each by samples a second then by memory; then those that do not
+    fit, the nearest to fitting first."""
+
+    def rank(found: Candidate) -> Tuple[int, float, float]:
+        if found.verdict == DOES_NOT_FIT:
+            return _RANK[DOES_NOT_FIT], found.largest_share, -found.samples_per_second
+        return _RANK[found.verdict], -found.samples_per_second, found.largest_share
+
+    return sorted(candidates, key=rank)
 
 
 def pareto(candidates: Sequence[Candidate]) -> List[int]:
@@ -156,25 +162,28 @@ def search(model: Model, base: Dict[str, Any], request: Request) -> List[Candida
     Raises:
         PlacementError: where no build of the model runs on these IPUs for this batch.
     """
-    mode = Mode.of(request.for_inference)
     search = _Search(model, base, request)
     found: List[Candidate] = []
+    factors = SERIALIZATION_FACTORS if _serialized(model.architecture) else ()
     for ipus in replica_sizes(request.ipus):
         for micro_batch, steps in search.micro_batches(ipus):
-            built: List[Candidate] = []
-            for factor in (1, *(SERIALIZATION_FACTORS if _serialized(model.architecture) else ())):
-                built = [candidate for candidate in (search.fastest(build, micro_batch)
-                                                     for build in _builds(ipus, request, steps, factor, mode))
-                         if candidate is not None]
-                found += built
-                if any(candidate.placement.fits for candidate in built):
+            built = search.builds(ipus, micro_batch, steps, 1)
+            for factor in factors if not _any_fits(built) else ():
+                serialized = search.builds(ipus, micro_batch, steps, factor)
+                if _any_fits(serialized):
+                    built += serialized
                     break
-            if not any(candidate.placement.fits for candidate in built):
+            found += built
+            if not _any_fits(built):
                 break  # a larger micro-batch keeps more: it fits no better
     if not found:
         raise PlacementError(model.name, f"no build runs on {request.ipus} IPUs for this batch: give more IPUs, or "
                              "a global batch size that the replicas and the pipeline's stages divide")
     return ranked(found)
+
+
+def _any_fits(candidates: Sequence[Candidate]) -> bool:
+    return any(candidate.placement.fits for candidate in candidates)
 
 
 def replica_sizes(ipus: int) -> List[int]:
@@ -271,6 +280,12 @@ class _Search:
             return self.planner(build, 1).placement(None).schedule.stages
         except PlacementError:
             return None
+
+    def builds(self, ipus: int, micro_batch: int, steps: int, factor: int) -> List[Candidate]:
+        """The candidates of the builds of replicas of `ipus` IPUs, `micro_batch` and serialization `factor`."""
+        return [candidate for candidate in (self.fastest(build, micro_batch)
+                                            for build in _builds(ipus, self.request, steps, factor, self.mode))
+                if candidate is not None]
 
     def fastest(self, build: Dict[str, Any], micro_batch: int) -> Optional[Candidate]:
         """The candidate of `build` with its fastest split that fits (else the split needing the least memory);
