@@ -135,6 +135,7 @@ def plan_candidate(ipus, replicas, micro_batch, accumulation, share, verdict, sp
             "micro_batch_size": micro_batch, "gradient_accumulation_steps": accumulation,
             "recompute_checkpoint_every_layer": recompute, "optimizer_state_offchip": offchip,
             "replicated_tensor_sharding": sharding, "largest_share": share, "verdict": verdict,
+            "fits": verdict == "fits" and not problems,
             "samples_per_second": speed, "step_seconds": None if speed is None else 32 / speed,
             "pipeline_efficiency": 0.8, "ipu_config": {"ipus_per_replica": ipus},
             "placement": dict(documented_placement(), problems=list(problems))}
@@ -144,6 +145,9 @@ def written_plan() -> Dict:
     """A plan written by hand in the shape of `ipu-config plan --json`: 8 candidates, best first (one that poptorch
     refuses, one without a time), 5 on the frontier, and Graphcore's config."""
     return {
+        "model": "bert-large-uncased", "architecture": "BertForQuestionAnswering", "build": "training", "ipus": 16,
+        "ipu": "gc200", "global_batch_size": 2048, "micro_batch_size": None, "sequence_length": 384,
+        "decoder_sequence_length": None,
         "candidates": [
             plan_candidate(4, 4, 2, 64, 0.56, "fits", 330.2),
             plan_candidate(4, 4, 4, 32, 0.74, "fits", 352.9),

@@ -17,8 +17,8 @@ def plan_text(plan: Mapping[str, Any], top: int = 10) -> str:
     """The plan as text, its table the `top` best candidates and the base config."""
     candidates = plan["candidates"]
     verdicts = [candidate["verdict"] for candidate in candidates]
-    lines = [_title(plan), f"{len(candidates)} builds searched: {verdicts.count('fits')} fit, "
-             f"{verdicts.count('tight')} tight, {verdicts.count('does not fit')} do not fit.", ""]
+    lines = [_title(plan), f"{len(candidates)} builds searched: {sum(candidate['fits'] for candidate in candidates)} "
+             f"fit, {verdicts.count('tight')} tight, {verdicts.count('does not fit')} do not fit.", ""]
     best = candidates[0] if candidates and candidates[0]["fits"] else None
     if best is None:
         lines.append("No build fits: the nearest are first below.")
@@ -39,7 +39,9 @@ def plan_text(plan: Mapping[str, Any], top: int = 10) -> str:
         lines.append(f"... and {len(candidates) - top} more (--top, --json).")
     if plan["pareto"]:
         frontier = ", ".join(f"#{index + 1} {candidates[index]['samples_per_second']:,.1f}/s at "
-                             f"{100 * candidates[index]['largest_share']:.0f}%" for index in plan["pareto"])
+                             f"{100 * candidates[index]['largest_share']:.0f}%"
+                             + (" (tight)" if candidates[index]["verdict"] == "tight" else "")
+                             for index in plan["pareto"])
         lines += ["", f"Speed against memory (the frontier): {frontier}."]
     reference = plan.get("reference")
     if reference is not None:

@@ -1,0 +1,49 @@
+"""`report/plan.py`: a plan as text, on a plan written by hand in the shape `ipu-config plan --json` gives."""
+
+from optimum_ipu_ext.placement.report.plan import plan_text
+from support.placement_fixtures import written_plan
+
+
+def test_the_text_says_what_the_plan_is_for_and_its_best():
+    lines = plan_text(written_plan()).splitlines()
+    assert lines[:4] == [
+        "bert-large-uncased: BertForQuestionAnswering on 16 GC200 IPUs, global batch 2,048, sequence length 384",
+        "8 builds searched: 5 fit, 1 tight, 1 do not fit.",
+        "",
+        "Best: 4 IPUs x 4, micro-batch 2, G 64, recompute, state off chip, layers_per_ipu [3, 7, 7, 7]: 330.2 samples "
+        "a second, 0.0969 s a step, the largest IPU 56% of its memory.",
+    ]
+
+
+def test_the_table_shows_the_top_candidates_then_the_base_config_and_what_is_left_out():
+    lines = plan_text(written_plan(), top=3).splitlines()
+    header = lines[5]
+    assert header.split("  ")[0] == "Rank" and "Samples a second" in header and "Frontier" not in header
+    rows = lines[6:10]
+    assert [row.split()[0] for row in rows] == ["1", "2", "3", "G"]
+    assert rows[1].split()[-2:] == ["352.9", "0.0907"]
+    assert "[3, 7, 7, 7]" in rows[0] and rows[3].split()[-2] == "299.3"
+    assert lines[10] == "... and 5 more (--top, --json)."
+
+
+def test_the_frontier_marks_the_tight_and_the_base_config_closes():
+    lines = plan_text(written_plan()).splitlines()
+    assert lines[-2] == ("Speed against memory (the frontier): #1 330.2/s at 56%, #2 352.9/s at 74%, "
+                         "#3 301.5/s at 48%, #4 361.0/s at 93% (tight), #8 240.0/s at 30%.")
+    assert lines[-1].startswith("The base config (G in the table): 4 IPUs x 4, micro-batch 2, G 16, ")
+    assert lines[-1].endswith("299.3 samples a second, 0.107 s a step, the largest IPU 56% of its memory, fits.")
+
+
+def test_a_plan_where_nothing_fits_says_so_and_an_inference_plan_shows_device_iterations():
+    plan = written_plan()
+    plan.update(candidates=plan["candidates"][3:5], pareto=[0])
+    assert plan_text(plan).splitlines()[3] == "No build fits: the nearest are first below."
+    inference = written_plan()
+    inference.update(build="inference", global_batch_size=None, reference=None)
+    for candidate in inference["candidates"]:
+        candidate["device_iterations"] = 32
+        del candidate["gradient_accumulation_steps"]
+    lines = plan_text(inference).splitlines()
+    assert lines[0].endswith("on 16 GC200 IPUs, inference, sequence length 384")
+    assert "Device iterations" in lines[5] and "Recompute" not in lines[5]
+    assert lines[3].startswith("Best: 4 IPUs x 4, micro-batch 2, 32 device iterations, layers_per_ipu")
