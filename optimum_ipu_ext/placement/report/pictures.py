@@ -1,7 +1,7 @@
 """Pictures of a placement, as SVG: each IPU's on-chip memory as a stacked bar against the IPU's memory and what its
 reserve leaves, its blocks, layers and share of the pace, the verdict, and the pipeline's schedule of one step; and
 the same figures as table rows (`placement_table`) and lines (`summary_lines`) for a page or a model card
-(`card_markdown`). A plan's candidates as points of speed against memory, its frontier, its best and Graphcore's
+(`card_markdown`). A plan's candidates as points of speed against memory, its frontier, its best and the base
 config (`plan_svg`, `plan_table`).
 
 Drawn from data: each function takes the dict `Placement.to_dict()` gives (the JSON `place --json` prints, see
@@ -730,7 +730,7 @@ PLAN_LEFT, PLAN_RIGHT = 84, 40  # the speed axis's labels; room right of the plo
 
 
 # a plan's training builds: what each turns on, by the column that shows it
-SWITCHES = (("recompute_checkpoint_every_layer", "Recompute every layer", "recompute"),
+SWITCHES = (("recompute_checkpoint_every_layer", "Checkpoint every layer", "checkpoints"),
             ("optimizer_state_offchip", "State off chip", "state off chip"),
             ("replicated_tensor_sharding", "RTS", "RTS"))
 
@@ -781,8 +781,9 @@ def candidate_label(candidate: Mapping[str, Any]) -> str:
 def plan_svg(plan: Mapping[str, Any]) -> str:
     """A plan as one SVG picture: each candidate a point of its samples a second against the share of its memory its
     largest IPU holds on chip, its shape the verdict; the frontier of speed against memory drawn through the
-    candidates on it (`pareto`), the best (the first) and Graphcore's published config (`reference`) marked and
-    named; the lines of what the reserve leaves and of the IPU's memory.
+    candidates on it (`pareto`), the best (the first) and the base config (`reference`: the config whose other
+    settings the plan keeps, often Graphcore's) marked and named; the lines of what the reserve leaves and of the
+    IPU's memory.
 
     Args:
         plan (`dict`): the JSON `plan --json` prints: `candidates` (best first; each with `largest_share`,
@@ -829,7 +830,7 @@ def plan_svg(plan: Mapping[str, Any]) -> str:
     named = [(str(index + 1), candidate, ("the best: " if index == 0 else "") + candidate_label(candidate))
              for index, candidate in timed if index == 0 or index in plan["pareto"]]
     if reference:
-        named.append(("G", reference, f"Graphcore's config: {candidate_label(reference)}"))
+        named.append(("G", reference, f"the base config: {candidate_label(reference)}"))
     body += _plan_tags(scale, named)
     bottom = _plan_legend(body, top + PLAN_PLOT_HEIGHT + 58, reference is not None)
     bottom = _plan_key(body, named, bottom + 14)
@@ -969,7 +970,7 @@ def _plan_key(body: List[str], named: Sequence[Tuple[str, Mapping[str, Any], str
 def _plan_legend(body: List[str], y: float, reference: bool) -> float:
     """The markers' meanings; returns the y below."""
     items = [(FITS, "fits"), (TIGHT, "tight"), (DOES_NOT_FIT, "does not fit"), (DOES_NOT_RUN, "does not run"),
-             ("best", "the best"), *([("reference", "Graphcore's config")] if reference else [])]
+             ("best", "the best"), *([("reference", "the base config")] if reference else [])]
     x = float(MARGIN)
     for kind, label in items:
         body.append(_marker(kind, x + 8, y, 5.0))

@@ -1,7 +1,7 @@
 """`report/pictures.py`'s plan picture and `page.py`'s plan page, on a plan written by hand in the shape
 `ipu-config plan --json` gives (`candidates` best first, `pareto`, `reference`): a point per candidate at its speed
 and its largest IPU's share of its memory, shaped by its verdict; the frontier through the candidates on it, in
-order of memory; the best and Graphcore's config marked and named in the key; the reserve's and the memory's lines
+order of memory; the best and the base config marked and named in the key; the reserve's and the memory's lines
 where the shares say."""
 
 import html.parser
@@ -79,23 +79,23 @@ def test_the_best_and_graphcore_s_config_are_marked_and_named(plan):
     assert len(drawn["reference"].findall(f"{SVG}path")) == 1  # its diamond
     assert texts(root, "tag") == ["1", "2", "3", "4", "8", "G"]
     key = texts(root, "key")
-    assert key[0] == ("the best: 4 IPUs x 4, micro-batch 2, G 64, recompute, state off chip: 330.2 samples a second, "
-                      "the largest IPU 56% of its memory")
-    assert key[-1].startswith("Graphcore's config: 4 IPUs x 4, micro-batch 2, G 16, recompute, state off chip: 299.3")
-    assert "Graphcore's config" in texts(root, "legend")
+    assert key[0] == ("the best: 4 IPUs x 4, micro-batch 2, G 64, checkpoints, state off chip: 330.2 samples a "
+                      "second, the largest IPU 56% of its memory")
+    assert key[-1].startswith("the base config: 4 IPUs x 4, micro-batch 2, G 16, checkpoints, state off chip: 299.3")
+    assert "the base config" in texts(root, "legend")
 
 
 def test_a_plan_without_a_reference_or_candidates_still_draws(plan):
     root = ElementTree.fromstring(plan_svg(dict(plan, reference=None)))
     assert "reference" not in points(root) and "G" not in texts(root, "tag")
-    assert "Graphcore's config" not in texts(root, "legend")
+    assert "the base config" not in texts(root, "legend")
     empty = ElementTree.fromstring(plan_svg({"candidates": [], "pareto": [], "reference": None}))
     assert texts(empty, "title") == ["Plan"] and not points(empty)
 
 
 def test_a_candidate_in_a_few_words():
     assert candidate_label(candidate(8, 2, 1, 128, 0.3, "fits", 1.0, offchip=False, sharding=True)) == \
-        "8 IPUs x 2, micro-batch 1, G 128, recompute, RTS"
+        "8 IPUs x 2, micro-batch 1, G 128, checkpoints, RTS"
     assert candidate_label(candidate(2, 1, 4, 8, 0.3, "fits", 1.0, recompute=False, offchip=False)) == \
         "2 IPUs x 1, micro-batch 4, G 8"
 

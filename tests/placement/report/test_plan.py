@@ -10,8 +10,8 @@ def test_the_text_says_what_the_plan_is_for_and_its_best():
         "bert-large-uncased: BertForQuestionAnswering on 16 GC200 IPUs, global batch 2,048, sequence length 384",
         "8 builds searched: 5 fit, 1 tight, 1 do not fit.",
         "",
-        "Best: 4 IPUs x 4, micro-batch 2, G 64, recompute, state off chip, layers_per_ipu [3, 7, 7, 7]: 330.2 samples "
-        "a second, 0.0969 s a step, the largest IPU 56% of its memory.",
+        "Best: 4 IPUs x 4, micro-batch 2, G 64, checkpoints, state off chip, layers_per_ipu [3, 7, 7, 7]: 330.2 "
+        "samples a second, 0.0969 s a step, the largest IPU 56% of its memory.",
     ]
 
 
@@ -45,5 +45,5 @@ def test_a_plan_where_nothing_fits_says_so_and_an_inference_plan_shows_device_it
         del candidate["gradient_accumulation_steps"]
     lines = plan_text(inference).splitlines()
     assert lines[0].endswith("on 16 GC200 IPUs, inference, sequence length 384")
-    assert "Device iterations" in lines[5] and "Recompute" not in lines[5]
+    assert "Device iterations" in lines[5] and "Checkpoint" not in lines[5]
     assert lines[3].startswith("Best: 4 IPUs x 4, micro-batch 2, 32 device iterations, layers_per_ipu")
