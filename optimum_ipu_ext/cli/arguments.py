@@ -115,6 +115,12 @@ def add_json_option(parser: argparse.ArgumentParser, help: str = JSON_HELP) -> N
     parser.add_argument("--json", action="store_true", help=help)
 
 
+def add_picture_options(parser: argparse.ArgumentParser, svg_help: str, html_help: str) -> None:
+    """`--svg FILE` and `--html FILE`: the picture and the page to write (`cli.picture_files`)."""
+    parser.add_argument("--svg", metavar="FILE", help=svg_help)
+    parser.add_argument("--html", metavar="FILE", help=html_help)
+
+
 def add_pod_type_option(parser: argparse.ArgumentParser, help: str = POD_TYPE_HELP) -> None:
     """`--pod-type POD`: which of an earlier release's per-pod-type values to take."""
     parser.add_argument("--pod-type", metavar="POD", help=help)

@@ -10,6 +10,7 @@ from ..arguments import (
     add_command_parser,
     add_force_option,
     add_json_option,
+    add_picture_options,
     add_pod_type_option,
     add_revision_option,
     add_set_option,
@@ -62,10 +63,11 @@ def register(subparsers) -> None:
                         "default), or the slowest IPU fastest among the splits that fit (time: needs the activations)")
     parser.add_argument("--write", metavar="OUT_DIR", help="with --balance: write the config with the proposed split "
                         "to OUT_DIR/ipu_config.json")
-    parser.add_argument("--svg", metavar="FILE", help="also draw the placement as an SVG picture in FILE: each IPU's "
-                        "memory as a stacked bar, its blocks and pace, the verdict and the pipeline's schedule")
-    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page to FILE: the picture, "
-                        "the tables and the JSON")
+    add_picture_options(parser,
+                        svg_help="also draw the placement as an SVG picture in FILE: each IPU's memory as a stacked "
+                        "bar, its blocks and pace, the verdict and the pipeline's schedule",
+                        html_help="also write a self-contained HTML page to FILE: the picture, the tables and the "
+                        "JSON")
     add_force_option(parser, help="with --write: overwrite an existing ipu_config.json; with --svg or --html: "
                      "overwrite a file that is not a picture or page place wrote (one it wrote is replaced anyway)")
     add_set_option(parser)
@@ -79,6 +81,7 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     from ...placement.models import ARCHITECTURES
     from ...placement.report.placement import render, render_comparison
     from ...settings.mode import Mode
+    from ..picture_files import picture_targets
     from ..sources import CONFIG_NAME, CommandError, load, refuse_to_overwrite, write_config
 
     if args.list_architectures:
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
     if target is not None:  # before placing: the model may be on the Hub
         refuse_to_overwrite(target, args.force)
-    pictures = _picture_targets(args)
+    pictures = picture_targets(args)
     config = load(args.source, args.revision, args.set or (), args.pod_type)
     setting = Mode.of(args.inference).setting("layers_per_ipu")
     try:
@@ -129,50 +132,25 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     return 1 if args.check and not balanced.fits else 0
 
 
-def _picture_targets(args: argparse.Namespace) -> List[Tuple[str, str]]:
-    """`(kind, path)` of each picture asked for, checked before any work: a folder that exists, no file but one
-    `place` wrote unless `--force`."""
-    targets = [(kind, path) for kind, path in (("svg", args.svg), ("html", args.html)) if path is not None]
-    if not targets:
-        return targets
-    from ...placement.report.pictures import written_here
-    from ..sources import CommandError
-
-    if len(targets) == 2 and os.path.abspath(args.svg) == os.path.abspath(args.html):
-        args.parser.error(f"--svg and --html name the same file, {args.svg}: give each its own")
-    for kind, path in targets:
-        folder = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path):
-            raise CommandError(f"{path}: is a folder; --{kind} takes the file to write")
-        if not os.path.isdir(folder):
-            raise CommandError(f"{path}: its folder {folder} does not exist")
-        if os.path.exists(path) and not args.force:
-            with open(path, encoding="utf-8", errors="replace") as reader:
-                if not written_here(reader.read(2048)):
-                    raise CommandError(f"{path}: exists and is not a picture or page place wrote; pass --force to "
-                                       "overwrite it")
-    return targets
-
-
 def _write_pictures(pictures: List[Tuple[str, str]], placement: Dict[str, Any], args: argparse.Namespace,
                     balanced: bool) -> List[str]:
     """Each picture (`svg`) or page (`html`) of the placement, written whole; returns the lines that say so."""
-    from ...settings.files import write_text_atomically
+    from ..picture_files import write_pictures
 
     label = args.source + (f" with {', '.join(args.set)}" if args.set else "")
     label += f", balanced for {args.balance}" if balanced else ""
-    lines = []
-    for kind, path in pictures:
+
+    def draw(kind: str) -> str:
         if kind == "svg":
             from ...placement.report.pictures import placement_svg
 
-            write_text_atomically(path, placement_svg(placement, label))
-        else:
-            from ...placement.report.page import placement_page
+            return placement_svg(placement, label)
+        from ...placement.report.page import placement_page
 
-            write_text_atomically(path, placement_page(placement, label))
-        lines.append(f"Wrote {path}" + (" (the balanced split's)" if balanced else ""))
-    return lines
+        return placement_page(placement, label)
+
+    return [f"Wrote {path}" + (" (the balanced split's)" if balanced else "")
+            for path in write_pictures(pictures, draw)]
 
 
 def _placement(args: argparse.Namespace, config, err: Stream):
