@@ -27,15 +27,15 @@ def plan_text(plan: Mapping[str, Any], top: int = 10) -> str:
     headers, rows = plan_table(plan)
     shown = [index for index, header in enumerate(headers) if header in TEXT_COLUMNS]
     table = [[headers[index] for index in shown]]
-    table += [[row[index] for index in shown] for row in rows[:top]]
-    if plan.get("reference"):
-        table.append([rows[-1][index] for index in shown])
+    # the candidates' rows, then the base config's (the last of `rows`, where there is one)
+    listed = rows[:min(top, len(candidates))] + rows[len(candidates):]
+    table += [[row[index] for index in shown] for row in listed]
     widths = [max(len(row[column]) for row in table) for column in range(len(shown))]
     lines.append("")
     for row in table:
         lines.append("  ".join(cell.ljust(width) if headers[shown[column]] in LEFT else cell.rjust(width)
                                for column, (cell, width) in enumerate(zip(row, widths))).rstrip())
-    if len(rows) - bool(plan.get("reference")) > top:
+    if len(candidates) > top:
         lines.append(f"... and {len(candidates) - top} more (--top, --json).")
     if plan["pareto"]:
         frontier = ", ".join(f"#{index + 1} {candidates[index]['samples_per_second']:,.1f}/s at "

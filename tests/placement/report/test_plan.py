@@ -26,6 +26,12 @@ def test_the_table_shows_the_top_candidates_then_the_base_config_and_what_is_lef
     assert lines[10] == "... and 5 more (--top, --json)."
 
 
+def test_the_base_config_is_one_row_however_few_the_candidates():
+    lines = plan_text(written_plan(), top=20).splitlines()
+    rows = lines[6:lines.index("", 6)]
+    assert [row.split()[0] for row in rows] == ["1", "2", "3", "4", "5", "6", "7", "8", "G"]
+
+
 def test_the_frontier_marks_the_tight_and_the_base_config_closes():
     lines = plan_text(written_plan()).splitlines()
     assert lines[-2] == ("Speed against memory (the frontier): #1 330.2/s at 56%, #2 352.9/s at 74%, "
