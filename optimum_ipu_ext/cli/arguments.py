@@ -18,6 +18,9 @@ FORCE_HELP = "overwrite an existing ipu_config.json"
 JSON_HELP = "print the same as JSON"
 DEBUG_HELP = "show the traceback of an error"
 TOKEN_NOTE = "The Hub token is the one `hf auth login` stores, or HF_TOKEN."
+IPU_HELP = "time a step on GC200 IPUs (IPU-M2000, the default) or Bow IPUs (Bow-2000)"
+RESERVE_HELP = ("the share of each IPU's memory kept for what is not counted (code, exchange buffers, temporaries); "
+                "the verdict is 'fits' where every IPU leaves it, 'tight' within the IPU's memory (default 0.25)")
 
 
 def assignment(text: str) -> str:
@@ -119,6 +122,16 @@ def add_picture_options(parser: argparse.ArgumentParser, svg_help: str, html_hel
     """`--svg FILE` and `--html FILE`: the picture and the page to write (`cli.picture_files`)."""
     parser.add_argument("--svg", metavar="FILE", help=svg_help)
     parser.add_argument("--html", metavar="FILE", help=html_help)
+
+
+def add_ipu_option(parser: argparse.ArgumentParser, help: str = IPU_HELP) -> None:
+    """`--ipu {gc200,bow}`: the IPU generation a step is timed on."""
+    parser.add_argument("--ipu", choices=("gc200", "bow"), default="gc200", help=help)
+
+
+def add_reserve_option(parser: argparse.ArgumentParser, help: str = RESERVE_HELP) -> None:
+    """`--reserve SHARE`: the share of each IPU's memory a placement keeps for what it does not count."""
+    parser.add_argument("--reserve", type=share, metavar="SHARE", help=help)
 
 
 def add_pod_type_option(parser: argparse.ArgumentParser, help: str = POD_TYPE_HELP) -> None:

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from optimum_ipu_ext.cli import build_parser, commands, main
-from optimum_ipu_ext.cli.arguments import assignment
+from optimum_ipu_ext.cli.arguments import IPU_HELP, RESERVE_HELP, assignment, share
 from optimum_ipu_ext.cli.output import Stream
 
 # as `ipu-config --help` lists them, with the module of each
@@ -76,6 +76,14 @@ SHARED_OPTIONS = {
             "pull": POD_TYPE_HELP,
             "upgrade": POD_TYPE_HELP,
         },
+    ),
+    "--ipu": (
+        ("store", None, None, "gc200"),
+        {"place": "with the activations: " + IPU_HELP},
+    ),
+    "--reserve": (
+        ("store", share, "SHARE", None),
+        {"place": RESERVE_HELP},
     ),
     "--debug": (
         ("store_true", None, None, argparse.SUPPRESS),

@@ -7,15 +7,17 @@ from typing import Any, Dict, List, Tuple
 
 from ...errors import PlacementError, as_json
 from ..arguments import (
+    IPU_HELP,
     add_command_parser,
     add_force_option,
+    add_ipu_option,
     add_json_option,
     add_picture_options,
     add_pod_type_option,
+    add_reserve_option,
     add_revision_option,
     add_set_option,
     add_source_argument,
-    share,
 )
 from ..output import PROG, Stream, one_line, progress
 
@@ -51,13 +53,8 @@ def register(subparsers) -> None:
                         "is config.json's image_size")
     parser.add_argument("--decoder-sequence-length", type=int, metavar="T",
                         help="with the activations: an encoder-decoder's decoder takes T tokens (default: S)")
-    parser.add_argument("--ipu", choices=("gc200", "bow"), default="gc200",
-                        help="with the activations: time a step on GC200 IPUs (IPU-M2000, the default) or Bow IPUs "
-                        "(Bow-2000)")
-    parser.add_argument("--reserve", type=share, metavar="SHARE",
-                        help="the share of each IPU's memory kept for what is not counted (code, exchange buffers, "
-                        "temporaries); the verdict is 'fits' where every IPU leaves it, 'tight' within the IPU's "
-                        "memory (default 0.25)")
+    add_ipu_option(parser, help="with the activations: " + IPU_HELP)
+    add_reserve_option(parser)
     parser.add_argument("--balance", nargs="?", const="memory", choices=("memory", "time"),
                         help="propose the layers_per_ipu that makes the largest on-chip figure smallest (memory, the "
                         "default), or the slowest IPU fastest among the splits that fit (time: needs the activations)")
