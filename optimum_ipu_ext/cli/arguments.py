@@ -64,6 +64,17 @@ def share(text: str) -> float:
     return value
 
 
+def positive(text: str) -> int:
+    """The argparse type of a count (`plan --ipus`, `--top`, ...): a whole number from 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
 def named_value(text: str) -> Tuple[str, Any]:
     """The argparse type of `--arg` and `--kwarg`: `NAME=VALUE`, VALUE read as JSON (4, true, [1, 2], "x"), else
     kept as text."""

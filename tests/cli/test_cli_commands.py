@@ -18,6 +18,7 @@ from optimum_ipu_ext.cli.output import Stream
 COMMANDS = {
     "show": "show",
     "place": "place",
+    "plan": "plan",
     "validate": "validate",
     "diff": "diff",
     "new": "new",
@@ -55,6 +56,8 @@ SHARED_OPTIONS = {
         {
             "place": "with --write: overwrite an existing ipu_config.json; with --svg or --html: overwrite a file "
                      "that is not a picture or page place wrote (one it wrote is replaced anyway)",
+            "plan": "with --write: overwrite an existing ipu_config.json; with --svg or --html: overwrite a file "
+                    "that is not a picture or page plan wrote (one it wrote is replaced anyway)",
             "new": "overwrite an existing ipu_config.json",
             "import": "overwrite an existing ipu_config.json",
             "export": "overwrite an existing FILE",
@@ -63,7 +66,8 @@ SHARED_OPTIONS = {
     ),
     "--json": (
         ("store_true", None, None, False),
-        {"show": "print the same as JSON", "place": "print the placement as JSON"},
+        {"show": "print the same as JSON", "place": "print the placement as JSON",
+         "plan": "print the plan as JSON: every candidate with its config and its placement"},
     ),
     "--pod-type": (
         ("store", None, "POD", None),
@@ -79,11 +83,11 @@ SHARED_OPTIONS = {
     ),
     "--ipu": (
         ("store", None, None, "gc200"),
-        {"place": "with the activations: " + IPU_HELP},
+        {"place": "with the activations: " + IPU_HELP, "plan": IPU_HELP},
     ),
     "--reserve": (
         ("store", share, "SHARE", None),
-        {"place": RESERVE_HELP},
+        {"place": RESERVE_HELP, "plan": RESERVE_HELP},
     ),
     "--debug": (
         ("store_true", None, None, argparse.SUPPRESS),
@@ -95,6 +99,7 @@ SHARED_OPTIONS = {
 REVISIONS = {
     "show": (None, "branch, tag or commit, for a Hub repository"),
     "place": (None, "branch, tag or commit of CONFIG, for a Hub repository"),
+    "plan": (None, "branch, tag or commit of MODEL, on the Hub"),
     "validate": (None, "branch, tag or commit, for Hub repositories"),
     "export": (None, "branch, tag or commit, for a Hub repository"),
     "push": ("BRANCH", "push to this branch, created if needed"),

@@ -64,6 +64,16 @@ def test_place_balance_writes_its_config_whole_for_a_reader_gone(tmp_path, bert)
     assert json.loads(gone.read_text())["layers_per_ipu"] == [4, 8]
 
 
+def test_plan_writes_its_config_and_picture_whole_for_a_reader_gone(tmp_path, bert):
+    arguments = ["--model", bert, "--ipus", "2", "--global-batch-size", "8", "--sequence-length", "16"]
+    read, gone = tmp_path / "read", tmp_path / "gone"
+    assert run_read("plan", *arguments, "--write", read, "--svg", tmp_path / "read.svg")[0] == 0
+    assert run_with_reader_gone("plan", *arguments, "--write", gone, "--svg", tmp_path / "gone.svg") == (
+        0, f"Wrote {gone / 'ipu_config.json'}: the best build, rank 1\nWrote {tmp_path / 'gone.svg'}\n")
+    assert json.loads((gone / "ipu_config.json").read_text()) == json.loads((read / "ipu_config.json").read_text())
+    assert (tmp_path / "gone.svg").read_text() == (tmp_path / "read.svg").read_text()
+
+
 def test_export_writes_its_file_whole_for_a_reader_gone(tmp_path):
     assert run_read("export", PRESET, "-o", tmp_path / "read.cfg")[0] == 0
     assert run_with_reader_gone("export", PRESET, "-o", tmp_path / "gone.cfg") == (0, "")

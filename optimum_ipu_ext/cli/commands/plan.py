@@ -1,0 +1,174 @@
+"""`ipu-config plan`: the fastest builds of a model on a number of IPUs that fit, best first; the best written as a
+config."""
+
+import argparse
+import contextlib
+import json
+import os
+from typing import TYPE_CHECKING, Any, Dict, Optional
+
+from ..arguments import (
+    add_command_parser,
+    add_force_option,
+    add_ipu_option,
+    add_json_option,
+    add_picture_options,
+    add_reserve_option,
+    add_revision_option,
+    positive,
+)
+from ..output import PROG, Stream, progress
+
+if TYPE_CHECKING:
+    from ...placement.planning import Plan
+
+# the option that gives each argument of `plan()` whose values the API checks: its errors name the argument
+OPTIONS = {"ipus": "--ipus", "pod": "--pod", "global_batch_size": "--global-batch-size",
+           "micro_batch_size": "--micro-batch-size"}
+
+
+def register(subparsers) -> None:
+    parser = add_command_parser(
+        subparsers,
+        "plan",
+        "Find the fastest builds of a model on a number of IPUs that fit: the IPUs of a replica and the replicas, "
+        "the split, the micro-batch and the gradient accumulation, checkpoints, the optimizer state's place; each "
+        "placed and timed as place does it, best first. --write saves the best as an ipu_config.json.",
+        epilog="MODEL is a Hub model id or a folder with its config.json. Exit codes: 0 a build fits, 1 none fits "
+        "(the plan is printed all the same) or the model cannot be planned, 2 usage error.",
+    )
+    parser.add_argument("--model", required=True, metavar="MODEL",
+                        help="a Hub model id, or a folder holding config.json")
+    ipus = parser.add_mutually_exclusive_group(required=True)
+    ipus.add_argument("--ipus", type=positive, metavar="N", help="the IPUs in all, a power of two")
+    ipus.add_argument("--pod", metavar="POD", help="the IPUs of a Pod, by its name: pod4, pod16, pod64, ...")
+    parser.add_argument("--global-batch-size", type=positive, metavar="N",
+                        help="the samples of a training step: micro-batch x gradient accumulation x replicas "
+                        "(required for training, refused with --inference)")
+    parser.add_argument("--micro-batch-size", type=positive, metavar="B",
+                        help="search this micro-batch alone (default: each power of two the global batch allows)")
+    parser.add_argument("--sequence-length", type=positive, metavar="S",
+                        help="S tokens (default 128); Wav2Vec2/HuBERT: S input samples at 16 kHz (default 16000); "
+                        "Whisper: the feature extractor's frames; refused for images, whose size is config.json's "
+                        "image_size")
+    parser.add_argument("--decoder-sequence-length", type=positive, metavar="T",
+                        help="an encoder-decoder's decoder takes T tokens (default: S)")
+    parser.add_argument("--architecture", metavar="NAME",
+                        help="the class to plan for, e.g. BertForPreTraining (default: the one config.json names)")
+    add_ipu_option(parser)
+    add_reserve_option(parser)
+    parser.add_argument("--from", dest="base", metavar="CONFIG",
+                        help="a config (a JSON file, a directory holding ipu_config.json, or a Hub repository id) "
+                        "whose other settings the candidates keep; where its IPUs and batch are the plan's, it is "
+                        "placed and timed too, as rank G (default: optimum-graphcore's defaults)")
+    parser.add_argument("--inference", action="store_true",
+                        help="plan the inference build: the replicas and the device iterations, weights only")
+    parser.add_argument("--fp32", action="store_true", help="weights in fp32, as IPUTrainer with fp32=True")
+    add_revision_option(parser, help="branch, tag or commit of MODEL, on the Hub")
+    add_json_option(parser, help="print the plan as JSON: every candidate with its config and its placement")
+    parser.add_argument("--top", type=positive, default=10, metavar="K",
+                        help="show the K best candidates in the table (default 10)")
+    parser.add_argument("--write", metavar="OUT_DIR",
+                        help="write the best candidate's config to OUT_DIR/ipu_config.json (refused where none fits)")
+    add_picture_options(parser,
+                        svg_help="also draw the plan as an SVG picture in FILE: each candidate's samples a second "
+                        "against its largest IPU's share of its memory, the frontier, the best and rank G",
+                        html_help="also write a self-contained HTML page to FILE: the picture, the candidates' "
+                        "table, the best one's placement and the JSON")
+    add_force_option(parser, help="with --write: overwrite an existing ipu_config.json; with --svg or --html: "
+                     "overwrite a file that is not a picture or page plan wrote (one it wrote is replaced anyway)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    from ...placement.report.plan import plan_text
+    from ..picture_files import picture_targets, write_pictures
+    from ..sources import CONFIG_NAME, CommandError, refuse_to_overwrite, write_config
+
+    if args.inference and args.global_batch_size is not None:
+        args.parser.error("argument --global-batch-size: not allowed with --inference: an inference plan chooses "
+                          "the replicas and the device iterations of a step")
+    if not args.inference and args.global_batch_size is None:
+        args.parser.error("the following argument is required for a training plan: --global-batch-size (the "
+                          "samples of a step); or give --inference")
+    target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
+    if target is not None:  # before planning: the model may be on the Hub
+        refuse_to_overwrite(target, args.force)
+    pictures = picture_targets(args)
+    found = _plan(args, _base(args), err)
+    data = found.to_dict()
+    best = found.best
+    if target is not None and best is not None:  # before any output: a reader may go away
+        write_config(best.ipu_config, args.write, args.force)
+    written = write_pictures(pictures, lambda kind: _drawing(kind, data))
+    if args.json:
+        out.write(json.dumps(data, indent=2))
+    else:
+        out.write(plan_text(data, args.top))
+        if best is not None and target is None:
+            out.write()
+            out.write("Save the best: add --write OUT_DIR (it writes OUT_DIR/ipu_config.json).")
+    if args.base is not None and found.reference is None:
+        err.write(f"{PROG}: note: {args.base} is not timed beside the candidates (no rank G): its IPUs or its batch "
+                  "are not the plan's, or it cannot be placed; the candidates keep its other settings.")
+    if target is not None and best is not None:
+        err.write(f"Wrote {target}: the best build, rank 1")
+    for path in written:
+        err.write(f"Wrote {path}")
+    if best is None:
+        if target is not None:
+            raise CommandError(f"no build fits, so {target} is not written: the plan lists the builds nearest to "
+                               "fitting first")
+        return 1
+    return 0
+
+
+def _base(args: argparse.Namespace):
+    """The config whose other settings the candidates keep: `--from`'s, read as `place` reads its CONFIG, else the
+    defaults, without transformers."""
+    if args.base is None:
+        from ...config.plain import PlainIPUConfig
+
+        return PlainIPUConfig()
+    from ..sources import load
+
+    return load(args.base)
+
+
+def _plan(args: argparse.Namespace, base, err: Stream) -> "Plan":
+    """The plan of `--model`, a Hub model read behind a spinner; a value the API refuses is a usage error naming
+    its option."""
+    from ...config.planning import plan
+    from ...errors import InvalidSettingError, as_json
+    from ...settings.sources import is_local
+    from ..sources import get_token, quiet_client
+
+    hub = not is_local(args.model)
+    if hub:
+        quiet_client()
+    arguments: Dict[str, Any] = {
+        "ipus": args.ipus, "pod": args.pod, "global_batch_size": args.global_batch_size,
+        "micro_batch_size": args.micro_batch_size, "sequence_length": args.sequence_length,
+        "decoder_sequence_length": args.decoder_sequence_length, "architecture": args.architecture, "ipu": args.ipu,
+        "reserve": args.reserve, "base": base, "inference": args.inference, "fp32": args.fp32,
+        "revision": args.revision, "token": get_token() if hub else None,
+    }
+    try:
+        with progress(err, f"Planning {args.model}") if hub else contextlib.nullcontext():
+            return plan(args.model, **arguments)
+    except InvalidSettingError as error:
+        option: Optional[str] = OPTIONS.get(error.field)
+        if option is None or arguments.get(error.field) != error.value:
+            raise
+        args.parser.error(f"argument {option}: {as_json(error.value)} is invalid: {error.allowed}")
+
+
+def _drawing(kind: str, data: Dict[str, Any]) -> str:
+    """The plan's picture (`svg`) or page (`html`)."""
+    if kind == "svg":
+        from ...placement.report.pictures import plan_svg
+
+        return plan_svg(data)
+    from ...placement.report.page import plan_page
+
+    return plan_page(data)
