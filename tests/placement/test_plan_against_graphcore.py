@@ -126,7 +126,7 @@ CASES = [
         "128 (2 x 16 x 4), 1 s of audio",
         "A step computes little: the overhead of 0.121 s is {reference.overhead_share:.0f} % of Graphcore's, whose "
         "IPU 0, the feature extractor's convolutions and no layer, paces the pipeline ({reference.ipu0:.0f} GFLOP a "
-        "cycle, the layers' IPUs {reference.layer:.0f}). One IPU a replica recomputes nothing and has no ramp "
+        "cycle, the layers' IPUs at most {reference.layer:.0f}). One IPU a replica recomputes nothing and has no ramp "
         "({best.pipeline:.4f} s of computing a step, not {reference.pipeline:.4f} s) and keeps the state on chip "
         "({reference.update:.4f} s saved), for {best.reduction:.4f} s of summing the gradients over 16 replicas."),
     # optimum-graphcore @b8cd6e09 examples/speech-pretraining/README.md, the base model
