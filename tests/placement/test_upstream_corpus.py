@@ -9,7 +9,6 @@ Collected on the IPU-host stack only (conftest: `collect_ignore_glob`).
 """
 
 import json
-import math
 
 import pytest
 
@@ -25,22 +24,15 @@ from support.corpus import (
     full_size_config,
     loaded,
 )
-from support.meta_models import model_config
-from support.placement_models import TINY_MODELS
-from support.upstream_comparison import assert_same, assert_same_split, checkpoint, encoder_ipus, upstream_refusal
+from support.upstream_comparison import (
+    assert_same_placement,
+    checkpoint,
+    encoder_ipus,
+    tiny_with_layers_of,
+    upstream_refusal,
+)
 from support.upstream_placement import upstream_placement
 
-# the fields of each model type's config that count the layers `parallelize()` places
-LAYER_COUNTS = {
-    "bert": ("num_hidden_layers",), "roberta": ("num_hidden_layers",), "vit": ("num_hidden_layers",),
-    "gpt2": ("n_layer",), "t5": ("num_layers", "num_decoder_layers"), "mt5": ("num_layers", "num_decoder_layers"),
-    "bart": ("encoder_layers", "decoder_layers"), "whisper": ("encoder_layers", "decoder_layers"),
-    "hubert": ("num_hidden_layers",), "wav2vec2": ("num_hidden_layers",),
-}
-# the settings that cut the vocabulary into parts: the tiny vocabulary is a multiple of each
-PARTS = ("embedding_serialization_factor", "projection_serialization_factor", "serialized_embedding_splits_per_ipu",
-         "serialized_projection_splits_per_ipu")
-TINY_VOCABULARY = 64
 # corpus file: the words of upstream's refusal, the same layer counts as ours (support.corpus.REFUSED)
 UPSTREAM_REFUSALS = {
     "hub__Graphcore__wav2vec2-base-ipu@774002bd.json":
@@ -53,46 +45,17 @@ def settings_of(name):
     return migrate(json.loads((DATA / name).read_text())).config
 
 
-def parts(settings):
-    """The numbers of parts the settings cut a vocabulary into (both builds)."""
-    found = []
-    for key in PARTS:
-        for value in (settings.get(key), settings.get(f"inference_{key}")):
-            if isinstance(value, list):
-                found.append(sum(value))
-            elif value:
-                found.append(value)
-    return found
-
-
 def tiny_config(name):
-    """The tiny model of the file's architecture with its full-size model's layer counts (convolutions included), its
-    vocabulary divided by every number of parts the file cuts it into, as the full-size one is."""
-    model, architecture = MODELS[name]["full_size"], MODELS[name]["architecture"]
-    full = model_config(architecture, full_size_config(model))
-    tiny = dict(TINY_MODELS[architecture].config)
-    tiny.update({field: getattr(full, field) for field in LAYER_COUNTS[full.model_type]})
-    if "conv_dim" in tiny:
-        convolutions = len(full.conv_dim)
-        tiny.update(conv_dim=(8,) * convolutions, conv_kernel=(4, 3, 3) + (2,) * (convolutions - 3),
-                    conv_stride=(2, 2, 2) + (1,) * (convolutions - 3))
-    elif "vocab_size" in tiny:
-        multiple = math.lcm(*parts(settings_of(name)), 1)
-        tiny["vocab_size"] = math.ceil(TINY_VOCABULARY / multiple) * multiple
-    return tiny
+    """The tiny model of the file's architecture with its full-size model's layer counts, its vocabulary divided by
+    every number of parts the file cuts it into."""
+    model = MODELS[name]
+    return tiny_with_layers_of(model["architecture"], full_size_config(model["full_size"]), settings_of(name))
 
 
 def ours(name, tiny, for_inference, tmp_path_factory, for_generation=False):
     architecture = MODELS[name]["architecture"]
     folder = checkpoint(architecture, json.dumps(tiny, sort_keys=True), str(tmp_path_factory.mktemp(architecture)))
     return loaded(name, for_generation).placement(folder, for_inference=for_inference)
-
-
-def assert_same_placement(reference, placement):
-    if any(".split_" in parameter for parameter in placement.parameter_ipus()):
-        assert_same_split(reference, placement)
-    else:
-        assert_same(reference, placement)
 
 
 @pytest.mark.parametrize("for_inference", [False, True], ids=["training", "inference"])

@@ -1,16 +1,61 @@
 """Comparing a placement with the one optimum-graphcore 0.7.1's own `parallelize()` makes (support.upstream_placement
-runs it): the harness's model saved as a checkpoint, both placements of it, and the assertions that they agree block
-for block and parameter for parameter (each IPU's share of a weight split over IPUs included)."""
+runs it): the harness's model saved as a checkpoint (or a tiny one with a full-size model's layer counts), both
+placements of it, and the assertions that they agree block for block and parameter for parameter (each IPU's share
+of a weight split over IPUs included)."""
 
 import json
+import math
 from functools import lru_cache
+from typing import Any, Dict, List, Mapping
 
 from optimum_ipu_ext import PlainIPUConfig
+from support.meta_models import model_config
 from support.placement_models import TINY_MODELS
 from support.upstream_placement import _original_model, upstream_modules, upstream_placement
 
 # the parameters of the audio models that mask no frame in inference: no op uses them
 UNUSED_IN_INFERENCE = {"masked_spec_embed"}
+# the fields of each model type's config that count the layers `parallelize()` places
+LAYER_COUNTS = {
+    "bert": ("num_hidden_layers",), "roberta": ("num_hidden_layers",), "vit": ("num_hidden_layers",),
+    "gpt2": ("n_layer",), "t5": ("num_layers", "num_decoder_layers"), "mt5": ("num_layers", "num_decoder_layers"),
+    "bart": ("encoder_layers", "decoder_layers"), "whisper": ("encoder_layers", "decoder_layers"),
+    "hubert": ("num_hidden_layers",), "wav2vec2": ("num_hidden_layers",),
+}
+# the settings that cut the vocabulary into parts: the tiny vocabulary is a multiple of each
+PARTS = ("embedding_serialization_factor", "projection_serialization_factor", "serialized_embedding_splits_per_ipu",
+         "serialized_projection_splits_per_ipu")
+TINY_VOCABULARY = 64
+
+
+def parts(settings: Mapping[str, Any]) -> List[int]:
+    """The numbers of parts the settings cut a vocabulary into (both builds)."""
+    found = []
+    for key in PARTS:
+        for value in (settings.get(key), settings.get(f"inference_{key}")):
+            if isinstance(value, list):
+                found.append(sum(value))
+            elif value:
+                found.append(value)
+    return found
+
+
+def tiny_with_layers_of(architecture: str, full_size: Mapping[str, Any],
+                        settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """The tiny model of `architecture` with the layer counts of the full-size model whose config.json is `full_size`
+    (convolutions included), its vocabulary divided by every number of parts `settings` cut it into, as the full-size
+    one is."""
+    full = model_config(architecture, full_size)
+    tiny = dict(TINY_MODELS[architecture].config)
+    tiny.update({field: getattr(full, field) for field in LAYER_COUNTS[full.model_type]})
+    if "conv_dim" in tiny:
+        convolutions = len(full.conv_dim)
+        tiny.update(conv_dim=(8,) * convolutions, conv_kernel=(4, 3, 3) + (2,) * (convolutions - 3),
+                    conv_stride=(2, 2, 2) + (1,) * (convolutions - 3))
+    elif "vocab_size" in tiny:
+        multiple = math.lcm(*parts(settings), 1)
+        tiny["vocab_size"] = math.ceil(TINY_VOCABULARY / multiple) * multiple
+    return tiny
 
 
 @lru_cache(maxsize=None)
@@ -146,3 +191,11 @@ def assert_same_split(reference, placement):
     if "executors" not in reference:
         assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
         assert sum(ipu.parameters for ipu in placement.ipus) == sum(reference["parameter_counts"].values())
+
+
+def assert_same_placement(reference, placement):
+    """`assert_same`, or `assert_same_split` where the placement splits a weight over IPUs."""
+    if any(".split_" in parameter for parameter in placement.parameter_ipus()):
+        assert_same_split(reference, placement)
+    else:
+        assert_same(reference, placement)
