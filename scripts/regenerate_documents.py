@@ -1,7 +1,7 @@
 """Rewrites what is generated from the settings table: the attribute tables (docs/settings.md), the method table
-(docs/methods.md) and the shipped JSON Schema; and the picture of a placement docs/placement.md shows
-(docs/images/placement.svg). Run after changing a row or the drawing (`make documents`); tests fail until the files
-match."""
+(docs/methods.md) and the shipped JSON Schema; and the pictures of a placement and of a plan docs/placement.md
+shows (docs/images/placement.svg, plan.svg). Run after changing a row or the drawing (`make documents`); tests fail
+until the files match."""
 
 import sys
 from pathlib import Path
@@ -31,8 +31,9 @@ if __name__ == "__main__":
         path.write_text(replace_tables(path.read_text(), tables))
     (ROOT / "optimum_ipu_ext" / SCHEMA_FILE).write_text(json_schema_string())
     sys.path.insert(0, str(ROOT / "tests"))
-    from optimum_ipu_ext.placement.report.pictures import placement_svg
-    from support.placement_fixtures import DOCUMENTED_CONFIG, documented_placement
+    from optimum_ipu_ext.placement.report.pictures import placement_svg, plan_svg
+    from support.placement_fixtures import DOCUMENTED_CONFIG, documented_placement, documented_plan
 
     (ROOT / "docs" / "images").mkdir(exist_ok=True)
     (ROOT / "docs" / "images" / "placement.svg").write_text(placement_svg(documented_placement(), DOCUMENTED_CONFIG))
+    (ROOT / "docs" / "images" / "plan.svg").write_text(plan_svg(documented_plan()))

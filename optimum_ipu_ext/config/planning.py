@@ -54,7 +54,7 @@ def plan(
         PlacementError: where no build runs, or the model cannot be placed.
     """
     from ..placement.hardware import RESERVE
-    from ..placement.models import architecture_of
+    from ..placement.models import architecture_of, resolve_shape
     from ..placement.placement import cached_shapes, check_reserve, ipu_type_of
     from ..placement.planning import Model, Plan, Request, pareto, search, settings_of, with_config
     from ..placement.source.model import read_model
@@ -70,6 +70,9 @@ def plan(
                       ipu_type_of(ipu), reserve, inference, fp32)
     source = read_model(model, revision, token)
     row = architecture_of(source.name, source.config, architecture)
+    # the input's lengths, checked once as `placement()` checks them: the search would only find no build
+    resolve_shape(source.name, row.name, row.config(source.config, source.name), micro_batch_size or 1,
+                  sequence_length, decoder_sequence_length)
     searched = Model(source.name, row, source.config, cached_shapes(source))
     mode = Mode.of(inference)
     candidates = [with_config(candidate, configured(base, settings_of(candidate.build, mode)))

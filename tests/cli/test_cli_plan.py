@@ -24,7 +24,7 @@ T5 = dict(TINY_MODELS["T5ForConditionalGeneration"].config, architectures=["T5Fo
 REQUEST = ("--ipus", "4", "--global-batch-size", "32", "--sequence-length", "512")
 ARGUMENTS = {"ipus": 4, "global_batch_size": 32, "sequence_length": 512}
 HINT = "Save the best: add --write OUT_DIR (it writes OUT_DIR/ipu_config.json)."
-# a config on the plan's 4 IPUs and batch (so timed as rank G), with a setting of its own the candidates keep
+# a config on the plan's 4 IPUs and batch (so timed as rank base), with a setting of its own the candidates keep
 BASE = {"ipus_per_replica": 4, "layers_per_ipu": [2, 1, 1, 1], "gradient_accumulation_steps": 32,
         "executable_cache_dir": "./cache"}
 SVG = "{http://www.w3.org/2000/svg}"
@@ -113,7 +113,7 @@ def test_the_revision_reaches_plan(capsys, model):
                    "Hub repositories.\n")
 
 
-def test_from_keeps_the_config_s_other_settings_and_times_it_as_rank_g(capsys, model, base):
+def test_from_keeps_the_config_s_other_settings_and_times_it_as_rank_base(capsys, model, base):
     code, out, err = run(capsys, "plan", "--model", model, *REQUEST, "--from", base, "--json")
     found = plan(model, base=PlainIPUConfig.from_json_file(base), **ARGUMENTS)
     assert (code, json.loads(out), err) == (0, as_json(found), "")
@@ -121,16 +121,17 @@ def test_from_keeps_the_config_s_other_settings_and_times_it_as_rank_g(capsys, m
     assert data["reference"]["layers_per_ipu"] == [2, 1, 1, 1]
     assert {candidate["ipu_config"]["executable_cache_dir"] for candidate in data["candidates"]} == {"./cache"}
     code, out, _ = run(capsys, "plan", "--model", model, *REQUEST, "--from", base)
-    rows = [line.split()[0] for line in out.splitlines() if line.startswith("   ")]
-    assert code == 0 and rows[-1] == "G" and rows.count("G") == 1
-    assert "The base config (G in the table): 4 IPUs x 1, micro-batch 1, G 32, " in out
+    rows = [line.split()[0] for line in out.splitlines() if line.split()[:1] and (line.split()[0].isdigit()
+                                                                                  or line.split()[0] == "base")]
+    assert code == 0 and rows[-1] == "base" and rows.count("base") == 1
+    assert "The base config (base in the table): 4 IPUs x 1, micro-batch 1, G 32, " in out
 
 
 def test_from_a_config_on_other_ipus_is_not_timed_and_a_note_says_so(capsys, model, base):
     code, out, err = run(capsys, "plan", "--model", model, "--ipus", "8", "--global-batch-size", "32", "--from", base,
                          "--json")
     assert (code, json.loads(out)["reference"]) == (0, None)
-    assert err == (f"ipu-config: note: {base} is not timed beside the candidates (no rank G): its IPUs or its batch "
+    assert err == (f"ipu-config: note: {base} is not timed beside the candidates (no row base): its IPUs or batch "
                    "are not the plan's, or it cannot be placed; the candidates keep its other settings.\n")
 
 

@@ -298,3 +298,16 @@ def test_a_vocabulary_is_serialized_where_nothing_fits_without_by_the_least_fact
     with pytest.raises(PlacementError) as refused:
         IPUConfig(embedding_serialization_factor=2).placement(ROBERTA)
     assert refused.value.problem.endswith("; the factors up to 16 that do: 1, 3, 5, 9, 15")
+
+
+@pytest.mark.parametrize("lengths, problem", [
+    ({"decoder_sequence_length": 64}, "decoder_sequence_length"),
+    ({"sequence_length": 0}, "sequence_length"),
+])
+def test_lengths_the_model_does_not_take_are_refused_as_placement_refuses_them(lengths, problem):
+    request = dict({"global_batch_size": BATCH, "sequence_length": LENGTH}, **lengths)
+    with pytest.raises(PlacementError) as refused:
+        plan(MODEL, IPUS, **request)
+    with pytest.raises(PlacementError) as placed:
+        IPUConfig().placement(MODEL, micro_batch_size=1, **{"sequence_length": LENGTH, **lengths})
+    assert str(refused.value) == str(placed.value) and problem in str(refused.value)

@@ -127,6 +127,18 @@ def documented_placement() -> Dict:
     return dict(placement, model="bert-large-uncased")
 
 
+def documented_plan() -> Dict:
+    """The dict of the plan docs/placement.md draws: bert-large pre-training on 16 IPUs, a step of 16,384 sequences
+    of 128 tokens, its model named as the docs' folder."""
+    from optimum_ipu_ext import plan
+
+    from .corpus import FULL_SIZE
+
+    found = plan(str(FULL_SIZE / "bert-large-uncased"), 16, architecture="BertForPreTraining",
+                 global_batch_size=16384, sequence_length=128, base=PlainIPUConfig())
+    return dict(found.to_dict(), model="bert-large")
+
+
 def plan_candidate(ipus, replicas, micro_batch, accumulation, share, verdict, speed, recompute=True, offchip=True,
                    sharding=False, problems=()) -> Dict:
     """A candidate of a plan as `ipu-config plan --json` gives it, its placement the documented one (its problems as

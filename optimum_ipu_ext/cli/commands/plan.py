@@ -60,7 +60,7 @@ def register(subparsers) -> None:
     parser.add_argument("--from", dest="base", metavar="CONFIG",
                         help="a config (a JSON file, a directory holding ipu_config.json, or a Hub repository id) "
                         "whose other settings the candidates keep; where its IPUs and batch are the plan's, it is "
-                        "placed and timed too, as rank G (default: optimum-graphcore's defaults)")
+                        "placed and timed too, as rank base (default: optimum-graphcore's defaults)")
     parser.add_argument("--inference", action="store_true",
                         help="plan the inference build: the replicas and the device iterations, weights only")
     parser.add_argument("--fp32", action="store_true", help="weights in fp32, as IPUTrainer with fp32=True")
@@ -72,7 +72,7 @@ def register(subparsers) -> None:
                         help="write the best candidate's config to OUT_DIR/ipu_config.json (refused where none fits)")
     add_picture_options(parser,
                         svg_help="also draw the plan as an SVG picture in FILE: each candidate's samples a second "
-                        "against its largest IPU's share of its memory, the frontier, the best and rank G",
+                        "against its largest IPU's share of its memory, the frontier, the best and rank base",
                         html_help="also write a self-contained HTML page to FILE: the picture, the candidates' "
                         "table, the best one's placement and the JSON")
     add_force_option(parser, help="with --write: overwrite an existing ipu_config.json; with --svg or --html: "
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
             out.write()
             out.write("Save the best: add --write OUT_DIR (it writes OUT_DIR/ipu_config.json).")
     if args.base is not None and found.reference is None:
-        err.write(f"{PROG}: note: {args.base} is not timed beside the candidates (no rank G): its IPUs or its batch "
+        err.write(f"{PROG}: note: {args.base} is not timed beside the candidates (no row base): its IPUs or batch "
                   "are not the plan's, or it cannot be placed; the candidates keep its other settings.")
     if target is not None and best is not None:
         err.write(f"Wrote {target}: the best build, rank 1")

@@ -740,7 +740,7 @@ def _training(plan: Mapping[str, Any]) -> bool:
 
 
 def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
-    """A plan's candidates as table rows, best first, then the reference (rank "G"): their settings, the largest
+    """A plan's candidates as table rows, best first, then the reference (rank "base"): their settings, the largest
     IPU's share of its memory, the verdict, the speed and whether they are on the frontier. A training plan's show
     the accumulation and the switches, an inference plan's the device iterations."""
     training = _training(plan)
@@ -750,7 +750,7 @@ def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
     listed = [(str(index + 1), candidate, index in plan["pareto"]) for index, candidate in
               enumerate(plan["candidates"])]
     if plan.get("reference"):
-        listed.append(("G", plan["reference"], False))
+        listed.append(("base", plan["reference"], False))
     rows = []
     for rank, candidate, frontier in listed:
         problems = candidate["placement"]["problems"] if candidate.get("placement") else []
@@ -770,7 +770,8 @@ def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
 def candidate_label(candidate: Mapping[str, Any]) -> str:
     """A candidate in a few words: IPUs a replica x replicas, micro-batch, accumulation (or device iterations), and
     what it turns on."""
-    label = (f"{candidate['ipus_per_replica']} IPUs x {candidate['replication_factor']}, micro-batch "
+    ipus = candidate["ipus_per_replica"]
+    label = (f"{ipus} IPU{'s' if ipus > 1 else ''} x {candidate['replication_factor']}, micro-batch "
              f"{candidate['micro_batch_size']}")
     if "gradient_accumulation_steps" not in candidate:
         return label + f", {candidate['device_iterations']} device iterations"
@@ -830,7 +831,7 @@ def plan_svg(plan: Mapping[str, Any]) -> str:
     named = [(str(index + 1), candidate, ("the best: " if index == 0 else "") + candidate_label(candidate))
              for index, candidate in timed if index == 0 or index in plan["pareto"]]
     if reference:
-        named.append(("G", reference, f"the base config: {candidate_label(reference)}"))
+        named.append(("base", reference, f"the base config: {candidate_label(reference)}"))
     body += _plan_tags(scale, named)
     bottom = _plan_legend(body, top + PLAN_PLOT_HEIGHT + 58, reference is not None)
     bottom = _plan_key(body, named, bottom + 14)

@@ -45,7 +45,7 @@ def plan_text(plan: Mapping[str, Any], top: int = 10) -> str:
         lines += ["", f"Speed against memory (the frontier): {frontier}."]
     reference = plan.get("reference")
     if reference is not None:
-        lines.append(f"The base config (G in the table): {_sentence(reference)}, {reference['verdict']}.")
+        lines.append(f"The base config (base in the table): {_sentence(reference)}, {reference['verdict']}.")
     return "\n".join(lines)
 
 

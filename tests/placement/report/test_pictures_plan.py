@@ -12,7 +12,8 @@ import pytest
 
 from optimum_ipu_ext.placement.report.page import plan_page
 from optimum_ipu_ext.placement.report.pictures import candidate_label, plan_svg, plan_table
-from support.placement_fixtures import plan_candidate as candidate, written_plan
+from support import REPOSITORY
+from support.placement_fixtures import documented_plan, plan_candidate as candidate, written_plan
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -77,7 +78,7 @@ def test_the_best_and_graphcore_s_config_are_marked_and_named(plan):
     assert drawn["0"].get("data-best") == "true" and drawn["0"].find(f"{SVG}polygon") is not None
     assert [group.get("data-candidate") for group in drawn.values() if group.get("data-best")] == ["0"]
     assert len(drawn["reference"].findall(f"{SVG}path")) == 1  # its diamond
-    assert texts(root, "tag") == ["1", "2", "3", "4", "8", "G"]
+    assert texts(root, "tag") == ["1", "2", "3", "4", "8", "base"]
     key = texts(root, "key")
     assert key[0] == ("the best: 4 IPUs x 4, micro-batch 2, G 64, checkpoints, state off chip: 330.2 samples a "
                       "second, the largest IPU 56% of its memory")
@@ -87,7 +88,7 @@ def test_the_best_and_graphcore_s_config_are_marked_and_named(plan):
 
 def test_a_plan_without_a_reference_or_candidates_still_draws(plan):
     root = ElementTree.fromstring(plan_svg(dict(plan, reference=None)))
-    assert "reference" not in points(root) and "G" not in texts(root, "tag")
+    assert "reference" not in points(root) and "base" not in texts(root, "tag")
     assert "the base config" not in texts(root, "legend")
     empty = ElementTree.fromstring(plan_svg({"candidates": [], "pareto": [], "reference": None}))
     assert texts(empty, "title") == ["Plan"] and not points(empty)
@@ -103,7 +104,7 @@ def test_a_candidate_in_a_few_words():
 def test_the_candidates_table_lists_them_best_first_then_the_reference(plan):
     headers, rows = plan_table(plan)
     assert headers[0] == "Rank" and headers[-1] == "Frontier"
-    assert [row[0] for row in rows] == ["1", "2", "3", "4", "5", "6", "7", "8", "G"]
+    assert [row[0] for row in rows] == ["1", "2", "3", "4", "5", "6", "7", "8", "base"]
     assert rows[0] == ["1", "4", "4", "[3, 7, 7, 7]", "2", "64", "yes", "yes", "no", "56%", "fits", "330.2",
                        "0.0969", "80.0%", "yes"]
     assert rows[5][10] == "does not run" and rows[6][11:13] == ["-", "-"] and rows[-1][-1] == ""
@@ -127,3 +128,9 @@ def test_the_plan_page_holds_both_pictures_and_the_tables_and_loads_nothing(plan
     assert "script" not in parser.tags
     assert "<title>Plan: bert-large-uncased: BertForPreTraining, training</title>" in page
     assert page.count("<tr>") + page.count("<tr class=") == 10 + 5 + 6 + 5  # candidates, IPUs, stages, time parts
+
+
+def test_the_plan_in_the_docs_is_the_one_drawn_now():
+    drawn_now = plan_svg(documented_plan())
+    assert (REPOSITORY / "docs" / "images" / "plan.svg").read_text(encoding="utf-8") == drawn_now, \
+        "docs/images/plan.svg is not the picture drawn now: run `make documents`"

@@ -20,7 +20,7 @@ def test_the_table_shows_the_top_candidates_then_the_base_config_and_what_is_lef
     header = lines[5]
     assert header.split("  ")[0] == "Rank" and "Samples a second" in header and "Frontier" not in header
     rows = lines[6:10]
-    assert [row.split()[0] for row in rows] == ["1", "2", "3", "G"]
+    assert [row.split()[0] for row in rows] == ["1", "2", "3", "base"]
     assert rows[1].split()[-2:] == ["352.9", "0.0907"]
     assert "[3, 7, 7, 7]" in rows[0] and rows[3].split()[-2] == "299.3"
     assert lines[10] == "... and 5 more (--top, --json)."
@@ -29,14 +29,14 @@ def test_the_table_shows_the_top_candidates_then_the_base_config_and_what_is_lef
 def test_the_base_config_is_one_row_however_few_the_candidates():
     lines = plan_text(written_plan(), top=20).splitlines()
     rows = lines[6:lines.index("", 6)]
-    assert [row.split()[0] for row in rows] == ["1", "2", "3", "4", "5", "6", "7", "8", "G"]
+    assert [row.split()[0] for row in rows] == ["1", "2", "3", "4", "5", "6", "7", "8", "base"]
 
 
 def test_the_frontier_marks_the_tight_and_the_base_config_closes():
     lines = plan_text(written_plan()).splitlines()
     assert lines[-2] == ("Speed against memory (the frontier): #1 330.2/s at 56%, #2 352.9/s at 74%, "
                          "#3 301.5/s at 48%, #4 361.0/s at 93% (tight), #8 240.0/s at 30%.")
-    assert lines[-1].startswith("The base config (G in the table): 4 IPUs x 4, micro-batch 2, G 16, ")
+    assert lines[-1].startswith("The base config (base in the table): 4 IPUs x 4, micro-batch 2, G 16, ")
     assert lines[-1].endswith("299.3 samples a second, 0.107 s a step, the largest IPU 56% of its memory, fits.")
 
 
