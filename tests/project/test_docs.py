@@ -345,3 +345,8 @@ def test_a_name_no_block_defines_is_found():
     assert undefined_names("trainer = IPUTrainer(model=model, args=args)\n", {"IPUTrainer"}) == {"model", "args"}
     assert undefined_names("import os\nfor name in os.listdir():\n    print(name)\n", {"print"}) == set()
     assert undefined_names("def f(x):\n    return x + y\n", set()) == {"y"}
+
+
+def test_the_readme_stays_at_most_400_lines():
+    """The README is the way in; detail goes to docs/."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 400
