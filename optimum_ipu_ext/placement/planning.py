@@ -7,8 +7,10 @@ no build of a micro-batch fits without one, the least serialization factor of th
 projection) that makes one fit. For each, the split is exact (`balance.least_weighted_sum`): the one whose step is
 shortest among those that fit, else the one needing the least memory.
 
-Left out, as never faster by the time model: replicas without replicated tensor sharding of the optimizer state
-(the same time, more memory), and serialization where a build fits without it (the model has no time for it).
+Left out, as never faster by the time model: a micro-batch each of whose steps computes as much a sample or more and
+keeps as much or more than a smaller one searched (`_Search._dominated`: its every split is as slow or slower and
+as large or larger), replicas without replicated tensor sharding of the optimizer state (the same time, more
+memory), and serialization where a build fits without it (the model has no time for it).
 `matmul_proportion` changes nothing the model counts: each IPU is given what its reserve leaves, from 0.1 to 0.6.
 """
 
@@ -162,14 +164,14 @@ def search(model: Model, base: Dict[str, Any], request: Request) -> List[Candida
     Raises:
         PlacementError: where no build of the model runs on these IPUs for this batch.
     """
-    search = _Search(model, base, request)
+    searching = _Search(model, base, request)
     found: List[Candidate] = []
     factors = SERIALIZATION_FACTORS if _serialized(model.architecture) else ()
     for ipus in replica_sizes(request.ipus):
-        for micro_batch, steps in search.micro_batches(ipus):
-            built = search.builds(ipus, micro_batch, steps, 1)
+        for micro_batch, steps in searching.micro_batches(ipus):
+            built = searching.builds(ipus, micro_batch, steps, 1)
             for factor in factors if not _any_fits(built) else ():
-                serialized = search.builds(ipus, micro_batch, steps, factor)
+                serialized = searching.builds(ipus, micro_batch, steps, factor)
                 if _any_fits(serialized):
                     built += serialized
                     break
