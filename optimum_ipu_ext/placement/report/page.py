@@ -17,6 +17,7 @@ from .pictures import (
     placement_table,
     plan_svg,
     plan_table,
+    plan_title,
     title_line,
 )
 from .placement import compress
@@ -76,7 +77,7 @@ def plan_page(plan: Mapping[str, Any]) -> str:
         sections += ["<h2>The best candidate's placement</h2>", *_placement_sections(best, None)[:-2]]
     sections += ["<details><summary>The plan as JSON (<code>plan --json</code>)</summary>",
                  f"<pre>{esc(json.dumps(plan, indent=2))}</pre></details>"]
-    title = f"Plan: {title_line(best)}" if best is not None else "Plan"
+    title = f"Plan: {plan_title(plan)}"
     return _document(title, sections)
 
 

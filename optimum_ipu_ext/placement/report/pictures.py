@@ -14,6 +14,7 @@ import html
 import math
 from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from ..hardware import IPU_TYPES
 from .placement import BAR_PARTS, DOES_NOT_FIT, FITS, TIGHT, compress, gflop, mib, parts, seconds
 
 MIB = 1 << 20
@@ -767,6 +768,16 @@ def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
     return headers, rows
 
 
+def plan_title(plan: Mapping[str, Any]) -> str:
+    """What a plan is for, in a line: the model, its architecture, the IPUs, the batch and the lengths."""
+    what = f"global batch {plan['global_batch_size']:,}" if plan["build"] == "training" else "inference"
+    lengths = [f"{name} {plan[key]:,}" for name, key in (("sequence length", "sequence_length"),
+                                                          ("decoder length", "decoder_sequence_length"))
+               if plan[key] is not None]
+    ipus = f"{plan['ipus']} {IPU_TYPES[plan['ipu']].label} IPUs"
+    return f"{plan['model']}: {plan['architecture']} on {ipus}, " + ", ".join([what, *lengths])
+
+
 def candidate_label(candidate: Mapping[str, Any]) -> str:
     """A candidate in a few words: IPUs a replica x replicas, micro-batch, accumulation (or device iterations), and
     what it turns on."""
@@ -809,7 +820,7 @@ def plan_svg(plan: Mapping[str, Any]) -> str:
     plot_width = PLAN_WIDTH - PLAN_LEFT - PLAN_RIGHT
     scale = _PlanScale(PLAN_LEFT, top, plot_width, x_top, y_top)
     body: List[str] = []
-    title = f"Plan: {title_line(placement)}" if placement else "Plan"
+    title = f"Plan: {plan_title(plan)}"
     body.append(text(MARGIN, 34, title, 17, weight="bold", data_role="title"))
     body.append(text(MARGIN, 56, f"{len(candidates)} candidates, {len(plan['pareto'])} on the frontier of speed "
                      "against memory; the best first.", 12, fill=MUTED))

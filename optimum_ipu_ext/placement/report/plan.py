@@ -4,8 +4,7 @@ way. Drawn from the dict `Plan.to_dict()` gives, as the pictures are."""
 
 from typing import Any, List, Mapping
 
-from ..hardware import IPU_TYPES
-from .pictures import SWITCHES, candidate_label, plan_table
+from .pictures import SWITCHES, candidate_label, plan_table, plan_title
 
 # the columns the text shows of `plan_table`'s, and those left-aligned
 TEXT_COLUMNS = ("Rank", "IPUs a replica", "Replicas", "layers_per_ipu", "Micro-batch", "G", "Device iterations",
@@ -17,8 +16,9 @@ def plan_text(plan: Mapping[str, Any], top: int = 10) -> str:
     """The plan as text, its table the `top` best candidates and the base config."""
     candidates = plan["candidates"]
     verdicts = [candidate["verdict"] for candidate in candidates]
-    lines = [_title(plan), f"{len(candidates)} builds searched: {sum(candidate['fits'] for candidate in candidates)} "
-             f"fit, {verdicts.count('tight')} tight, {verdicts.count('does not fit')} do not fit.", ""]
+    fitting = sum(candidate["fits"] for candidate in candidates)
+    lines = [plan_title(plan), f"{len(candidates)} builds searched: {fitting} fit, {verdicts.count('tight')} tight, "
+             f"{verdicts.count('does not fit')} do not fit.", ""]
     best = candidates[0] if candidates and candidates[0]["fits"] else None
     if best is None:
         lines.append("No build fits: the nearest are first below.")
@@ -47,15 +47,6 @@ def plan_text(plan: Mapping[str, Any], top: int = 10) -> str:
     if reference is not None:
         lines.append(f"The base config (base in the table): {_sentence(reference)}, {reference['verdict']}.")
     return "\n".join(lines)
-
-
-def _title(plan: Mapping[str, Any]) -> str:
-    what = (f"global batch {plan['global_batch_size']:,}" if plan["build"] == "training" else "inference")
-    lengths = [f"{name} {plan[key]:,}" for name, key in (("sequence length", "sequence_length"),
-                                                          ("decoder length", "decoder_sequence_length"))
-               if plan[key] is not None]
-    ipus = f"{plan['ipus']} {IPU_TYPES[plan['ipu']].label} IPUs"
-    return f"{plan['model']}: {plan['architecture']} on {ipus}, " + ", ".join([what, *lengths])
 
 
 def _sentence(candidate: Mapping[str, Any]) -> str:
