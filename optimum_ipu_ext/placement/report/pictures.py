@@ -769,13 +769,17 @@ def plan_table(plan: Mapping[str, Any]) -> Tuple[List[str], List[List[str]]]:
 
 
 def plan_title(plan: Mapping[str, Any]) -> str:
-    """What a plan is for, in a line: the model, its architecture, the IPUs, the batch and the lengths."""
+    """What a plan is for, in a line: the model, its architecture, then `plan_request`."""
+    return f"{plan['model']}: {plan['architecture']} on {plan_request(plan)}"
+
+
+def plan_request(plan: Mapping[str, Any]) -> str:
+    """The IPUs, the batch and the lengths a plan is for."""
     what = f"global batch {plan['global_batch_size']:,}" if plan["build"] == "training" else "inference"
     lengths = [f"{name} {plan[key]:,}" for name, key in (("sequence length", "sequence_length"),
                                                           ("decoder length", "decoder_sequence_length"))
                if plan[key] is not None]
-    ipus = f"{plan['ipus']} {IPU_TYPES[plan['ipu']].label} IPUs"
-    return f"{plan['model']}: {plan['architecture']} on {ipus}, " + ", ".join([what, *lengths])
+    return ", ".join([f"{plan['ipus']} {IPU_TYPES[plan['ipu']].label} IPUs", what, *lengths])
 
 
 def candidate_label(candidate: Mapping[str, Any]) -> str:
@@ -821,9 +825,10 @@ def plan_svg(plan: Mapping[str, Any]) -> str:
     scale = _PlanScale(PLAN_LEFT, top, plot_width, x_top, y_top)
     body: List[str] = []
     title = f"Plan: {plan_title(plan)}"
-    body.append(text(MARGIN, 34, title, 17, weight="bold", data_role="title"))
-    body.append(text(MARGIN, 56, f"{len(candidates)} candidates, {len(plan['pareto'])} on the frontier of speed "
-                     "against memory; the best first.", 12, fill=MUTED))
+    body.append(text(MARGIN, 34, f"Plan: {plan['model']}: {plan['architecture']}", 17, weight="bold",
+                     data_role="title"))
+    body.append(text(MARGIN, 56, f"On {plan_request(plan)}: {len(candidates)} candidates, {len(plan['pareto'])} on "
+                     "the frontier of speed against memory; the best first.", 12, fill=MUTED))
     if len(timed) < len(candidates):
         body.append(text(MARGIN, 73, f"{len(candidates) - len(timed)} without a time (no activations counted) are "
                          "not drawn.", 12, fill=MUTED))

@@ -92,7 +92,8 @@ def test_a_plan_without_a_reference_or_candidates_still_draws(plan):
     assert "reference" not in points(root) and "base" not in texts(root, "tag")
     assert "the base config" not in texts(root, "legend")
     empty = ElementTree.fromstring(plan_svg(dict(plan, candidates=[], pareto=[], reference=None)))
-    assert texts(empty, "title") == [TITLE] and not points(empty)
+    assert texts(empty, "title") == ["Plan: bert-large-uncased: BertForQuestionAnswering"] and not points(empty)
+    assert empty.get("aria-label") == TITLE
 
 
 def test_a_candidate_in_a_few_words():
