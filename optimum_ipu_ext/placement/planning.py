@@ -8,7 +8,7 @@ projection) that makes one fit. For each, the split is exact (`balance.least_wei
 shortest among those that fit, else the one needing the least memory.
 
 Left out, as never faster by the time model: a micro-batch each of whose steps computes as much a sample or more and
-keeps as much or more than a smaller one searched (`_Search._dominated`: its every split is as slow or slower and
+keeps as much or more than a smaller one searched (`dominated()`: its every split is as slow or slower and
 as large or larger), replicas without replicated tensor sharding of the optimizer state (the same time, more
 memory), and serialization where a build fits without it (the model has no time for it).
 `matmul_proportion` changes nothing the model counts: each IPU is given what its reserve leaves, from 0.1 to 0.6.
@@ -16,7 +16,7 @@ memory), and serialization where a build fits without it (the model has no time 
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import PlacementError
 from ..settings.mode import Mode
@@ -27,6 +27,7 @@ from .estimate.parameters import LARGEST_FACTOR, Parameters
 from .estimate.timing import reduction_seconds
 from .hardware import COMPUTE_EFFICIENCY, IPU_MEMORY_BYTES, STREAMING_BYTES_PER_SECOND, IPUType
 from .models import resolve_shape
+from .models.blocks import StepCost
 from .models.rules import Architecture, ModelConfig, Split
 from .placement import Planner, SplitCosts, planner_of
 from .report.placement import DOES_NOT_FIT, FITS, TIGHT, Placement
@@ -179,8 +180,9 @@ def search(model: Model, base: Dict[str, Any], request: Request) -> List[Candida
             if not _any_fits(built):
                 break  # a larger micro-batch keeps more: it fits no better
     if not found:
-        raise PlacementError(model.name, f"no build runs on {request.ipus} IPUs for this batch: give more IPUs, or "
-                             "a global batch size that the replicas and the pipeline's stages divide")
+        raise searching.refusal or PlacementError(
+            model.name, f"no build runs on {request.ipus} IPUs for this batch: give more IPUs, or a global batch size "
+            "that the replicas and the pipeline's stages divide")
     return ranked(found)
 
 
@@ -230,6 +232,14 @@ class _Search:
         self.config = model.architecture.config(model.values, model.name)
         self.costs = lru_cache(maxsize=None)(self._costs)
         self.split_costs: Dict[Tuple[Any, ...], SplitCosts] = {}
+        self.planned = 0
+        self.refused: List[PlacementError] = []
+
+    @property
+    def refusal(self) -> Optional[PlacementError]:
+        """Where every build tried was refused, the first refusal: it is the model's (a `config.json` value of the
+        wrong kind, a checkpoint missing a layer), not a build's."""
+        return self.refused[0] if self.refused and len(self.refused) == self.planned else None
 
     def _costs(self, micro_batch: int):
         request = self.request
@@ -237,12 +247,19 @@ class _Search:
                               request.sequence_length, request.decoder_sequence_length)
         return shape, block_costs(self.model.architecture, self.config, shape, request.fp32)
 
-    def planner(self, build: Dict[str, Any], micro_batch: int) -> Planner:
+    def planner(self, build: Dict[str, Any], micro_batch: int) -> Optional[Planner]:
+        """The planner of `build`; None where it is refused (a serialization factor that does not divide the
+        vocabulary, say), the refusal kept."""
         model, request = self.model, self.request
         settings = {**self.base, **settings_of(build, self.mode)}
-        return planner_of(model.name, model.architecture, model.values, settings, model.shapes,
-                          request.for_inference, request.fp32, lambda *_: self.costs(micro_batch), request.ipu,
-                          request.reserve)
+        self.planned += 1
+        try:
+            return planner_of(model.name, model.architecture, model.values, settings, model.shapes,
+                              request.for_inference, request.fp32, lambda *_: self.costs(micro_batch), request.ipu,
+                              request.reserve)
+        except PlacementError as refused:
+            self.refused.append(refused)
+            return None
 
     def micro_batches(self, ipus: int) -> Iterator[Tuple[int, int]]:
         """(micro-batch, micro-batches a step) of each micro-batch searched on replicas of `ipus` IPUs: a training
@@ -260,28 +277,14 @@ class _Search:
                      if request.global_batch_size % (size * replicas) == 0}
         searched = None
         for size, count in steps.items():
-            if searched is None or not self._dominated(size, searched):
+            if searched is None or not dominated(self.costs(size)[1], size, self.costs(searched)[1], searched):
                 searched = size
                 yield size, count
 
-    def _dominated(self, size: int, smaller: int) -> bool:
-        """Whether micro-batch `size` is never faster than `smaller` and never needs less memory: each step computes
-        `size / smaller` times as much or more, and keeps as much or more. (For a split, a step of the same batch is
-        then as long or longer: G falls as the micro-batch grows, its cycles' work grows as fast, the cycles of the
-        pipeline's ramp do not fall; and a split that fits `size` fits `smaller`.)"""
-        large, small = self.costs(size)[1], self.costs(smaller)[1]
-        return all(cost.forward_flops * smaller >= small[path].forward_flops * size
-                   and cost.activation_bytes >= small[path].activation_bytes
-                   and cost.input_bytes >= small[path].input_bytes and cost.output_bytes >= small[path].output_bytes
-                   for path, cost in large.items())
-
     def _stages(self, ipus: int) -> Optional[int]:
         """The stages of the pipeline of an inference build on `ipus` IPUs (None: the model has no such build)."""
-        build = next(_builds(ipus, self.request, 1, 1, self.mode))
-        try:
-            return self.planner(build, 1).placement(None).schedule.stages
-        except PlacementError:
-            return None
+        planner = self.planner(next(_builds(ipus, self.request, 1, 1, self.mode)), 1)
+        return None if planner is None else planner.placement(None).schedule.stages
 
     def builds(self, ipus: int, micro_batch: int, steps: int, factor: int) -> List[Candidate]:
         """The candidates of the builds of replicas of `ipus` IPUs, `micro_batch` and serialization `factor`."""
@@ -292,10 +295,9 @@ class _Search:
     def fastest(self, build: Dict[str, Any], micro_batch: int) -> Optional[Candidate]:
         """The candidate of `build` with its fastest split that fits (else the split needing the least memory);
         None where poptorch would refuse the build, or the placement the config."""
-        try:
-            planner = self.planner(build, micro_batch)
-        except PlacementError:
-            return None  # a serialization factor that does not divide the vocabulary, say
+        planner = self.planner(build, micro_batch)
+        if planner is None:
+            return None
         even = planner.placement(None)
         if even.problems:
             return None
@@ -307,6 +309,18 @@ class _Search:
         placement = even if split == list(even.layers_per_ipu) else planner.placement(split)
         build = {**build, "layers_per_ipu": split, "matmul_proportion": matmul_proportions(placement)}
         return Candidate(build, micro_batch, placement)
+
+
+def dominated(large: Mapping[str, StepCost], size: int, small: Mapping[str, StepCost], smaller: int) -> bool:
+    """Whether micro-batch `size`, whose steps cost `large`, is never faster than `smaller`, whose steps cost `small`,
+    and never needs less memory: each step computes `size / smaller` times as much or more, and keeps as much or
+    more. (For a split, a step of the same batch is then as long or longer: G falls as the micro-batch grows, its
+    cycles' work grows as fast, the cycles of the pipeline's ramp do not fall; and a split that fits `size` fits
+    `smaller`.)"""
+    return all(cost.forward_flops * smaller >= small[path].forward_flops * size
+               and cost.activation_bytes >= small[path].activation_bytes
+               and cost.input_bytes >= small[path].input_bytes and cost.output_bytes >= small[path].output_bytes
+               for path, cost in large.items())
 
 
 def _fewest_iterations(stages: int) -> int:
@@ -346,7 +360,7 @@ def _time_costs(planner: Planner, costs: SplitCosts, cycles: int, ipus: int) -> 
     scale = cycles / (planner.ipu.peak_flops * COMPUTE_EFFICIENCY)
     if not planner.rules.training:
         return scale, lambda ipu, first, end: 0.0
-    replicas = planner.settings[Mode.of(planner.for_inference).setting("replication_factor")]
+    replicas = planner.settings["replication_factor"]
     memory = planner.memory
 
     def other(ipu: int, first: int, end: int) -> float:

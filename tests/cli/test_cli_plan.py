@@ -14,12 +14,10 @@ from optimum_ipu_ext.placement.report.page import plan_page
 from optimum_ipu_ext.placement.report.pictures import plan_svg
 from optimum_ipu_ext.placement.report.plan import plan_text
 from support.cli_helpers import run, run_alone
-from support.placement_fixtures import BERT_BASE
+from support.placement_fixtures import PLANNED_BERT
 from support.placement_models import TINY_MODELS
 
-# a BERT of 5 layers whose builds on 4 IPUs at 512 tokens fit, are tight or do not fit (tests/placement's)
-MODEL = dict(BERT_BASE, architectures=["BertForPreTraining"], hidden_size=1536, intermediate_size=6144,
-             num_hidden_layers=5, num_attention_heads=12)
+MODEL = PLANNED_BERT
 T5 = dict(TINY_MODELS["T5ForConditionalGeneration"].config, architectures=["T5ForConditionalGeneration"])
 REQUEST = ("--ipus", "4", "--global-batch-size", "32", "--sequence-length", "512")
 ARGUMENTS = {"ipus": 4, "global_batch_size": 32, "sequence_length": 512}

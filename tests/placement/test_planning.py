@@ -5,18 +5,22 @@ never faster; the request's bounds; the frontier; the plan as data and as text."
 import itertools
 import json
 import warnings
+from types import SimpleNamespace
 
 import pytest
 
 from optimum_ipu_ext import IPUConfig, plan
-from optimum_ipu_ext.errors import InvalidSettingError, PlacementError
-from optimum_ipu_ext.placement.planning import pareto, replica_sizes
-from support.placement_fixtures import BERT_BASE
+from optimum_ipu_ext.errors import PlacementError
+from optimum_ipu_ext.placement import planning
+from optimum_ipu_ext.placement.models import architecture_of
+from optimum_ipu_ext.placement.models.blocks import StepCost
+from optimum_ipu_ext.placement.placement import cached_shapes, measure, planner_of
+from optimum_ipu_ext.placement.planning import Candidate, dominated, matmul_proportions, pareto, ranked, replica_sizes
+from optimum_ipu_ext.placement.source.model import read_model
+from support.placement_fixtures import BERT_BASE, PLANNED_BERT
+from support.placement_models import TINY_MODELS
 
-# a BERT whose builds on 4 IPUs at 512 tokens fit, are tight or do not fit as the split, the replicas and the
-# optimizer's place change
-MODEL = dict(BERT_BASE, architectures=["BertForPreTraining"], hidden_size=1536, intermediate_size=6144,
-             num_hidden_layers=5, num_attention_heads=12)
+MODEL = PLANNED_BERT
 LAYERS, IPUS, BATCH, LENGTH = 5, 4, 32, 512
 
 
@@ -27,12 +31,12 @@ def splits(layers, ipus):
         yield [bounds[index + 1] - bounds[index] - 1 for index in range(ipus)]
 
 
-def brute_force():
-    """Every build of the space the plan searches, each with every split: {build: [placement, ...]}, the
-    placements poptorch runs."""
+def brute_force(all_ipus=IPUS):
+    """Every build of the space the plan searches on `all_ipus`, each with every split: {build: [placement, ...]},
+    the placements poptorch runs."""
     found = {}
-    for ipus in replica_sizes(IPUS):
-        replicas = IPUS // ipus
+    for ipus in replica_sizes(all_ipus):
+        replicas = all_ipus // ipus
         for micro_batch in (1, 2, 4, 8, 16, 32):
             accumulation, remainder = divmod(BATCH, micro_batch * replicas)
             if remainder or not accumulation:
@@ -60,6 +64,17 @@ def everything():
     return brute_force()
 
 
+# on 2 IPUs a replica's fastest split that fits is not the even one, and a faster split is tight
+@pytest.fixture(scope="module")
+def searched_on_two():
+    return plan(MODEL, 2, global_batch_size=BATCH, sequence_length=LENGTH)
+
+
+@pytest.fixture(scope="module")
+def everything_on_two():
+    return brute_force(2)
+
+
 def key(candidate):
     build = candidate.build
     return (build["ipus_per_replica"], candidate.micro_batch_size, build["recompute_checkpoint_every_layer"],
@@ -79,7 +94,9 @@ def test_no_build_and_split_of_the_space_is_faster_than_the_best_and_fits(search
                for placement in placements) > fastest
 
 
-def test_each_build_s_split_is_its_fastest_that_fits_else_its_least_memory(searched, everything):
+@pytest.mark.parametrize("space", ["", "_on_two"])
+def test_each_build_s_split_is_its_fastest_that_fits_else_its_least_memory(space, request):
+    searched, everything = (request.getfixturevalue(name + space) for name in ("searched", "everything"))
     for candidate in searched.candidates:
         placements = everything[key(candidate)]
         fitting = [placement for placement in placements if placement.fits]
@@ -223,29 +240,6 @@ def test_a_batch_no_build_runs_is_refused_with_what_to_change():
                                      "size that the replicas and the pipeline's stages divide")
 
 
-@pytest.mark.parametrize("arguments, field, allowed", [
-    ({"ipus": 3}, "ipus", "powers of two"),
-    ({"ipus": 0}, "ipus", "positive whole numbers"),
-    ({"ipus": True}, "ipus", "positive whole numbers"),
-    ({"ipus": None}, "ipus", "give the IPUs (a power of two) or a pod"),
-    ({"pod": "pod16"}, "ipus", "give the IPUs (a power of two) or a pod"),
-    ({"ipus": None, "pod": "pod5"}, "pod", '"pod4", "pod16", "pod64"'),
-    ({"global_batch_size": None}, "global_batch_size", "a training plan needs the samples of a step"),
-    ({"global_batch_size": 0}, "global_batch_size", "positive whole numbers"),
-    ({"global_batch_size": 2.5}, "global_batch_size", "positive whole numbers"),
-    ({"inference": True}, "global_batch_size", "an inference plan takes no global batch"),
-    ({"micro_batch_size": 0}, "micro_batch_size", "positive whole numbers"),
-    ({"ipu": "mk1"}, "ipu", '"gc200", "bow"'),
-    ({"reserve": 1.0}, "reserve", "from 0 to less than 1"),
-])
-def test_a_request_outside_what_it_allows_names_the_argument(arguments, field, allowed):
-    request = dict({"ipus": IPUS, "global_batch_size": BATCH, "sequence_length": LENGTH}, **arguments)
-    with pytest.raises(InvalidSettingError) as refused:
-        plan(MODEL, **request)
-    assert refused.value.field == field
-    assert allowed in str(refused.value)
-
-
 def test_a_pod_names_its_ipus_and_a_micro_batch_given_is_the_only_one_searched():
     found = plan(MODEL, pod="pod4", global_batch_size=BATCH, sequence_length=LENGTH, micro_batch_size=2)
     assert found.request.ipus == 4
@@ -311,3 +305,221 @@ def test_lengths_the_model_does_not_take_are_refused_as_placement_refuses_them(l
     with pytest.raises(PlacementError) as placed:
         IPUConfig().placement(MODEL, micro_batch_size=1, **{"sequence_length": LENGTH, **lengths})
     assert str(refused.value) == str(placed.value) and problem in str(refused.value)
+
+
+def test_the_two_ipu_space_holds_what_the_split_search_must_see_past(everything_on_two, searched_on_two):
+    """Of a pipeline of 2 IPUs with the state off chip, the even split does not fit, the fastest that fits is
+    another, and a faster one still is tight: the plan takes the fastest that fits."""
+    placements = everything_on_two[(2, 1, True, True)]
+    even = next(placement for placement in placements if list(placement.layers_per_ipu) == [3, 2])
+    fastest = max(placements, key=lambda placement: placement.time.samples_per_second)
+    fitting = max((placement for placement in placements if placement.fits),
+                  key=lambda placement: placement.time.samples_per_second)
+    assert not even.fits and fastest.verdict == "tight"
+    candidate = next(found for found in searched_on_two.candidates if key(found) == (2, 1, True, True))
+    assert list(candidate.placement.layers_per_ipu) == list(fitting.layers_per_ipu) == [1, 4]
+
+
+def test_each_replica_size_is_searched_with_and_without_checkpoints_and_with_the_state_on_and_off_chip(searched):
+    """At micro-batch 1 (a larger one of a BERT computes and keeps as much a sample or more), sharded where there
+    are replicas, unserialized where a build fits without."""
+    found = {key(candidate) for candidate in searched.candidates}
+    assert len(found) == len(searched.candidates)
+    assert found == set(itertools.product(replica_sizes(IPUS), (1,), (False, True), (False, True)))
+    for candidate in searched.candidates:
+        build, replicas = candidate.build, IPUS // candidate.build["ipus_per_replica"]
+        assert (build["replication_factor"], build["gradient_accumulation_steps"]) == (replicas, BATCH // replicas)
+        assert build["replicated_tensor_sharding"] is (replicas > 1)
+        assert build["embedding_serialization_factor"] == build["projection_serialization_factor"] == 1
+
+
+def step_costs(flops, kept, given, passed):
+    return {"layer": StepCost(kept, given, passed, flops)}
+
+
+SMALL = step_costs(flops=100, kept=10, given=4, passed=4)
+
+
+@pytest.mark.parametrize("larger, left_out", [
+    (step_costs(flops=200, kept=10, given=4, passed=4), True),  # twice the work, the same memory
+    (step_costs(flops=300, kept=20, given=8, passed=8), True),
+    (step_costs(flops=199, kept=20, given=8, passed=8), False),  # less work a sample
+    (step_costs(flops=200, kept=9, given=8, passed=8), False),  # keeps less
+    (step_costs(flops=200, kept=20, given=3, passed=8), False),  # stashes less at a stage's start
+    (step_costs(flops=200, kept=20, given=8, passed=3), False),  # stashes less at a checkpoint
+])
+def test_a_larger_micro_batch_is_left_out_only_where_each_step_computes_and_keeps_as_much_or_more(larger, left_out):
+    assert dominated(larger, 2, SMALL, 1) is left_out
+
+
+def test_micro_batches_no_smaller_one_rules_out_are_searched_up_to_the_first_where_no_build_fits(monkeypatch):
+    """Under a cost model where a larger micro-batch is never ruled out, each is searched in turn, up to the first
+    of which no build fits or runs (a larger one keeps more: it fits no better)."""
+    monkeypatch.setattr(planning, "dominated", lambda *_: False)
+    found = plan(MODEL, IPUS, global_batch_size=BATCH, sequence_length=LENGTH)
+    for ipus in replica_sizes(IPUS):
+        sizes = sorted({candidate.micro_batch_size for candidate in found.candidates
+                        if candidate.build["ipus_per_replica"] == ipus})
+        assert sizes == [1 << power for power in range(len(sizes))]
+        fitting = [any(candidate.placement.fits for candidate in found.candidates
+                       if (candidate.build["ipus_per_replica"], candidate.micro_batch_size) == (ipus, size))
+                   for size in sizes]
+        assert fitting[:-1] == [True] * (len(sizes) - 1)  # a micro-batch no build fits is the last
+    assert max(candidate.micro_batch_size for candidate in found.candidates) > 1
+
+
+def test_the_split_costs_of_a_pipeline_are_worked_out_once_for_both_places_of_the_optimizer_state(monkeypatch):
+    made = []
+
+    class Counted(planning.SplitCosts):
+        def __init__(self, planner, cut):
+            made.append((planner.settings["ipus_per_replica"], planner.settings["recompute_checkpoint_every_layer"]))
+            super().__init__(planner, cut)
+
+    monkeypatch.setattr(planning, "SplitCosts", Counted)
+    found = plan(MODEL, IPUS, global_batch_size=BATCH, sequence_length=LENGTH)
+    assert sorted(made) == sorted({(candidate.build["ipus_per_replica"],
+                                    candidate.build["recompute_checkpoint_every_layer"])
+                                   for candidate in found.candidates})
+    assert len(found.candidates) == 2 * len(made)
+
+
+def placed_twice(micro_batch):
+    """The same build with 8 and with 32 micro-batches a step: the same memory, the second faster."""
+    return [Candidate({"gradient_accumulation_steps": steps}, micro_batch,
+                      IPUConfig(ipus_per_replica=4, layers_per_ipu=[0, 2, 2, 1], gradient_accumulation_steps=steps)
+                      .placement(MODEL, micro_batch_size=micro_batch, sequence_length=LENGTH))
+            for steps in (8, 32)]
+
+
+@pytest.mark.parametrize("micro_batch, verdict", [(1, "fits"), (16, "does not fit")])
+def test_of_builds_as_large_the_faster_ranks_first_and_alone_is_on_the_frontier(micro_batch, verdict):
+    slower, faster = placed_twice(micro_batch)
+    assert (slower.verdict, faster.verdict) == (verdict, verdict)
+    assert slower.largest_share == faster.largest_share
+    assert faster.samples_per_second > slower.samples_per_second
+    assert ranked([slower, faster]) == [faster, slower]
+    assert pareto([slower, faster]) == ([1] if verdict == "fits" else [])
+
+
+def test_a_candidate_the_search_found_is_data_without_a_config():
+    candidate = placed_twice(1)[0]
+    data = candidate.to_dict()
+    assert data["ipu_config"] is None
+    assert data["placement"] == candidate.placement.to_dict()
+    assert (data["gradient_accumulation_steps"], data["micro_batch_size"], data["verdict"]) == (8, 1, "fits")
+
+
+@pytest.mark.parametrize("on_chip, proportions", [
+    # 1 - on chip / memory - half the reserve's 0.25, between 0.1 and 0.6, to a hundredth
+    ([0, 275, 333, 600, 700, 875], [0.6, 0.6, 0.54, 0.28, 0.18, 0.1]),
+])
+def test_each_ipu_s_matmul_proportion_is_what_its_counted_memory_leaves_but_half_the_reserve(on_chip, proportions):
+    placement = SimpleNamespace(ipu_memory_bytes=1000, reserve_bytes=250,
+                                ipus=[SimpleNamespace(on_chip_bytes=size) for size in on_chip])
+    assert matmul_proportions(placement) == proportions
+
+
+def test_the_plan_as_data_names_the_memory_and_the_reserve_its_verdicts_take(searched):
+    data = searched.to_dict()
+    assert (data["micro_batch_size"], data["ipu_memory_bytes"], data["reserve_bytes"]) == (
+        None, 1472 * 624 * 1024, round(0.25 * 1472 * 624 * 1024))
+    assert plan(MODEL, IPUS, global_batch_size=BATCH, sequence_length=LENGTH, micro_batch_size=2,
+                reserve=0.1).to_dict()["reserve_bytes"] == round(0.1 * 1472 * 624 * 1024)
+
+
+@pytest.mark.parametrize("replicas, offchip", [(1, True), (2, False), (2, True)])
+def test_the_time_a_split_is_weighed_by_is_the_step_place_times_for_it(replicas, offchip):
+    """The search weighs a split by scale x its busiest IPU's FLOPs + the largest of the IPUs' other seconds (the
+    off-chip state's round trip, the gradients' sum); with the step's overhead that is `place`'s step, split by
+    split."""
+    source = read_model(MODEL)
+    row = architecture_of(source.name, source.config)
+    config = IPUConfig(ipus_per_replica=2, replication_factor=replicas, layers_per_ipu=[-1, -1],
+                       gradient_accumulation_steps=4, optimizer_state_offchip=offchip,
+                       replicated_tensor_sharding=replicas > 1)
+    planner = planner_of(source.name, row, source.config, vars(config), cached_shapes(source), False, False,
+                         measure(source.name, (1, LENGTH, None), False))
+    costs = planning.SplitCosts(planner, None)
+    even = planner.placement(None)
+    scale, other = planning._time_costs(planner, costs, even.schedule.cycles, 2)
+    assert max(other(ipu, 0, LAYERS) for ipu in (0, 1)) > 0
+    for first in range(1, LAYERS):  # every split giving each IPU a layer: the stages of the even split
+        runs = [(0, 0, first), (1, first, LAYERS)]
+        weighed = scale * max(costs.flops(*run) for run in runs) + max(other(*run) for run in runs)
+        step = planner.placement([first, LAYERS - first]).time
+        assert weighed + step.overhead_seconds == pytest.approx(step.step_seconds, rel=1e-12)
+
+
+def test_a_model_whose_layers_parallelize_places_itself_keeps_its_split():
+    lxmert = dict(TINY_MODELS["LxmertForQuestionAnswering"].config, architectures=["LxmertForQuestionAnswering"])
+    found = plan(lxmert, 4, global_batch_size=32, sequence_length=16)
+    even = IPUConfig(ipus_per_replica=4).placement(lxmert, micro_batch_size=1, sequence_length=16)
+    assert {tuple(candidate.build["layers_per_ipu"]) for candidate in found.candidates} == {
+        tuple(even.layers_per_ipu)}
+
+
+def test_a_generation_build_s_encoder_and_decoder_are_split_as_place_balances_them_for_time():
+    t5 = dict(TINY_MODELS["T5ForConditionalGeneration"].config, architectures=["T5ForConditionalGeneration"],
+              num_layers=6, num_decoder_layers=6)
+    base = IPUConfig(inference_parallelize_kwargs={"for_generation": True})
+    found = plan(t5, 4, sequence_length=32, decoder_sequence_length=8, inference=True, base=base)
+    splits = {candidate.build["ipus_per_replica"]: candidate.build["layers_per_ipu"]
+              for candidate in found.candidates}
+    assert splits == {2: [6, 6], 4: [3, 3, 3, 3]}
+    for candidate in found.candidates:
+        assert candidate.ipu_config.placement(t5, for_inference=True, micro_batch_size=1, sequence_length=32,
+                                              decoder_sequence_length=8).to_dict() == candidate.placement.to_dict()
+
+
+@pytest.mark.parametrize("value, field, needs", [("wide", "hidden_size", "a whole number"),
+                                                  ("5", "num_hidden_layers", "a whole number")])
+def test_a_config_json_value_of_the_wrong_kind_is_refused_as_placement_refuses_it(value, field, needs):
+    with pytest.raises(PlacementError) as refused:
+        plan(dict(MODEL, **{field: value}), IPUS, global_batch_size=BATCH, sequence_length=LENGTH)
+    assert str(refused.value) == (f'Cannot place the model config: its config.json gives `{field}` "{value}", and the '
+                                  f"placement needs {needs}.")
+
+
+def test_a_checkpoint_missing_a_layer_is_refused_as_placement_refuses_it(tmp_path):
+    from support.placement_fixtures import bert_shapes, write_checkpoint
+
+    config = dict(MODEL, architectures=["BertForMaskedLM"], num_hidden_layers=2)
+    shapes = {name: shape for name, shape in bert_shapes(config).items() if ".layer.1." not in name}
+    folder = write_checkpoint(tmp_path / "bert", shapes, config)
+    with pytest.raises(PlacementError) as refused:
+        plan(folder, 2, global_batch_size=8, sequence_length=128)
+    with pytest.raises(PlacementError) as placed:
+        IPUConfig().placement(folder)
+    assert str(refused.value) == str(placed.value)
+    assert "holds no parameter of `bert.encoder.layer.1`" in str(refused.value)
+
+
+@pytest.mark.parametrize("model, lengths", [
+    (dict(TINY_MODELS["T5ForConditionalGeneration"].config, architectures=["T5ForConditionalGeneration"]),
+     {"sequence_length": 32, "decoder_sequence_length": 8}),
+    (dict(TINY_MODELS["ViTForImageClassification"].config, architectures=["ViTForImageClassification"]), {}),
+])
+@pytest.mark.parametrize("fp32", [False, True])
+def test_each_candidate_is_placed_for_the_lengths_and_the_weights_asked_as_its_config_places(model, lengths, fp32):
+    found = plan(model, 2, global_batch_size=8, fp32=fp32, **lengths)
+    for candidate in found.candidates:
+        assert candidate.placement.to_dict() == candidate.ipu_config.placement(
+            model, fp32=fp32, micro_batch_size=candidate.micro_batch_size, **lengths).to_dict()
+
+
+def test_a_pipelined_inference_build_takes_its_fastest_split():
+    base = IPUConfig(inference_execution_strategy="pipelined")
+    found = plan(MODEL, IPUS, sequence_length=LENGTH, inference=True, base=base)
+    candidate = next(found for found in found.candidates if found.build["ipus_per_replica"] == IPUS)
+    assert candidate.placement.schedule.cycles is not None
+    speeds = []
+    for split in splits(LAYERS, IPUS):
+        config = IPUConfig(inference_execution_strategy="pipelined", inference_ipus_per_replica=IPUS,
+                           inference_layers_per_ipu=split,
+                           inference_device_iterations=candidate.build["device_iterations"])
+        placement = config.placement(MODEL, for_inference=True, micro_batch_size=1, sequence_length=LENGTH)
+        if placement.fits:
+            speeds.append(placement.time.samples_per_second)
+    assert candidate.samples_per_second == pytest.approx(max(speeds), rel=1e-12)
+    assert list(candidate.placement.layers_per_ipu) != [2, 1, 1, 1]  # not the even split

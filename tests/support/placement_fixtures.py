@@ -24,6 +24,10 @@ BERT_BASE = {
 # a BERT of 3 layers of 16 units: its parameters are counted by hand in the tests
 TINY_BERT = dict(BERT_BASE, vocab_size=64, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
                  intermediate_size=32, max_position_embeddings=32)
+# a BERT of 5 layers whose builds on 4 IPUs at 512 tokens fit, are tight or do not fit as the split, the replicas
+# and the optimizer's place change: what the plan's tests search
+PLANNED_BERT = dict(BERT_BASE, architectures=["BertForPreTraining"], hidden_size=1536, intermediate_size=6144,
+                    num_hidden_layers=5, num_attention_heads=12)
 
 
 def write_checkpoint(folder, shapes: Mapping[str, Tuple[int, ...]], config: Mapping = None, dtype: str = "F16") -> str:
