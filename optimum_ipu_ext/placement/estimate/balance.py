@@ -123,8 +123,8 @@ def best_of(parts: Sequence[Part]) -> Tuple[Optional[List[int]], Tuple[float, ..
 
 def least_weighted_sum(splits: Splits, first: Cost, scale: float, second: Cost,
                        current: Sequence[int]) -> Tuple[Optional[List[int]], float]:
-    """The split with the least `scale` x its largest `first` cost + its largest `second` cost, ties to the closest
-    to `current`, and that sum (None, UNREACHABLE: no split).
+    """The split with the least `scale` x its largest `first` cost + its largest `second` cost, ties to the one with
+    the smallest largest `first` cost, then to the closest to `current`; and that sum (None, UNREACHABLE: no split).
 
     Exact: for each bound on the largest `first` cost, from the least any split reaches up, the least largest
     `second` cost within it; the sum of a bound and its second is never less than that of the split reaching both,
