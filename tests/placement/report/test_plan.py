@@ -1,5 +1,7 @@
 """`report/plan.py`: a plan as text, on a plan written by hand in the shape `ipu-config plan --json` gives."""
 
+import pytest
+
 from optimum_ipu_ext.placement.report.plan import plan_text
 from support.placement_fixtures import plan_candidate, written_plan
 
@@ -13,6 +15,26 @@ def test_the_text_says_what_the_plan_is_for_and_its_best():
         "Best: 4 IPUs x 4, micro-batch 2, G 64, checkpoints, state off chip, layers_per_ipu [3, 7, 7, 7]: 330.2 "
         "samples a second, 0.0969 s a step, the largest IPU 56% of its memory.",
     ]
+
+
+@pytest.mark.parametrize("factor, words", [
+    (None, ""), (1, ""), (2, ", serialization factor 2"), (3, ", serialization factor 3"),
+])
+def test_the_best_names_its_serialization_factor_only_above_1(factor, words):
+    plan = written_plan()
+    plan["candidates"][0]["embedding_serialization_factor"] = factor
+    assert plan_text(plan).splitlines()[3] == (
+        f"Best: 4 IPUs x 4, micro-batch 2, G 64, checkpoints, state off chip, layers_per_ipu [3, 7, 7, 7]{words}: "
+        "330.2 samples a second, 0.0969 s a step, the largest IPU 56% of its memory.")
+
+
+def test_the_best_is_the_first_candidate_and_only_where_it_fits():
+    plan = written_plan()
+    refused, fitting = plan["candidates"][5], plan["candidates"][0]
+    plan.update(candidates=[refused, fitting], pareto=[1])  # the first does not run: no best, though the second fits
+    assert plan_text(plan).splitlines()[3] == "No build fits: the nearest are first below."
+    plan.update(candidates=[fitting], pareto=[0])
+    assert plan_text(plan).splitlines()[3].startswith("Best: 4 IPUs x 4, micro-batch 2, G 64, ")
 
 
 def test_the_table_left_aligns_layers_per_ipu_and_the_verdict_and_right_aligns_the_rest_after_a_blank_line():
