@@ -18,24 +18,26 @@ UNREACHABLE = float("inf")
 
 class Splits:
     """The splits of `layers` consecutive layers over `ipus` IPUs: IPU i takes `least[i]` layers or more (default
-    0), the first `some_layer_within` IPUs at least one between them, and each IPU's `limits` (cost, bound) stay
-    within their bounds."""
+    0), the first `some_layer_within` IPUs at least one between them, and each IPU's `limits` (cost, bound), which
+    `within` adds, stay within their bounds."""
 
-    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, least: Sequence[int] = (),
-                 limits: Tuple[Tuple[Cost, float], ...] = (), wider: Optional["Splits"] = None):
+    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, least: Sequence[int] = ()):
         self.layers = layers
         self.ipus = ipus
         self.some_layer_within = some_layer_within
         self.least = tuple(least) or (0,) * ipus
-        self.limits = limits
-        self._wider = wider  # the same splits without the last limit, whose counts these filter
+        # set by `within`: the limits, and the same splits without the last limit, whose counts these filter
+        self.limits: Tuple[Tuple[Cost, float], ...] = ()
+        self._wider: Optional[Splits] = None
         self._counts: Dict[Tuple[int, int], List[int]] = {}
         self._least: Dict[Tuple[Cost, int, int], float] = {}
         self._closest: Dict[Tuple[Tuple[int, ...], int, int], float] = {}
 
     def within(self, cost: Cost, bound: float) -> "Splits":
         """The same splits, restricted to those where every IPU's `cost` is at most `bound`."""
-        return Splits(self.layers, self.ipus, self.some_layer_within, self.least, (*self.limits, (cost, bound)), self)
+        narrower = Splits(self.layers, self.ipus, self.some_layer_within, self.least)
+        narrower.limits, narrower._wider = (*self.limits, (cost, bound)), self
+        return narrower
 
     def counts(self, ipu: int, first: int) -> List[int]:
         """The numbers of layers IPU `ipu` may take when the layers before `first` are placed (all the rest on the
@@ -53,8 +55,7 @@ class Splits:
                 counts = list(range(least, self.layers - first - sum(self.least[ipu + 1:]) + 1))
             if first == 0 and ipu == self.some_layer_within - 1:
                 counts = [count for count in counts if count]
-            self._counts[key] = [count for count in counts
-                                 if all(cost(ipu, first, first + count) <= bound for cost, bound in self.limits)]
+            self._counts[key] = counts
         return self._counts[key]
 
     def least_largest(self, cost: Cost, ipu: int = 0, first: int = 0) -> float:
@@ -122,8 +123,8 @@ def best_of(parts: Sequence[Part]) -> Tuple[Optional[List[int]], Tuple[float, ..
 
 def least_weighted_sum(splits: Splits, first: Cost, scale: float, second: Cost,
                        current: Sequence[int]) -> Tuple[Optional[List[int]], float]:
-    """The split with the least `scale` x its largest `first` cost + its largest `second` cost, ties to the closest
-    to `current`, and that sum (None, UNREACHABLE: no split).
+    """The split with the least `scale` x its largest `first` cost + its largest `second` cost, ties to the one with
+    the smallest largest `first` cost, then to the closest to `current`; and that sum (None, UNREACHABLE: no split).
 
     Exact: for each bound on the largest `first` cost, from the least any split reaches up, the least largest
     `second` cost within it; the sum of a bound and its second is never less than that of the split reaching both,

@@ -239,6 +239,28 @@ def test_of_splits_of_the_same_least_weighted_sum_the_closest_to_the_config_s_is
     assert balance.least_weighted_sum(splits, layer_count, 20.0, ten_a_layer_on_ipu_0, [3, 0]) == ([1, 2], 50.0)
 
 
+def test_of_splits_of_the_same_least_weighted_sum_the_one_with_the_smaller_largest_first_cost_is_chosen():
+    def second(ipu, first, end):
+        return {0: 1, 1: 2, 2: 2, 3: 1}[end - first]  # an IPU of 0 or 3 layers costs 1, of 1 or 2 layers 2
+
+    splits = balance.Splits(3, 2)
+    # largest first cost 2 ([1, 2], [2, 1]): 1 x 2 + 2 = 4; 3 ([0, 3], [3, 0]): 1 x 3 + 1 = 4, and [3, 0] is closer
+    assert balance.least_weighted_sum(splits, layer_count, 1.0, second, [3, 0]) == ([2, 1], 4.0)
+    assert balance.least_weighted_sum(splits, layer_count, 1.0, second, [0, 3]) == ([1, 2], 4.0)
+
+
+def test_the_bounds_stop_where_the_scaled_bound_alone_reaches_the_best_sum():
+    asked = []
+
+    def second(ipu, first, end):
+        asked.append(end - first)
+        return end - first
+
+    # largest first cost 1 ([1, 1]): 1 x 1 + 1 = 2; 2: 1 x 2 alone is 2 already, so its splits are not weighed
+    assert balance.least_weighted_sum(balance.Splits(2, 2), layer_count, 1.0, second, [2, 0]) == ([1, 1], 2.0)
+    assert asked and 2 not in asked  # no IPU of two layers was asked its second cost
+
+
 def test_narrower_splits_filter_the_counts_of_the_wider_ones_by_their_own_bound():
     calls = []
 

@@ -57,6 +57,8 @@ def test_bow_ipus_are_faster_by_their_peak():
     # 128 IPUs: two Pods of 8 replicas, each sending its share of its Pod's sum over the Gateway-Links
     (16, 8, 2 * 7 / 8 * 10**9 / IPU_LINK_BYTES_PER_SECOND + 2 * 1 / 2 * 10**9 / 8 / GATEWAY_LINK_BYTES_PER_SECOND),
     (32, 8, 2 * 7 / 8 * 10**9 / IPU_LINK_BYTES_PER_SECOND + 2 * 3 / 4 * 10**9 / 8 / GATEWAY_LINK_BYTES_PER_SECOND),
+    # replicas of 3 IPUs (auto_round_num_ipus): a Pod holds 21 whole ones (64 // 3), so 32 take ceil(32 / 21) = 2 Pods
+    (32, 3, 2 * 20 / 21 * 10**9 / IPU_LINK_BYTES_PER_SECOND + 2 * 1 / 2 * 10**9 / 21 / GATEWAY_LINK_BYTES_PER_SECOND),
     # a replica wider than a Pod: one replica a Pod
     (2, 128, 2 * 1 / 2 * 10**9 / GATEWAY_LINK_BYTES_PER_SECOND),
 ])

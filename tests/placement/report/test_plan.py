@@ -1,7 +1,9 @@
 """`report/plan.py`: a plan as text, on a plan written by hand in the shape `ipu-config plan --json` gives."""
 
+import pytest
+
 from optimum_ipu_ext.placement.report.plan import plan_text
-from support.placement_fixtures import written_plan
+from support.placement_fixtures import plan_candidate, written_plan
 
 
 def test_the_text_says_what_the_plan_is_for_and_its_best():
@@ -15,6 +17,46 @@ def test_the_text_says_what_the_plan_is_for_and_its_best():
     ]
 
 
+@pytest.mark.parametrize("factor, words", [
+    (None, ""), (1, ""), (2, ", serialization factor 2"), (3, ", serialization factor 3"),
+])
+def test_the_best_names_its_serialization_factor_only_above_1(factor, words):
+    plan = written_plan()
+    plan["candidates"][0]["embedding_serialization_factor"] = factor
+    assert plan_text(plan).splitlines()[3] == (
+        f"Best: 4 IPUs x 4, micro-batch 2, G 64, checkpoints, state off chip, layers_per_ipu [3, 7, 7, 7]{words}: "
+        "330.2 samples a second, 0.0969 s a step, the largest IPU 56% of its memory.")
+
+
+def test_the_best_is_the_first_candidate_and_only_where_it_fits():
+    plan = written_plan()
+    refused, fitting = plan["candidates"][5], plan["candidates"][0]
+    plan.update(candidates=[refused, fitting], pareto=[1])  # the first does not run: no best, though the second fits
+    assert plan_text(plan).splitlines()[3] == "No build fits: the nearest are first below."
+    plan.update(candidates=[fitting], pareto=[0])
+    assert plan_text(plan).splitlines()[3].startswith("Best: 4 IPUs x 4, micro-batch 2, G 64, ")
+
+
+def test_the_table_left_aligns_layers_per_ipu_and_the_verdict_and_right_aligns_the_rest_after_a_blank_line():
+    plan = written_plan()
+    wide = plan_candidate(2, 8, 2, 64, 1.35, "does not fit", 380.0, sharding=True)
+    wide["layers_per_ipu"] = [10, 14]
+    plan.update(candidates=[plan["candidates"][0], wide], pareto=[0], reference=None)
+    # each column as wide as its header, "G" as "64", "Verdict" as "does not fit"; steps of 32 / 330.2 = 0.0969 s
+    # and 32 / 380.0 = 0.0842 s (to 3 figures)
+    assert plan_text(plan).splitlines()[4:] == [
+        "",
+        "Rank  IPUs a replica  Replicas  layers_per_ipu  Micro-batch   G  Checkpoint every layer  State off chip  "
+        "RTS  Largest IPU  Verdict       Samples a second  Step, s",
+        "   1               4         4  [3, 7, 7, 7]              2  64                     yes             yes  "
+        " no          56%  fits                     330.2   0.0969",
+        "   2               2         8  [10, 14]                  2  64                     yes             yes  "
+        "yes         135%  does not fit             380.0   0.0842",
+        "",
+        "Speed against memory (the frontier): #1 330.2/s at 56%.",
+    ]
+
+
 def test_the_table_shows_the_top_candidates_then_the_base_config_and_what_is_left_out():
     lines = plan_text(written_plan(), top=3).splitlines()
     header = lines[5]
@@ -24,6 +66,13 @@ def test_the_table_shows_the_top_candidates_then_the_base_config_and_what_is_lef
     assert rows[1].split()[-2:] == ["352.9", "0.0907"]
     assert "[3, 7, 7, 7]" in rows[0] and rows[3].split()[-2] == "299.3"
     assert lines[10] == "... and 5 more (--top, --json)."
+
+
+def test_the_candidates_left_out_are_counted_only_where_there_are_more_than_top():
+    lines = plan_text(written_plan(), top=7).splitlines()
+    assert lines[13].startswith("base ") and lines[14] == "... and 1 more (--top, --json)."
+    lines = plan_text(written_plan(), top=8).splitlines()
+    assert lines[14].startswith("base ") and lines[15] == ""
 
 
 def test_the_base_config_is_one_row_however_few_the_candidates():
