@@ -54,7 +54,7 @@ def plan(
         PlacementError: where no build runs, or the model cannot be placed.
     """
     from ..placement.hardware import RESERVE
-    from ..placement.models import architecture_of, resolve_shape
+    from ..placement.models import architecture_of
     from ..placement.placement import cached_shapes, check_reserve, ipu_type_of
     from ..placement.planning import Model, Plan, Request, pareto, search, settings_of, with_config
     from ..placement.source.model import read_model
@@ -70,9 +70,6 @@ def plan(
                       ipu_type_of(ipu), reserve, inference, fp32)
     source = read_model(model, revision, token)
     row = architecture_of(source.name, source.config, architecture)
-    # the input's lengths, checked once as `placement()` checks them: the search would only find no build
-    resolve_shape(source.name, row.name, row.config(source.config, source.name), micro_batch_size or 1,
-                  sequence_length, decoder_sequence_length)
     searched = Model(source.name, row, source.config, cached_shapes(source))
     mode = Mode.of(inference)
     candidates = [with_config(candidate, configured(base, settings_of(candidate.build, mode)))
@@ -82,10 +79,12 @@ def plan(
 
 
 def configured(base: Any, settings: Dict[str, Any]) -> Any:
-    """A copy of `base` with `settings`, each checked as the class checks a setting."""
+    """A copy of `base` with `settings`, each checked as the class checks a setting, then the whole as the class
+    checks a config."""
     config = copy.copy(base)
     for name, value in settings.items():
         setattr(config, name, value)
+    config._validate_ipu_config()
     return config
 
 
@@ -115,7 +114,7 @@ def _global_batch(value: Optional[int], inference: bool) -> Optional[int]:
                                       "chooses the replicas and the device iterations of each step")
         return None
     if value is None:
-        raise InvalidSettingError("global_batch_size", value, "a training plan needs the samples of a step: a "
+        raise InvalidSettingError("global_batch_size", None, "a training plan needs the samples of a step: a "
                                   "positive whole number, the micro-batch x gradient accumulation x replicas")
     return _positive("global_batch_size", value)
 

@@ -58,12 +58,16 @@ class Request(NamedTuple):
     fp32: bool = False
 
 
-# what a build chooses, by the name of its training setting; `inference_device_iterations` is `device_iterations`
+# what a build chooses, by the name of its training setting; `inference_device_iterations` is `device_iterations`.
+# A build cuts a vocabulary by its factors alone: it sets the splits over the IPUs (the base config's, for its own
+# IPUs) null
+SERIALIZATION = ("embedding_serialization_factor", "serialized_embedding_splits_per_ipu",
+                 "projection_serialization_factor", "serialized_projection_splits_per_ipu")
 TRAINING_BUILD = ("ipus_per_replica", "replication_factor", "layers_per_ipu", "gradient_accumulation_steps",
                   "recompute_checkpoint_every_layer", "optimizer_state_offchip", "replicated_tensor_sharding",
-                  "embedding_serialization_factor", "projection_serialization_factor", "matmul_proportion")
-INFERENCE_BUILD = ("ipus_per_replica", "replication_factor", "layers_per_ipu", "device_iterations",
-                   "embedding_serialization_factor", "projection_serialization_factor", "matmul_proportion")
+                  *SERIALIZATION, "matmul_proportion")
+INFERENCE_BUILD = ("ipus_per_replica", "replication_factor", "layers_per_ipu", "device_iterations", *SERIALIZATION,
+                   "matmul_proportion")
 
 
 def build_names(mode: Mode) -> Tuple[str, ...]:
@@ -199,7 +203,8 @@ def _builds(ipus: int, request: Request, steps: int, factor: int, mode: Mode) ->
     """The builds searched for one size of replica and micro-batch (their splits even, to be balanced)."""
     replicas = request.ipus // ipus
     common = {"ipus_per_replica": ipus, "replication_factor": replicas, "layers_per_ipu": [-1] * ipus,
-              "embedding_serialization_factor": factor, "projection_serialization_factor": factor,
+              "embedding_serialization_factor": factor, "serialized_embedding_splits_per_ipu": None,
+              "projection_serialization_factor": factor, "serialized_projection_splits_per_ipu": None,
               "matmul_proportion": MATMUL_PROPORTIONS[1]}
     if mode.is_inference:
         yield {**common, "device_iterations": steps}
@@ -216,10 +221,6 @@ def _serialized(architecture: Architecture) -> bool:
                 or any(isinstance(step, Split) for step in architecture.steps))
 
 
-# the settings given per IPU, reset for each size of replica
-PER_IPU = ("serialized_embedding_splits_per_ipu", "serialized_projection_splits_per_ipu")
-
-
 class _Search:
     """The state of one search: the costs of each micro-batch, worked out once, and the split costs of each
     pipeline, shared by its builds that differ only in where the optimizer state is."""
@@ -228,7 +229,7 @@ class _Search:
         self.model = model
         self.request = request
         self.mode = Mode.of(request.for_inference)
-        self.base = {**base, **{self.mode.setting(name): None for name in PER_IPU}}
+        self.base = base
         self.config = model.architecture.config(model.values, model.name)
         self.costs = lru_cache(maxsize=None)(self._costs)
         self.split_costs: Dict[Tuple[Any, ...], SplitCosts] = {}

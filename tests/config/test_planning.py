@@ -2,6 +2,8 @@
 its value; the base config placed and timed as the candidates are (its IPUs, replicas, micro-batch, build, weights
 and reserve the plan's); a Hub model read with the token given."""
 
+import json
+
 import pytest
 
 from optimum_ipu_ext import HubAccessDeniedError, IPUConfig, plan
@@ -9,6 +11,7 @@ from optimum_ipu_ext.errors import InvalidSettingError
 from optimum_ipu_ext.placement.planning import INFERENCE_BUILD, TRAINING_BUILD, build_of, settings_of
 from optimum_ipu_ext.settings.mode import Mode
 from support.placement_fixtures import PLANNED_BERT
+from support.placement_models import TINY_MODELS
 
 MODEL = PLANNED_BERT
 REQUEST = {"ipus": 4, "global_batch_size": 32, "sequence_length": 512}
@@ -101,3 +104,18 @@ def test_a_hub_model_is_planned_with_the_token_given(hub_client, tiny_models, tm
     with pytest.raises(HubAccessDeniedError):
         plan("org/gated", 2, token=hub_client.read_token, **request)
     assert plan("org/gated", 2, token=hub_client.write_token, **request).model == "org/gated"
+
+
+def test_a_base_config_s_splits_of_a_vocabulary_over_its_ipus_are_not_carried_to_other_builds():
+    """Its splits are for its own 4 IPUs: each build cuts the vocabulary by its factors alone, and saves as a
+    config that loads."""
+    mt5 = dict(TINY_MODELS["MT5ForConditionalGeneration"].config, architectures=["MT5ForConditionalGeneration"])
+    base = IPUConfig(ipus_per_replica=4, layers_per_ipu=[0, 2, 2, 0], projection_serialization_factor=None,
+                     serialized_projection_splits_per_ipu=[0, 0, 1, 1])
+    found = plan(mt5, 4, global_batch_size=16, sequence_length=16, base=base)
+    assert {candidate.build["ipus_per_replica"] for candidate in found.candidates} == {1, 2, 4}
+    for candidate in found.candidates:
+        config = candidate.ipu_config
+        assert config.serialized_projection_splits_per_ipu is config.serialized_embedding_splits_per_ipu is None
+        assert IPUConfig.from_dict(json.loads(config.to_json_string())).to_dict() == config.to_dict()
+    assert found.reference.build["serialized_projection_splits_per_ipu"] == [0, 0, 1, 1]

@@ -5,7 +5,6 @@ The plan's best is never slower than it. docs/placement.md's table "Against Grap
 here, figures and all (`PYTHONPATH=tests python tests/placement/test_plan_against_graphcore.py` prints it).
 """
 
-import functools
 from pathlib import Path
 from typing import Any, Callable, Dict, NamedTuple, Optional, Union
 
@@ -170,7 +169,6 @@ class Figures:
         self.share = 100 * candidate.largest_share
 
 
-@functools.lru_cache(maxsize=None)
 def planned(name: str):
     case = next(case for case in CASES if case.name == name)
     model = case.model if isinstance(case.model, dict) else str(FULL_SIZE / case.model)
