@@ -359,8 +359,7 @@ def parameter_shapes(source: ModelSource):
         tensors = source.tensors()
         if tensors is None:
             return from_config(architecture, config)
-        return from_checkpoint(source.name, architecture, config,
-                               {name: tensor.shape for name, tensor in tensors.items()})
+        return from_checkpoint(architecture, config, {name: tensor.shape for name, tensor in tensors.items()})
 
     return shapes
 

@@ -106,6 +106,22 @@ def test_an_ipu_fits_up_to_its_reserve_s_last_byte_and_is_tight_up_to_its_memory
     assert fits == [True, False, False, False]
 
 
+def test_an_inference_step_takes_a_micro_batch_on_each_inference_replica_each_device_iteration(tmp_path):
+    config = PlainIPUConfig(layers_per_ipu=[1, 2], replication_factor=4, inference_replication_factor=2,
+                            inference_device_iterations=3)
+    time = config.placement(tiny_bert(tmp_path), for_inference=True, micro_batch_size=5).time
+    assert time.samples_per_step == 5 * 3 * 2
+
+
+def test_the_bytes_the_update_brings_in_are_whole(tmp_path):
+    """The largest trained tensor an IPU updates, or a serialized embedding's part of it, counted in whole elements:
+    the JSON gives whole bytes."""
+    config = PlainIPUConfig(layers_per_ipu=[1, 2], embedding_serialization_factor=4, optimizer_state_offchip=True)
+    placement = config.placement(tiny_bert(tmp_path))
+    assert all(type(ipu.update_bytes) is int and ipu.update_bytes > 0 for ipu in placement.ipus)
+    assert '.0,' not in placement.to_json_string()
+
+
 def test_every_parameter_is_on_the_ipu_that_first_uses_it(tmp_path):
     ipus = PlainIPUConfig(layers_per_ipu=[0, 3]).placement(tiny_bert(tmp_path)).parameter_ipus()
     assert ipus["bert.embeddings.word_embeddings.weight"] == (0,)  # first used by the embedding, then by the head

@@ -58,7 +58,7 @@ def loaded_names(architecture: Architecture, names: List[str]) -> Dict[str, str]
     return renamed
 
 
-def from_checkpoint(model: str, architecture: Architecture, config: ModelConfig,
+def from_checkpoint(architecture: Architecture, config: ModelConfig,
                     tensors: Mapping[str, Tuple[int, ...]]) -> Parameters:
     """The parameters of `architecture` from a checkpoint's `{tensor name: shape}`, heads it lacks added."""
     ties = architecture.tied(config)

@@ -56,23 +56,23 @@ def test_buffers_and_tied_names_are_not_parameters_and_missing_heads_are_added()
     tensors = {"bert.embeddings.position_ids": (1, 32), "bert.embeddings.token_type_ids": (1, 32),
                "bert.embeddings.word_embeddings.weight": (64, 16), "cls.predictions.decoder.weight": (64, 16),
                "cls.predictions.decoder.bias": (64,)}
-    parameters = from_checkpoint("m", row, config, tensors)
+    parameters = from_checkpoint(row, config, tensors)
     # a tied name is its parameter: the decoder's bias is the head's, its weight the word embeddings'
     assert parameters.shapes == {"bert.embeddings.word_embeddings.weight": (64, 16), "cls.predictions.bias": (64,)}
     assert parameters.aliases == {"bert.embeddings.word_embeddings.weight": ["cls.predictions.decoder.weight"],
                                   "cls.predictions.bias": ["cls.predictions.decoder.bias"]}
-    headless = from_checkpoint("m", row, config, {"bert.embeddings.word_embeddings.weight": (64, 16)})
+    headless = from_checkpoint(row, config, {"bert.embeddings.word_embeddings.weight": (64, 16)})
     assert headless.shapes == {
         "bert.embeddings.word_embeddings.weight": (64, 16), "cls.predictions.transform.dense.weight": (16, 16),
         "cls.predictions.transform.dense.bias": (16,), "cls.predictions.transform.LayerNorm.weight": (16,),
         "cls.predictions.transform.LayerNorm.bias": (16,), "cls.predictions.bias": (64,)}
-    untied = from_checkpoint("m", row, row.config(dict(TINY_BERT, tie_word_embeddings=False)), {})
+    untied = from_checkpoint(row, row.config(dict(TINY_BERT, tie_word_embeddings=False)), {})
     assert untied.shapes["cls.predictions.decoder.weight"] == (64, 16)
 
 
 def test_gpt2_s_attention_masks_are_buffers_and_its_attention_parameters_are_not():
     row = ARCHITECTURES["GPT2LMHeadModel"]
-    shapes = from_checkpoint("m", row, row.config({}), {"h.0.attn.bias": (1, 1, 8, 8), "h.0.attn.masked_bias": (),
+    shapes = from_checkpoint(row, row.config({}), {"h.0.attn.bias": (1, 1, 8, 8), "h.0.attn.masked_bias": (),
                                                         "h.0.attn.c_attn.bias": (48,), "wte.weight": (64, 16)}).shapes
     assert shapes == {"transformer.h.0.attn.c_attn.bias": (48,), "transformer.wte.weight": (64, 16)}
 
@@ -159,7 +159,7 @@ def test_the_parts_of_a_split_weight_have_whole_rows():
 
 def test_the_pipelined_mpnet_mlm_keeps_a_copy_of_its_word_embeddings_unless_serialized():
     row = ARCHITECTURES["MPNetForMaskedLM"]
-    parameters = from_checkpoint("m", row, row.config({}), {"mpnet.embeddings.word_embeddings.weight": (64, 16)})
+    parameters = from_checkpoint(row, row.config({}), {"mpnet.embeddings.word_embeddings.weight": (64, 16)})
     copied = parallelized("m", row, parameters, settings())
     assert copied.shapes["lm_head.decoder.weight"] == (64, 16)
     assert "lm_head.decoder.weight" not in copied.aliases["mpnet.embeddings.word_embeddings.weight"]

@@ -50,6 +50,16 @@ def test_the_parts_of_an_ipu_or_of_its_json_add_up_to_its_on_chip_figure(tmp_pat
         data = ipu.to_dict()
         assert data["stash_bytes"] is None and parts(data)[2:] == [0, 0, 0, data["update_bytes"]]
         assert data["update_bytes"] > 0 and sum(parts(data)) == data["on_chip_bytes"]
+    # IPU 0 brings in the embedding's state for its update, more than its stash and recomputation; IPU 1 less
+    first, second = update.placement(str(tmp_path / "bert"), micro_batch_size=1, sequence_length=32).ipus
+    assert first.update_bytes > first.work.stash_bytes + first.work.recompute_bytes > 0
+    assert parts(first)[3:] == [0, 0, first.update_bytes] and sum(parts(first)) == first.on_chip_bytes
+    assert 0 < second.update_bytes < second.work.stash_bytes + second.work.recompute_bytes
+    assert parts(second)[3:] == [second.work.stash_bytes, second.work.recompute_bytes, 0]
+    assert sum(parts(second)) == second.on_chip_bytes
+    # inference keeps nothing for a backward pass and updates nothing
+    for ipu in config.placement(str(tmp_path / "bert"), for_inference=True, micro_batch_size=2).ipus:
+        assert parts(ipu)[1:] == [0, 0, 0, 0, 0] and sum(parts(ipu)) == ipu.on_chip_bytes
 
 
 def test_the_text_has_one_row_per_ipu_a_verdict_and_the_assumptions(tmp_path):
@@ -86,6 +96,24 @@ def test_an_ipu_over_its_memory_is_named_in_red_and_one_over_its_reserve_in_yell
     assert text.splitlines()[-2] == ("<yellow>Tight</yellow>: <yellow>IPU 0</yellow> (638.8 MiB) over the 600.0 MiB a "
                                      "reserve of 100.0 MiB leaves of an IPU's 700.0 MiB.")
     assert (tight.verdict, tight.fits) == ("tight", False)
+    assert all(line.startswith("<bold>IPU  Blocks") for line in (render(over, tagged).splitlines()[2],
+                                                                  text.splitlines()[2]))  # the header is no IPU's
+    # an IPU full to its memory's last byte is over its reserve, not over its memory; one full to what the reserve
+    # leaves is over neither
+    full = dataclasses.replace(placement, ipu_memory_bytes=placement.ipus[0].on_chip_bytes,
+                               reserve_bytes=placement.ipus[0].on_chip_bytes - placement.ipus[1].on_chip_bytes)
+    text = render(full, tagged)
+    assert full.verdict == "tight" and "<yellow>  0</yellow>  Embedding" in text and "\n  1  Encoder6-11" in text
+    assert text.splitlines()[-2].startswith("<yellow>Tight</yellow>: <yellow>IPU 0</yellow> (638.8 MiB) over the "
+                                            "405.6 MiB a reserve")
+
+
+def test_what_poptorch_refuses_is_listed_before_the_memory_s_verdict(tmp_path):
+    placement = PlainIPUConfig(layers_per_ipu=[6, 6]).placement(bert_base(tmp_path / "bert"))
+    refused = dataclasses.replace(placement, schedule=placement.schedule._replace(problems=("one", "two")))
+    assert render(refused, tagged).splitlines()[-2] == (
+        "<red>Does not run</red>: one; two; memory fits: every IPU's on-chip figure is within the 672.8 MiB a "
+        "reserve of 224.2 MiB leaves of an IPU's 897.0 MiB.")
 
 
 def test_the_model_and_the_headers_are_bold_and_an_ipu_full_to_its_reserve_s_last_byte_is_not_over(tmp_path):
@@ -127,6 +155,9 @@ IPU  Layers  Balanced  On chip, MiB  Balanced, MiB
 The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; it fits."""
     assert render_comparison(balanced, balanced.balanced()) == (
         "Balanced: the config's layers_per_ipu already makes the largest on-chip figure smallest.")
+    tight = dataclasses.replace(balanced, reserve_bytes=balanced.ipu_memory_bytes - (500 << 20))
+    assert render_comparison(placement, tight).endswith("The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; "
+                                                        "it is tight.")
 
 
 def test_balanced_for_time_each_ipu_s_flops_are_shown_and_the_slowest_named_first(tmp_path):
