@@ -7,6 +7,7 @@ Its parts each have a file: test_layout.py, test_rules.py, test_parameters.py, t
 import copy
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -198,6 +199,26 @@ def test_another_architecture_counts_its_head_and_not_the_checkpoint_s(tmp_path)
 def test_a_checkpoint_lacking_a_pooler_gets_one_for_a_model_that_has_it(tmp_path):
     placement = PlainIPUConfig().placement(tiny_bert(tmp_path), architecture="BertForSequenceClassification")
     assert placement.ipus[0].parameters == 1600 + 3 * 2224 + (16 * 16 + 16) + (2 * 16 + 2)
+
+
+@pytest.mark.parametrize("architecture, heads", [
+    ("Wav2Vec2ForCTC", ("lm_head",)),
+    ("Wav2Vec2ForPreTraining", ("project_hid", "project_q", "quantizer")),
+])
+def test_a_checkpoint_of_the_bare_speech_model_gets_the_heads_from_their_modules(tmp_path, architecture, heads):
+    """The heads a bare `Wav2Vec2Model` checkpoint lacks, each placed as a group of its own, are counted from their
+    modules: the placement is that of the whole model's checkpoint."""
+    from support.placement_fixtures import tiny_model, write_checkpoint
+
+    model = tiny_model(architecture)
+    shapes = {name: tuple(parameter.shape) for name, parameter in model.named_parameters()}
+    bare = {name: shape for name, shape in shapes.items() if not name.startswith(heads)}
+    assert len(bare) < len(shapes)
+    config = dict(model.config.to_dict(), architectures=[architecture])
+    whole = PlainIPUConfig().placement(write_checkpoint(tmp_path / "whole", shapes, config))
+    placed = PlainIPUConfig().placement(write_checkpoint(tmp_path / "bare", bare, config))
+    assert [ipu.parameters for ipu in placed.ipus] == [ipu.parameters for ipu in whole.ipus]
+    assert sum(ipu.parameters for ipu in placed.ipus) == sum(map(math.prod, shapes.values()))
 
 
 BERT_CHOICES = ("give one of model type \"bert\"'s with --architecture (architecture=): BertForMaskedLM, "

@@ -223,10 +223,8 @@ def _layers_on_ipus(model: str, architecture: Architecture, counts: Mapping[str,
         return ({group: [next(layer_ipus) for _ in range(count)] for group, count in counts.items()},
                 (Executor("model", 0, ipus),))
     encoder, decoder = architecture.generation
-    cut = encoder_decoder_cut(model, expanded, counts[encoder], setting)
-    encoder_ipus = _layer_ipus(expand_layers_per_ipu(model, expanded[:cut], cut, counts[encoder], setting))
-    decoder_ipus = _layer_ipus(expand_layers_per_ipu(model, expanded[cut:], ipus - cut, counts[decoder], setting))
-    return ({encoder: encoder_ipus, decoder: [cut + ipu for ipu in decoder_ipus]},
+    cut = encoder_decoder_cut(model, expanded, counts[encoder], setting)  # the encoder's layers on IPUs 0 to cut - 1
+    return ({encoder: _layer_ipus(expanded[:cut]), decoder: [cut + ipu for ipu in _layer_ipus(expanded[cut:])]},
             (Executor("encoder", 0, cut), Executor("decoder", cut, ipus - cut)))
 
 

@@ -55,6 +55,7 @@ def test_a_convolution_computes_over_its_outputs_and_the_inputs_of_its_group():
     conv = Convolution("conv", 8, 6, (3, 2), 2, 10, "x", 99, groups=2)
     assert conv.parameters == {"conv.weight": (6, 4, 3, 2), "conv.bias": (6,)}
     assert (conv.saved, conv.flops) == ((Saved("x", 99),), 2 * 2 * 6 * 10 * 4 * 3 * 2)
+    assert type(conv.flops) is int  # FLOPs are counted whole, as PyTorch's FlopCounterMode counts them
     assert Convolution("conv", 8, 6, (3,), 2, 10, "x", 99, bias=False).parameters == {"conv.weight": (6, 8, 3)}
 
 
@@ -125,3 +126,8 @@ def test_a_parameter_named_nothing_is_the_one_the_step_s_path_names():
     assert Sequential(Parameter("", (6,))).parameters("model.masked_embedding") == {"model.masked_embedding": (6,)}
     assert Sequential(LayerNorm("", 6, 1, "x")).parameters("model.norm") == {"model.norm.weight": (6,),
                                                                             "model.norm.bias": (6,)}
+
+
+def test_a_block_shows_its_kind_its_parameters_what_it_keeps_and_its_flops():
+    linear = Linear("dense", 2, 3, rows=5, x="x")
+    assert repr(linear) == (f"Linear({{'dense.weight': (3, 2), 'dense.bias': (3,)}}, ({Saved('x', 10)!r},), 60)")
