@@ -5,7 +5,7 @@ Imports only the standard library, so that building the parser (`--help`, usage 
 
 import argparse
 import json
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 SOURCE_HELP = "a JSON file, a directory holding ipu_config.json, or a Hub repository id"
 POD_TYPE_HELP = ("for a file of optimum-graphcore 0.2.1-0.6.0: take the values given for this pod type (pod4, pod8, "
@@ -138,6 +138,17 @@ def add_picture_options(parser: argparse.ArgumentParser, svg_help: str, html_hel
 def add_ipu_option(parser: argparse.ArgumentParser, help: str = IPU_HELP) -> None:
     """`--ipu {gc200,bow}`: the IPU generation a step is timed on."""
     parser.add_argument("--ipu", choices=("gc200", "bow"), default="gc200", help=help)
+
+
+def add_length_options(parser: argparse.ArgumentParser, kind: Callable[[str], int], help_prefix: str = "") -> None:
+    """`--sequence-length S` and `--decoder-sequence-length T`: the lengths of a micro-batch's inputs, read with
+    `kind`."""
+    parser.add_argument("--sequence-length", type=kind, metavar="S",
+                        help=help_prefix + "S tokens (default 128); Wav2Vec2/HuBERT: S input samples at 16 kHz "
+                        "(default 16000); Whisper: the feature extractor's frames; refused for images, whose size is "
+                        "config.json's image_size")
+    parser.add_argument("--decoder-sequence-length", type=kind, metavar="T",
+                        help=help_prefix + "an encoder-decoder's decoder takes T tokens (default: S)")
 
 
 def add_reserve_option(parser: argparse.ArgumentParser, help: str = RESERVE_HELP) -> None:

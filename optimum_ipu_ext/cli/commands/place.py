@@ -12,6 +12,7 @@ from ..arguments import (
     add_force_option,
     add_ipu_option,
     add_json_option,
+    add_length_options,
     add_picture_options,
     add_pod_type_option,
     add_reserve_option,
@@ -47,12 +48,7 @@ def register(subparsers) -> None:
     parser.add_argument("--micro-batch-size", type=int, metavar="B",
                         help="count the activations, the pipeline's stashes and the FLOPs of micro-batches of B "
                         "examples (default 1 when a sequence length is given)")
-    parser.add_argument("--sequence-length", type=int, metavar="S",
-                        help="with the activations: S tokens (default 128); Wav2Vec2/HuBERT: S input samples at 16 "
-                        "kHz (default 16000); Whisper: the feature extractor's frames; refused for images, whose size "
-                        "is config.json's image_size")
-    parser.add_argument("--decoder-sequence-length", type=int, metavar="T",
-                        help="with the activations: an encoder-decoder's decoder takes T tokens (default: S)")
+    add_length_options(parser, int, help_prefix="with the activations: ")
     add_ipu_option(parser, help="with the activations: " + IPU_HELP)
     add_reserve_option(parser)
     parser.add_argument("--balance", nargs="?", const="memory", choices=("memory", "time"),

@@ -12,6 +12,7 @@ from ..arguments import (
     add_force_option,
     add_ipu_option,
     add_json_option,
+    add_length_options,
     add_picture_options,
     add_reserve_option,
     add_revision_option,
@@ -47,12 +48,7 @@ def register(subparsers) -> None:
                         "(required for training, refused with --inference)")
     parser.add_argument("--micro-batch-size", type=positive, metavar="B",
                         help="search this micro-batch alone (default: each power of two the global batch allows)")
-    parser.add_argument("--sequence-length", type=positive, metavar="S",
-                        help="S tokens (default 128); Wav2Vec2/HuBERT: S input samples at 16 kHz (default 16000); "
-                        "Whisper: the feature extractor's frames; refused for images, whose size is config.json's "
-                        "image_size")
-    parser.add_argument("--decoder-sequence-length", type=positive, metavar="T",
-                        help="an encoder-decoder's decoder takes T tokens (default: S)")
+    add_length_options(parser, positive)
     parser.add_argument("--architecture", metavar="NAME",
                         help="the class to plan for, e.g. BertForPreTraining (default: the one config.json names)")
     add_ipu_option(parser)
