@@ -17,6 +17,7 @@ from .transformer import (
     LayerNames,
     Sizes,
     choice_classifier,
+    config_sizes,
     embeddings,
     encoder_steps,
     head,
@@ -27,7 +28,6 @@ from .transformer import (
     post_norm_layer,
     self_attention,
     sequence_classifier,
-    sizes,
     span_classifier,
     token_classifier,
     under,
@@ -60,8 +60,7 @@ class BertSizes(Sizes):
 
 
 def bert_sizes(config: ModelConfig, shape: InputShape) -> BertSizes:
-    base = sizes(shape, config.hidden_size, config.num_attention_heads, config.intermediate_size, config.vocab_size,
-                 config.num_labels)
+    base = config_sizes(config, shape)
     return BertSizes(**vars(base), positions=config.max_position_embeddings, types=config.type_vocab_size,
                      relative=config.position_embedding_type in RELATIVE_POSITIONS, cross=config.add_cross_attention,
                      tied=config.tie_word_embeddings)

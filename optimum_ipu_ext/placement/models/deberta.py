@@ -28,12 +28,12 @@ from .blocks import (
 from .rules import TEXT, Architecture, At, Block, InputShape, ModelConfig, Run, Step
 from .transformer import (
     Sizes,
+    config_sizes,
     encoder_steps,
     head,
     hidden,
     ids,
     masked_lm_ties,
-    sizes,
     span_classifier,
     token_classifier,
 )
@@ -77,8 +77,7 @@ def attention_types(config: ModelConfig) -> Tuple[str, ...]:
 
 
 def deberta_sizes(config: ModelConfig, shape: InputShape) -> DebertaSizes:
-    base = sizes(shape, config.hidden_size, config.num_attention_heads, config.intermediate_size, config.vocab_size,
-                 config.num_labels)
+    base = config_sizes(config, shape)
     distances = config.max_relative_positions
     distances = config.max_position_embeddings if distances < 1 else distances
     kinds = attention_types(config) if config.relative_attention else ()

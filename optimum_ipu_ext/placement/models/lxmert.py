@@ -11,7 +11,7 @@ from typing import Tuple
 
 from .blocks import Activation, Attention, CrossEntropy, Embedding, LayerNorm, Linear, Saved, Sequential
 from .rules import TEXT, Architecture, At, Block, InputShape, Layers, ModelConfig
-from .transformer import LAYER_NAMES, Sizes, hidden, ids, pooled, pooler, post_norm_layer, sizes
+from .transformer import LAYER_NAMES, Sizes, config_sizes, hidden, ids, pooled, pooler, post_norm_layer
 
 DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072,
             "max_position_embeddings": 512, "type_vocab_size": 2, "l_layers": 9, "x_layers": 5, "r_layers": 5,
@@ -34,8 +34,7 @@ class LxmertSizes(Sizes):
 
 
 def lxmert_sizes(config: ModelConfig, shape: InputShape) -> LxmertSizes:
-    base = sizes(shape, config.hidden_size, config.num_attention_heads, config.intermediate_size, config.vocab_size,
-                 config.num_labels)
+    base = config_sizes(config, shape)
     return LxmertSizes(**vars(base), positions=config.max_position_embeddings, types=config.type_vocab_size,
                        o=OBJECTS, features=config.visual_feat_dim, boxes=config.visual_pos_dim,
                        answers=config.num_qa_labels)

@@ -15,6 +15,7 @@ from .rules import TEXT, Architecture, At, Block, InputShape, ModelConfig, Run
 from .transformer import (
     LayerNames,
     Sizes,
+    config_sizes,
     embeddings,
     encoder_steps,
     hidden,
@@ -22,7 +23,6 @@ from .transformer import (
     masked_lm_ties,
     pooler,
     post_norm_layer,
-    sizes,
     under,
 )
 
@@ -42,8 +42,7 @@ class MPNetSizes(Sizes):
 
 
 def mpnet_sizes(config: ModelConfig, shape: InputShape) -> MPNetSizes:
-    base = sizes(shape, config.hidden_size, config.num_attention_heads, config.intermediate_size, config.vocab_size,
-                 config.num_labels)
+    base = config_sizes(config, shape)
     return MPNetSizes(**vars(base), positions=config.max_position_embeddings,
                       buckets=config.relative_attention_num_buckets, tied=config.tie_word_embeddings)
 

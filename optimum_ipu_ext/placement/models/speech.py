@@ -32,7 +32,7 @@ from .blocks import (
     Unused,
 )
 from .rules import AUDIO, LAST, Architecture, At, Block, InputShape, Layers, ModelConfig, Run, Step
-from .transformer import LayerNames, Sizes, hidden, post_norm_layer, pre_norm_layer, sizes, under
+from .transformer import LayerNames, Sizes, config_sizes, hidden, post_norm_layer, pre_norm_layer, under
 
 _DEFAULTS = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
              "intermediate_size": 3072, "feat_extract_norm": "group", "conv_dim": [512] * 7,
@@ -107,8 +107,7 @@ def speech_sizes(config: ModelConfig, shape: InputShape, projection_norm: bool, 
     are on."""
     lengths = _lengths(shape.sequence_length, tuple(config.conv_kernel), tuple(config.conv_stride))
     frames = lengths[-1]
-    base = sizes(shape._replace(sequence_length=frames), config.hidden_size, config.num_attention_heads,
-                 config.intermediate_size, config.vocab_size, config.num_labels)
+    base = config_sizes(config, shape._replace(sequence_length=frames))
     augments = config.apply_spec_augment
     return SpeechSizes(
         **vars(base), channels=tuple(config.conv_dim), kernels=tuple(config.conv_kernel), lengths=lengths,

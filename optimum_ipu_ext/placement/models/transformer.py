@@ -21,7 +21,7 @@ from .blocks import (
     Saved,
     Sequential,
 )
-from .rules import LAST, Block, InputShape, IPURule, Layers, Module, Step
+from .rules import LAST, Block, InputShape, IPURule, Layers, ModelConfig, Module, Step
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,13 @@ class Sizes:
 def sizes(shape: InputShape, hidden: int, heads: int, inner: int, vocabulary: int, labels: int) -> Sizes:
     return Sizes(e=shape.micro_batch_size, c=shape.choices, b=shape.micro_batch_size * shape.choices,
                  s=shape.sequence_length, h=hidden, a=heads, d=hidden // heads, i=inner, v=vocabulary, n=labels)
+
+
+def config_sizes(config: ModelConfig, shape: InputShape) -> Sizes:
+    """The sizes of a config that names them as most of transformers' configs do (`hidden_size`,
+    `num_attention_heads`, `intermediate_size`, `vocab_size`)."""
+    return sizes(shape, config.hidden_size, config.num_attention_heads, config.intermediate_size, config.vocab_size,
+                 config.num_labels)
 
 
 def hidden(z: Sizes) -> Tuple[Saved, ...]:
