@@ -47,9 +47,11 @@ def commands() -> Dict[str, List[str]]:
 
 
 def brute_force(model: Dict, ipus: int, batch: int, length: int) -> float:
-    """The fastest build and split that fits, each of the space placed by `place()`; returns its samples a second."""
+    """The fastest build and split that fits, each of the space placed by `place()`; returns its samples a second.
+    (`in_process` puts tests/ on the path, for `support.splits`.)"""
     from optimum_ipu_ext import PlainIPUConfig
     from optimum_ipu_ext.placement.planning import replica_sizes
+    from support.splits import compositions
 
     layers = model["num_hidden_layers"]
     fastest = 0.0
@@ -60,9 +62,7 @@ def brute_force(model: Dict, ipus: int, batch: int, length: int) -> float:
             if remainder or not accumulation:
                 continue
             for checkpoints, offchip in itertools.product((False, True), repeat=2):
-                for cuts in itertools.combinations(range(layers + size - 1), size - 1):
-                    bounds = (-1, *cuts, layers + size - 1)
-                    split = [bounds[index + 1] - bounds[index] - 1 for index in range(size)]
+                for split in compositions(layers, size):
                     config = PlainIPUConfig(ipus_per_replica=size, layers_per_ipu=split, replication_factor=replicas,
                                             gradient_accumulation_steps=accumulation,
                                             recompute_checkpoint_every_layer=checkpoints,

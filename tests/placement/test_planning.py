@@ -20,16 +20,10 @@ from optimum_ipu_ext.placement.source.model import read_model
 from support.corpus import FULL_SIZE
 from support.placement_fixtures import BERT_BASE, PLANNED_BERT
 from support.placement_models import TINY_MODELS
+from support.splits import compositions
 
 MODEL = PLANNED_BERT
 LAYERS, IPUS, BATCH, LENGTH = 5, 4, 32, 512
-
-
-def splits(layers, ipus):
-    """Every `layers_per_ipu` of `layers` over `ipus` IPUs, each taking 0 or more."""
-    for cuts in itertools.combinations(range(layers + ipus - 1), ipus - 1):
-        bounds = (-1, *cuts, layers + ipus - 1)
-        yield [bounds[index + 1] - bounds[index] - 1 for index in range(ipus)]
 
 
 def brute_force(all_ipus=IPUS):
@@ -44,7 +38,7 @@ def brute_force(all_ipus=IPUS):
                 continue
             for checkpoints, offchip in itertools.product((False, True), repeat=2):
                 build = (ipus, micro_batch, checkpoints, offchip)
-                for split in splits(LAYERS, ipus):
+                for split in compositions(LAYERS, ipus):
                     config = IPUConfig(ipus_per_replica=ipus, layers_per_ipu=split, replication_factor=replicas,
                                        gradient_accumulation_steps=accumulation,
                                        recompute_checkpoint_every_layer=checkpoints, optimizer_state_offchip=offchip,
@@ -542,7 +536,7 @@ def test_a_pipelined_inference_build_takes_its_fastest_split():
     candidate = next(found for found in found.candidates if found.build["ipus_per_replica"] == IPUS)
     assert candidate.placement.schedule.cycles is not None
     speeds = []
-    for split in splits(LAYERS, IPUS):
+    for split in compositions(LAYERS, IPUS):
         config = IPUConfig(inference_execution_strategy="pipelined", inference_ipus_per_replica=IPUS,
                            inference_layers_per_ipu=split,
                            inference_device_iterations=candidate.build["device_iterations"])
