@@ -89,7 +89,7 @@ def commands(timed: Dict[str, Case], folder: str) -> Dict[str, Tuple[str, List[s
 def drawing_alone(timed: Dict[str, Case]) -> Dict[str, float]:
     """The best of 50 calls of each drawing function on each placement's dict, in this process, in seconds."""
     from optimum_ipu_ext.placement.report.page import placement_page
-    from optimum_ipu_ext.placement.report.pictures import placement_svg
+    from optimum_ipu_ext.placement.report.placement_picture import placement_svg
 
     found = {}
     for name, case in timed.items():

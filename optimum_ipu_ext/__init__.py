@@ -35,8 +35,8 @@ from .sdk.popdist import PopDistLaunch
 if TYPE_CHECKING:
     from .config.configuration import IPUConfig
     from .config.plain import PlainIPUConfig
+    from .placement.placement import Placement
     from .placement.planning import Plan
-    from .placement.report.placement import Placement
 
 __all__ = [
     "IPUConfig",
@@ -86,7 +86,7 @@ def __getattr__(name: str):
 
         return PlainIPUConfig
     if name == "Placement":  # what `placement()` returns, for annotations and isinstance
-        from .placement.report.placement import Placement
+        from .placement.placement import Placement
 
         return Placement
     if name == "plan":

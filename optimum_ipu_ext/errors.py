@@ -57,6 +57,12 @@ def naming_source(source: str) -> Iterator[None]:
         raise
 
 
+def is_positive_whole(value: Any) -> bool:
+    """Whether `value` is a positive whole number (a bool is not one), as the settings and arguments that count
+    something take it."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 def as_json(value: Any) -> str:
     """A value as a config file writes it (`true`, `null`, `"everything"`, `[0.1, 0.2]`), for messages; inside it,
     Python's `repr` of what JSON cannot hold (`nan`, an object a caller passed)."""

@@ -31,7 +31,8 @@ if __name__ == "__main__":
         path.write_text(replace_tables(path.read_text(), tables))
     (ROOT / "optimum_ipu_ext" / SCHEMA_FILE).write_text(json_schema_string())
     sys.path.insert(0, str(ROOT / "tests"))
-    from optimum_ipu_ext.placement.report.pictures import placement_svg, plan_svg
+    from optimum_ipu_ext.placement.report.placement_picture import placement_svg
+    from optimum_ipu_ext.placement.report.plan_picture import plan_svg
     from support.placement_fixtures import DOCUMENTED_CONFIG, documented_placement, documented_plan
 
     (ROOT / "docs" / "images").mkdir(exist_ok=True)

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from optimum_ipu_ext import IPUConfig  # noqa: E402
 from optimum_ipu_ext.cli import main  # noqa: E402
@@ -96,8 +96,9 @@ def published(out: Path) -> None:
 
 def tiny(out: Path) -> None:
     from optimum_ipu_ext.placement.models import ARCHITECTURES
+    from optimum_ipu_ext.placement.report.card import card_markdown
     from optimum_ipu_ext.placement.report.page import placement_page
-    from optimum_ipu_ext.placement.report.pictures import card_markdown, placement_svg
+    from optimum_ipu_ext.placement.report.placement_picture import placement_svg
 
     folder = out / "tiny"
     folder.mkdir()
@@ -122,9 +123,10 @@ def tiny(out: Path) -> None:
             config = IPUConfig(**settings)
             write(folder, f"{stem}.txt", placement_text, config, values, architecture, for_inference)
             try:
-                placed = config.placement(values, architecture=architecture, for_inference=for_inference, **shape)
+                placer = config.placer(values, architecture=architecture, for_inference=for_inference, **shape)
             except Exception:  # its refusal is written above
                 continue
+            placed = placer.place()
             data = placed.to_dict()
             write(folder, f"{stem}.counted.txt", str, placed)
             write(folder, f"{stem}.json", placed.to_json_string)
@@ -132,18 +134,20 @@ def tiny(out: Path) -> None:
             write(folder, f"{stem}.html", placement_page, data, "tiny")
             write(folder, f"{stem}.card.md", card_markdown, data, "p.svg", "org/c")
             for objective in ("memory", "time"):
-                write(folder, f"{stem}.balanced-{objective}.txt", balanced, placed, objective)
+                write(folder, f"{stem}.balanced-{objective}.txt", balanced, placer, objective)
 
 
 def placement_text(config, *placed) -> str:
     return str(config.placement(placed[0], architecture=placed[1], for_inference=placed[2]))
 
 
-def balanced(placement, objective: str) -> str:
-    from optimum_ipu_ext.placement.report.placement import render_comparison
+def balanced(placer, objective: str) -> str:
+    from optimum_ipu_ext.placement.report.text import comparison_text
 
-    proposal = placement.balanced(objective)
-    return render_comparison(placement, proposal, objective=objective) + "\n" + proposal.to_json_string()
+    placement = placer.place()
+    proposal = placer.balanced(placement, objective)
+    return comparison_text(placement.to_dict(), proposal.to_dict(), objective=objective) + "\n" + \
+        proposal.to_json_string()
 
 
 def plans(out: Path) -> None:

@@ -17,7 +17,7 @@ def picture_targets(args: argparse.Namespace) -> List[Tuple[str, str]]:
     targets = [(kind, getattr(args, kind)) for kind in KINDS if getattr(args, kind) is not None]
     if not targets:
         return targets
-    from ..placement.report.pictures import written_here
+    from ..placement.report.svg import written_here
     from .sources import CommandError
 
     if len(targets) == 2 and os.path.abspath(args.svg) == os.path.abspath(args.html):

@@ -238,7 +238,8 @@ def placement_attachment(config: Any, repo_id: str, model: Any, token: Optional[
             raise ValueError(f"`{name}` is {value!r}, an option of the placement the model card shows, and `model` is "
                              "None: give `model` (a Hub id, a folder, a PretrainedConfig or a dict) too, or leave it")
         return None
-    from ..placement.report.pictures import card_markdown, placement_svg
+    from ..placement.report.card import card_markdown
+    from ..placement.report.placement_picture import placement_svg
 
     placement = config.placement(model, token=token, **options).to_dict()
     return CardAttachment(card_markdown(placement, PICTURE_NAME, repo_id),

@@ -18,6 +18,7 @@ from ..settings.table import BASE_SETTINGS, EXTENSION_SETTINGS, SETTINGS, TRANSF
 if TYPE_CHECKING:
     from ..options.option_file_import import Lines, PathOrPaths
     from ..placement.placement import Placement
+    from ..placement.placer import Placer
 
 
 class SettingsMixin:
@@ -152,7 +153,8 @@ class SettingsMixin:
     ) -> "Placement":
         """Where optimum-graphcore 0.7.1's `parallelize()` puts `model` on this config's IPUs: the blocks, layers
         and parameters of each IPU, and the memory its parameters need as `IPUTrainer` builds the model. Needs no
-        Poplar SDK, no weights and, for a local folder, neither torch nor transformers.
+        Poplar SDK, no weights and, for a local folder, neither torch nor transformers. `placer()` takes the same
+        arguments and places other splits of the same model, or balances one.
 
         Args:
             model: a Hub model id, a local folder (its `config.json` and safetensors checkpoint, whose headers
@@ -179,12 +181,40 @@ class SettingsMixin:
             ModelFileError: for a missing or malformed `config.json` or safetensors header, naming the file.
             HubError: where the Hub cannot give the model's files.
         """
-        from ..placement.hardware import RESERVE
-        from ..placement.placement import place_model
+        return self.placer(model, architecture=architecture, for_inference=for_inference, fp32=fp32,
+                           revision=revision, token=token, micro_batch_size=micro_batch_size,
+                           sequence_length=sequence_length, decoder_sequence_length=decoder_sequence_length, ipu=ipu,
+                           reserve=reserve).place()
 
-        return place_model(vars(self), model, architecture, for_inference, fp32, revision, token,
-                           (micro_batch_size, sequence_length, decoder_sequence_length), ipu,
-                           RESERVE if reserve is None else reserve)
+    def placer(
+        self,
+        model: Any,
+        *,
+        architecture: Optional[str] = None,
+        for_inference: bool = False,
+        fp32: bool = False,
+        revision: Optional[str] = None,
+        token: Optional[str] = None,
+        micro_batch_size: Optional[int] = None,
+        sequence_length: Optional[int] = None,
+        decoder_sequence_length: Optional[int] = None,
+        ipu: str = "gc200",
+        reserve: Optional[float] = None,
+    ) -> "Placer":
+        """The engine that places `model` under this config (the arguments are `placement()`'s), the model read
+        once: `place()` gives the config's placement, `place(layers_per_ipu)` that of another split, and
+        `balanced(placement, objective)` that of the split balancing the pipeline ("memory": the smallest largest
+        on-chip figure; "time": the slowest IPU fastest among the splits that fit).
+
+        Raises:
+            As `placement()`.
+        """
+        from ..placement.hardware import RESERVE
+        from ..placement.placer import model_placer
+
+        return model_placer(vars(self), model, architecture, for_inference, fp32, revision, token,
+                            (micro_batch_size, sequence_length, decoder_sequence_length), ipu,
+                            RESERVE if reserve is None else reserve)
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None

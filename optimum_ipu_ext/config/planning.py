@@ -4,7 +4,7 @@
 import copy
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from ..errors import InvalidSettingError
+from ..errors import InvalidSettingError, is_positive_whole
 from ..settings.mode import Mode
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def plan(
     """
     from ..placement.hardware import RESERVE
     from ..placement.models import architecture_of
-    from ..placement.placement import cached_shapes, check_reserve, ipu_type_of
+    from ..placement.placer import cached_shapes, check_reserve, ipu_type_of
     from ..placement.planning import Model, Plan, Request, pareto, search, settings_of, with_config
     from ..placement.source.model import read_model
 
@@ -102,7 +102,7 @@ def _ipus(ipus: Optional[int], pod: Optional[str]) -> int:
 
 
 def _positive(name: str, value: Optional[int]) -> Optional[int]:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+    if value is not None and not is_positive_whole(value):
         raise InvalidSettingError(name, value, "allowed values are positive whole numbers")
     return value
 
@@ -122,7 +122,7 @@ def _global_batch(value: Optional[int], inference: bool) -> Optional[int]:
 def _reference(model: Any, base: Any, request: Any) -> Optional["Candidate"]:
     """`base` placed and timed as the plan's candidates are, where it runs on the plan's IPUs and batch."""
     from ..errors import PlacementError
-    from ..placement.placement import planner_of
+    from ..placement.placer import placer_of
     from ..placement.planning import Candidate, build_of
 
     mode = Mode.of(request.for_inference)
@@ -138,15 +138,15 @@ def _reference(model: Any, base: Any, request: Any) -> Optional["Candidate"]:
         if remainder or not micro_batch:
             return None
     try:
-        planner = planner_of(model.name, model.architecture, model.values, settings, model.shapes,
-                             request.for_inference, request.fp32, _measure(model, request, micro_batch), request.ipu,
-                             request.reserve)
+        placer = placer_of(model.name, model.architecture, model.values, settings, model.shapes,
+                           request.for_inference, request.fp32, _measure(model, request, micro_batch), request.ipu,
+                           request.reserve)
     except PlacementError:
         return None
-    return Candidate(build_of(settings, mode), micro_batch, planner.placement(None), base)
+    return Candidate(build_of(settings, mode), micro_batch, placer.place(), base)
 
 
 def _measure(model: Any, request: Any, micro_batch: int):
-    from ..placement.placement import measure
+    from ..placement.placer import measure
 
     return measure(model.name, (micro_batch, request.sequence_length, request.decoder_sequence_length), request.fp32)

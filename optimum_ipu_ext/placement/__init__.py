@@ -9,9 +9,11 @@ Its parts, lowest first (a part imports its own and those before it):
   headers;
 - `models/`: the model families, each described once (layout, parameters, costs), and their registry;
 - `estimate/`: what a family's description and a config's settings give: the layout, the parameters, the costs,
-  the pipeline, the memory, the time, the balance of a split;
-- `report/`: a placement as data and as text;
-- `placement` (`place()`, `place_model()`) and `planning` (`search()`): the two entries, on all of the above.
+  the pipeline, the memory, the time, the one cost of an IPU, the balance of a split;
+- `report/`: the reports of a placement and of a plan, each format from one typed view;
+- `placement`: a placement as data (`Placement`);
+- `placer`: the engine that places a model under a config, any split, and balances it (`Placer`, `model_placer()`);
+- `planning`: the search for the fastest build (`search()`), on the placer.
 
 May import: `hub`, `options`, `settings`, `sdk`, `errors`, `_version`.
 """

@@ -16,29 +16,28 @@ memory), and serialization where a build fits without it (the model has no time 
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import PlacementError
 from ..settings.mode import Mode
 from .estimate import balance
-from .estimate.costs import block_costs
+from .estimate.configured import Shapes
+from .estimate.costs import block_costs, dominated
+from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import fixed_layer_groups, layer_counts
-from .estimate.parameters import LARGEST_FACTOR, Parameters
-from .estimate.timing import reduction_seconds
-from .hardware import COMPUTE_EFFICIENCY, IPU_MEMORY_BYTES, STREAMING_BYTES_PER_SECOND, IPUType
+from .estimate.memory import MATMUL_PROPORTIONS, Verdict, matmul_proportions
+from .estimate.parameters import LARGEST_FACTOR
+from .estimate.pipeline import fewest_device_iterations
+from .hardware import IPU_MEMORY_BYTES, IPUType
 from .models import resolve_shape
-from .models.blocks import StepCost
-from .models.rules import Architecture, ModelConfig, Split
-from .placement import Planner, SplitCosts, planner_of
-from .report.placement import DOES_NOT_FIT, FITS, TIGHT, Placement
-from .report.plan import plan_text
+from .models.rules import Architecture, Split
+from .placement import Placement
+from .placer import Placer, placer_of
+from .report.text import plan_text
 
 # the serialization factors tried, least first, where no build of a micro-batch fits without one (1: none); those
 # that do not divide a vocabulary the model's parallelize() cuts are refused as `place` refuses them
 SERIALIZATION_FACTORS = tuple(range(2, LARGEST_FACTOR + 1))
-# a pipelined inference build's device iterations: the fewest keeping this share of its cycles every stage busy
-INFERENCE_EFFICIENCY = 0.9
-MATMUL_PROPORTIONS = (0.1, 0.6)
 # the micro-batches searched where none is given: 1, 2, 4, ... up to this
 LARGEST_MICRO_BATCH = 1 << 15
 
@@ -107,22 +106,23 @@ class Candidate:
     @property
     def largest_share(self) -> float:
         """The largest IPU's on-chip figure, as a share of its memory."""
-        return max(ipu.on_chip_bytes for ipu in self.placement.ipus) / self.placement.ipu_memory_bytes
+        return self.placement.largest_share
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         return self.placement.verdict
 
     def to_dict(self) -> Dict[str, Any]:
         placement, time = self.placement, self.placement.time
         return {**self.build, "micro_batch_size": self.micro_batch_size, "largest_share": self.largest_share,
-                "verdict": placement.verdict, "fits": placement.fits, "samples_per_second": time.samples_per_second,
-                "step_seconds": time.step_seconds, "pipeline_efficiency": placement.schedule.efficiency,
+                "verdict": placement.verdict.value, "fits": placement.fits,
+                "samples_per_second": time.samples_per_second, "step_seconds": time.step_seconds,
+                "pipeline_efficiency": placement.schedule.efficiency,
                 "ipu_config": None if self.ipu_config is None else self.ipu_config.to_dict(),
                 "placement": placement.to_dict()}
 
 
-_RANK = {FITS: 0, TIGHT: 1, DOES_NOT_FIT: 2}
+_RANK = {Verdict.FITS: 0, Verdict.TIGHT: 1, Verdict.DOES_NOT_FIT: 2}
 
 
 def ranked(candidates: Sequence[Candidate]) -> List[Candidate]:
@@ -130,8 +130,8 @@ def ranked(candidates: Sequence[Candidate]) -> List[Candidate]:
     fit, the nearest to fitting first."""
 
     def rank(found: Candidate) -> Tuple[int, float, float]:
-        if found.verdict == DOES_NOT_FIT:
-            return _RANK[DOES_NOT_FIT], found.largest_share, -found.samples_per_second
+        if found.verdict == Verdict.DOES_NOT_FIT:
+            return _RANK[Verdict.DOES_NOT_FIT], found.largest_share, -found.samples_per_second
         return _RANK[found.verdict], -found.samples_per_second, found.largest_share
 
     return sorted(candidates, key=rank)
@@ -141,7 +141,7 @@ def pareto(candidates: Sequence[Candidate]) -> List[int]:
     """The indices of the candidates that run within their IPUs' memory (fit or tight) and that no other beats both
     in samples a second and in memory: the frontier of speed against memory, fastest first."""
     within = [index for index, found in enumerate(candidates)
-              if not found.placement.problems and found.verdict in (FITS, TIGHT)]
+              if not found.placement.problems and found.verdict in (Verdict.FITS, Verdict.TIGHT)]
     frontier: List[int] = []
     for index in sorted(within, key=lambda index: (-candidates[index].samples_per_second,
                                                    candidates[index].largest_share)):
@@ -159,7 +159,7 @@ class Model(NamedTuple):
     name: str
     architecture: Architecture
     values: Dict[str, Any]
-    shapes: Callable[[Architecture, ModelConfig], Parameters]
+    shapes: Shapes
 
 
 def search(model: Model, base: Dict[str, Any], request: Request) -> List[Candidate]:
@@ -222,7 +222,7 @@ def _serialized(architecture: Architecture) -> bool:
 
 
 class _Search:
-    """The state of one search: the costs of each micro-batch, worked out once, and the split costs of each
+    """The state of one search: the costs of each micro-batch, worked out once, and the layer runs' costs of each
     pipeline, shared by its builds that differ only in where the optimizer state is."""
 
     def __init__(self, model: Model, base: Dict[str, Any], request: Request):
@@ -232,7 +232,7 @@ class _Search:
         self.base = base
         self.config = model.architecture.config(model.values, model.name)
         self.costs = lru_cache(maxsize=None)(self._costs)
-        self.split_costs: Dict[Tuple[Any, ...], SplitCosts] = {}
+        self.layer_runs: Dict[Tuple[Any, ...], LayerRunCosts] = {}
         self.planned = 0
         self.refused: List[PlacementError] = []
 
@@ -248,16 +248,16 @@ class _Search:
                               request.sequence_length, request.decoder_sequence_length)
         return shape, block_costs(self.model.architecture, self.config, shape, request.fp32)
 
-    def planner(self, build: Dict[str, Any], micro_batch: int) -> Optional[Planner]:
-        """The planner of `build`; None where it is refused (a serialization factor that does not divide the
+    def placer(self, build: Dict[str, Any], micro_batch: int) -> Optional[Placer]:
+        """The placer of `build`; None where it is refused (a serialization factor that does not divide the
         vocabulary, say), the refusal kept."""
         model, request = self.model, self.request
         settings = {**self.base, **settings_of(build, self.mode)}
         self.planned += 1
         try:
-            return planner_of(model.name, model.architecture, model.values, settings, model.shapes,
-                              request.for_inference, request.fp32, lambda *_: self.costs(micro_batch), request.ipu,
-                              request.reserve)
+            return placer_of(model.name, model.architecture, model.values, settings, model.shapes,
+                             request.for_inference, request.fp32, lambda *_: self.costs(micro_batch), request.ipu,
+                             request.reserve)
         except PlacementError as refused:
             self.refused.append(refused)
             return None
@@ -272,7 +272,7 @@ class _Search:
                  else [1 << power for power in range(LARGEST_MICRO_BATCH.bit_length())])
         if self.mode.is_inference:
             stages = self._stages(ipus)
-            steps = {size: _fewest_iterations(stages) for size in sizes} if stages is not None else {}
+            steps = {size: fewest_device_iterations(stages) for size in sizes} if stages is not None else {}
         else:
             steps = {size: request.global_batch_size // (size * replicas) for size in sizes
                      if request.global_batch_size % (size * replicas) == 0}
@@ -284,8 +284,8 @@ class _Search:
 
     def _stages(self, ipus: int) -> Optional[int]:
         """The stages of the pipeline of an inference build on `ipus` IPUs (None: the model has no such build)."""
-        planner = self.planner(next(_builds(ipus, self.request, 1, 1, self.mode)), 1)
-        return None if planner is None else planner.placement(None).schedule.stages
+        placer = self.placer(next(_builds(ipus, self.request, 1, 1, self.mode)), 1)
+        return None if placer is None else placer.place().schedule.stages
 
     def builds(self, ipus: int, micro_batch: int, steps: int, factor: int) -> List[Candidate]:
         """The candidates of the builds of replicas of `ipus` IPUs, `micro_batch` and serialization `factor`."""
@@ -296,90 +296,51 @@ class _Search:
     def fastest(self, build: Dict[str, Any], micro_batch: int) -> Optional[Candidate]:
         """The candidate of `build` with its fastest split that fits (else the split needing the least memory);
         None where poptorch would refuse the build, or the placement the config."""
-        planner = self.planner(build, micro_batch)
-        if planner is None:
+        placer = self.placer(build, micro_batch)
+        if placer is None:
             return None
-        even = planner.placement(None)
+        even = placer.place()
         if even.problems:
             return None
         key = (build["ipus_per_replica"], build.get("recompute_checkpoint_every_layer"),
                build["embedding_serialization_factor"], micro_batch)
-        costs = self.split_costs[key].sharing(planner) if key in self.split_costs else SplitCosts(planner, None)
-        self.split_costs.setdefault(key, costs)
-        split = list(_fastest_split(planner, even, costs))
-        placement = even if split == list(even.layers_per_ipu) else planner.placement(split)
-        build = {**build, "layers_per_ipu": split, "matmul_proportion": matmul_proportions(placement)}
+        cost_model = placer.configured.cost_model
+        runs = (self.layer_runs[key].with_cost_model(cost_model) if key in self.layer_runs
+                else LayerRunCosts(placer.configured, None))
+        self.layer_runs.setdefault(key, runs)
+        split = list(_fastest_split(placer, even, runs))
+        placement = even if split == list(even.layers_per_ipu) else placer.place(split)
+        proportions = matmul_proportions([ipu.on_chip_bytes for ipu in placement.ipus], placement.ipu_memory_bytes,
+                                         placement.reserve_bytes)
+        build = {**build, "layers_per_ipu": split, "matmul_proportion": proportions}
         return Candidate(build, micro_batch, placement)
 
 
-def dominated(large: Mapping[str, StepCost], size: int, small: Mapping[str, StepCost], smaller: int) -> bool:
-    """Whether micro-batch `size`, whose steps cost `large`, is never faster than `smaller`, whose steps cost `small`,
-    and never needs less memory: each step computes `size / smaller` times as much or more, and keeps as much or
-    more. (For a split, a step of the same batch is then as long or longer: G falls as the micro-batch grows, its
-    cycles' work grows as fast, the cycles of the pipeline's ramp do not fall; and a split that fits `size` fits
-    `smaller`.)"""
-    return all(cost.forward_flops * smaller >= small[path].forward_flops * size
-               and cost.activation_bytes >= small[path].activation_bytes
-               and cost.input_bytes >= small[path].input_bytes and cost.output_bytes >= small[path].output_bytes
-               for path, cost in large.items())
-
-
-def _fewest_iterations(stages: int) -> int:
-    """The fewest device iterations D, a power of two, keeping `INFERENCE_EFFICIENCY` of a pipelined inference
-    step's D + S - 1 cycles every stage busy."""
-    iterations = 1
-    while iterations / (iterations + stages - 1) < INFERENCE_EFFICIENCY:
-        iterations *= 2
-    return iterations
-
-
-def _fastest_split(planner: Planner, even: Placement, costs: SplitCosts) -> Sequence[int]:
+def _fastest_split(placer: Placer, even: Placement, runs: LayerRunCosts) -> Sequence[int]:
     """The split whose step is shortest among those that fit, else the one needing the least memory; the even one
     where `parallelize()` places the layers itself, or a replica has one IPU; in a generation build, whose encoder
-    and decoder run as pipelines of their own, the split `--balance time` finds (the fewest FLOPs on the busiest IPU
-    among those that fit, else the least memory)."""
-    if fixed_layer_groups(planner.architecture) or len(even.ipus) == 1:
+    and decoder run as pipelines of their own, the split `--balance time` finds (the slowest IPU fastest among those
+    that fit, else the least memory).
+
+    A pipelined step is `cycle_scale` x the slowest IPU's cycle load + the largest IPU's time after the pipeline +
+    what no split changes (`timing.TimeModel.step`): the least weighted sum of the two is the fastest split."""
+    configured = placer.configured
+    if fixed_layer_groups(configured.architecture) or len(even.ipus) == 1:
         return even.layers_per_ipu
-    if planner.cuts(len(even.ipus)) != [None]:  # an encoder and a decoder, each a pipeline of its own
-        return planner.balanced(even, "time").layers_per_ipu
-    layers = sum(layer_counts(planner.architecture, planner.config).values())
-    least = costs.least_layers()
+    if placer.cuts(len(even.ipus)) != [None]:  # an encoder and a decoder, each a pipeline of its own
+        return placer.balanced(even, "time").layers_per_ipu
+    layers = sum(layer_counts(configured.architecture, configured.config).values())
+    least = runs.least_layers()
     splits = balance.Splits(layers, len(least), least=least)
     if even.schedule.cycles is not None:
-        fitting = splits.within(costs.memory, IPU_MEMORY_BYTES - planner.reserve_bytes)
-        scale, other = _time_costs(planner, costs, even.schedule.cycles, len(even.ipus))
-        split, _ = balance.least_weighted_sum(fitting, costs.flops, scale, other, even.layers_per_ipu)
+        fitting = splits.within(runs.on_chip_bytes, configured.fitting_bytes)
+        scale = configured.cost_model.time.cycle_scale(even.schedule.cycles)
+        split, _ = balance.least_weighted_sum(fitting, runs.cycle_load, scale, runs.after_pipeline_seconds,
+                                              even.layers_per_ipu)
         if split is not None:
             return split
-    smallest, _ = balance.best_of([balance.Part(splits, (costs.memory,), even.layers_per_ipu)])
+    smallest, _ = balance.best_of([balance.Section(splits, (runs.on_chip_bytes,), even.layers_per_ipu)])
     return smallest or even.layers_per_ipu
-
-
-def _time_costs(planner: Planner, costs: SplitCosts, cycles: int, ipus: int) -> Tuple[float, balance.Cost]:
-    """A pipelined step's time as `scale` x the largest IPU's FLOPs + the largest IPU's `other` seconds (its off-chip
-    state's round trip and its gradients' sum) + the overhead, as `timing.step_time` works it out."""
-    scale = cycles / (planner.ipu.peak_flops * COMPUTE_EFFICIENCY)
-    if not planner.rules.training:
-        return scale, lambda ipu, first, end: 0.0
-    replicas = planner.settings["replication_factor"]
-    memory = planner.memory
-
-    def other(ipu: int, first: int, end: int) -> float:
-        trained = costs.trained(ipu, first, end)
-        streamed = memory.parts(trained, 0)["optimizer"][1]
-        return (2 * streamed / STREAMING_BYTES_PER_SECOND
-                + reduction_seconds(trained * memory.weight_bytes, replicas, ipus))
-
-    return scale, other
-
-
-def matmul_proportions(placement: Placement) -> List[float]:
-    """Each IPU's `matmul_proportion`: the share of its memory the counted figure leaves, less the reserve's part
-    for code and exchange (half of it), between 0.1 and 0.6 (poptorch's default), to a hundredth."""
-    low, high = MATMUL_PROPORTIONS
-    reserve = placement.reserve_bytes / placement.ipu_memory_bytes
-    return [round(min(high, max(low, 1 - ipu.on_chip_bytes / placement.ipu_memory_bytes - reserve / 2)), 2)
-            for ipu in placement.ipus]
 
 
 def with_config(candidate: Candidate, config: Any) -> Candidate:

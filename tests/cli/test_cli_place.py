@@ -12,13 +12,20 @@ import pytest
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.models import ARCHITECTURES
 from optimum_ipu_ext.placement.report.page import placement_page
-from optimum_ipu_ext.placement.report.pictures import placement_svg
-from optimum_ipu_ext.placement.report.placement import render_comparison
+from optimum_ipu_ext.placement.report.placement_picture import placement_svg
+from optimum_ipu_ext.placement.report.text import comparison_text
 from support import PRESET
 from support.cli_helpers import run, run_alone
 from support.placement_fixtures import BERT_BASE, bert_base, bert_shapes, write_checkpoint
 
 BERT_LARGE = dict(BERT_BASE, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+
+
+def balanced(model, objective="memory", **options):
+    """The preset's placement of `model` and the one balanced for `objective`, as `place --balance` makes them."""
+    placer = PlainIPUConfig.from_json_file(PRESET).placer(model, **options)
+    placement = placer.place()
+    return placement, placer.balanced(placement, objective)
 
 
 @pytest.fixture
@@ -74,7 +81,7 @@ def test_balance_shows_the_best_split_beside_the_config_s(capsys, bert):
 
 def test_balance_with_json_prints_the_proposed_placement(capsys, bert):
     code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--balance", "--json")
-    assert code == 0 and json.loads(out) == PlainIPUConfig.from_json_file(PRESET).placement(bert).balanced().to_dict()
+    assert code == 0 and json.loads(out) == balanced(bert)[1].to_dict()
     assert json.loads(out)["layers_per_ipu"] == [4, 8]
 
 
@@ -86,7 +93,7 @@ def test_balance_proposes_a_split_where_the_config_s_cannot_be_placed(capsys, be
         f"ipu-config: note: {PRESET}: Cannot place {bert} with `layers_per_ipu`: [6, 5] places 11 layers and the "
         "model has 12. Balancing from [-1, -1].",
         f"Wrote {tmp_path / 'out' / 'ipu_config.json'} with layers_per_ipu [4, 8]"]
-    assert out == str(PlainIPUConfig.from_json_file(PRESET).placement(bert).balanced()) + "\n"
+    assert out == str(balanced(bert)[1]) + "\n"
     assert PlainIPUConfig.from_json_file(tmp_path / "out" / "ipu_config.json").layers_per_ipu == [4, 8]
     code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--set", "layers_per_ipu=[6 5]", "--balance",
                        "--json")
@@ -242,10 +249,9 @@ def test_balance_time_shows_the_flops_beside_the_config_s(capsys, bert):
     code, out, err = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "2", "--balance", "time")
     assert (code, err) == (0, "")
     current, comparison = out.split("\n\nBalanced: ")
-    config = PlainIPUConfig.from_json_file(PRESET)
-    placement = config.placement(bert, micro_batch_size=2)
-    assert current == str(placement)
-    expected = render_comparison(placement, placement.balanced("time"), objective="time")
+    placement, proposal = balanced(bert, "time", micro_batch_size=2)
+    assert current == str(placement) == str(PlainIPUConfig.from_json_file(PRESET).placement(bert, micro_batch_size=2))
+    expected = comparison_text(placement.to_dict(), proposal.to_dict(), objective="time")
     assert "Balanced: " + comparison == expected + "\n"
     code, out, _ = run(capsys, "place", PRESET, "--model", bert, "--micro-batch-size", "2", "--balance")
     assert code == 0 and out.split("\n\nBalanced: ")[1].splitlines()[1] == (
@@ -298,7 +304,7 @@ def test_svg_with_json_draws_what_the_json_says(capsys, bert, tmp_path):
 
 def test_with_balance_the_picture_is_the_proposal_s(capsys, bert, tmp_path):
     code, _, err = run(capsys, "place", PRESET, "--model", bert, "--balance", "--svg", tmp_path / "p.svg")
-    proposal = PlainIPUConfig.from_json_file(PRESET).placement(bert).balanced().to_dict()
+    proposal = balanced(bert)[1].to_dict()
     assert (code, err) == (0, f"Wrote {tmp_path / 'p.svg'} (the balanced split's)\n")
     assert (tmp_path / "p.svg").read_text(encoding="utf-8") == placement_svg(proposal,
                                                                              f"{PRESET}, balanced for memory")
@@ -342,6 +348,7 @@ def test_placing_without_a_picture_imports_no_drawing_code(bert):
     code = ("import sys\n"
             "from optimum_ipu_ext.cli import main\n"
             f"main(['place', {str(PRESET)!r}, '--model', {bert!r}, '--micro-batch-size', '2'])\n"
-            "print(sorted(name for name in sys.modules if name.endswith(('.pictures', '.page'))))\n")
+            "print(sorted(name for name in sys.modules if name.endswith(('.placement_picture', '.plan_picture', "
+            "'.svg', '.page'))))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines()[-1] == "[]"

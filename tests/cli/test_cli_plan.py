@@ -11,8 +11,8 @@ import pytest
 from optimum_ipu_ext import IPUConfig, PlainIPUConfig, plan
 from optimum_ipu_ext.cli.arguments import IPU_HELP, RESERVE_HELP
 from optimum_ipu_ext.placement.report.page import plan_page
-from optimum_ipu_ext.placement.report.pictures import plan_svg
-from optimum_ipu_ext.placement.report.plan import plan_text
+from optimum_ipu_ext.placement.report.plan_picture import plan_svg
+from optimum_ipu_ext.placement.report.text import plan_text
 from support.cli_helpers import run, run_alone
 from support.placement_fixtures import PLANNED_BERT
 from support.placement_models import TINY_MODELS

@@ -560,7 +560,8 @@ def test_the_core_imports_no_transformers_torch_optimum_or_hub():
         "import sys; import optimum_ipu_ext.settings.files, optimum_ipu_ext.settings.rules, "
         "optimum_ipu_ext.settings.documents, optimum_ipu_ext.cli.commands, optimum_ipu_ext.cli.sources, "
         "optimum_ipu_ext.cli.reports, optimum_ipu_ext.options.option_file_import, "
-        "optimum_ipu_ext.placement.report.placement, optimum_ipu_ext.placement.models, optimum_ipu_ext.recorder; "
+        "optimum_ipu_ext.placement.placement, optimum_ipu_ext.placement.report.text, "
+        "optimum_ipu_ext.placement.models, optimum_ipu_ext.recorder; "
         "print(sorted({name.split('.')[0] for name in sys.modules} & "
         "{'transformers', 'torch', 'optimum', 'huggingface_hub', 'poptorch', 'popart', 'popdist'}))"
     )

@@ -12,7 +12,10 @@ from optimum_ipu_ext import IPUConfig, PlacementError
 from optimum_ipu_ext.config.configuration import placement_attachment
 from optimum_ipu_ext.hub.card import PICTURE_NAME, SECTION_END, SECTION_START, CardAttachment, card_text
 from optimum_ipu_ext.hub.push import push_config
-from optimum_ipu_ext.placement.report.pictures import card_markdown, placement_svg, placement_table
+from optimum_ipu_ext.placement.report.card import card_markdown
+from optimum_ipu_ext.placement.report.placement_picture import placement_svg
+from optimum_ipu_ext.placement.report.tables import placement_table
+from optimum_ipu_ext.placement.report.view import placement_view
 from support.cli_helpers import run
 from support.placement_fixtures import bert_base
 
@@ -71,7 +74,7 @@ def test_push_to_hub_with_a_model_shows_its_placement_on_the_card(hub, bert):
     card = ModelCard(files["README.md"].decode())
     assert card_markdown(placement, PICTURE_NAME, "org/bert-ipu") in card.text
     assert f"]({PICTURE_NAME})" in card.text
-    headers, rows = placement_table(placement)
+    headers, rows = placement_table(placement_view(placement))
     assert "| " + " | ".join(headers) + " |" in card.text and "| " + " | ".join(rows[1]) + " |" in card.text
     assert f"`ipu-config place org/bert-ipu --model {bert} --architecture BertForMaskedLM --micro-batch-size 2 " \
            "--sequence-length 128`" in card.text

@@ -25,6 +25,7 @@ import warnings
 import pytest
 
 from optimum_ipu_ext import IPUConfig
+from optimum_ipu_ext.placement.estimate.memory import Verdict
 from optimum_ipu_ext.placement.estimate.timing import reduction_seconds
 from optimum_ipu_ext.placement.hardware import (
     BOW,
@@ -38,7 +39,7 @@ from optimum_ipu_ext.placement.hardware import (
 )
 from optimum_ipu_ext.placement.models import ARCHITECTURES
 from optimum_ipu_ext.placement.models.bert import bert_layer
-from optimum_ipu_ext.placement.models.rules import At, InputShape
+from optimum_ipu_ext.placement.models.rules import InputShape, Position
 from support.corpus import FULL_SIZE, PUBLISHED_CONFIGS
 from support.published_runs import OPTIMUM_POD16, OPTIMUM_RUNS, PUBLISHED_RUNS
 
@@ -85,7 +86,7 @@ def sublayers(packs: int):
     """The forward FLOPs and the parameters of a BERT-large layer's attention and feed-forward sublayers, for a
     micro-batch of `packs` packs of 512 tokens, as the BERT description gives them."""
     row = ARCHITECTURES["BertForPreTraining"]
-    layer = bert_layer(fused=True)(row.sizes(row.config(BERT_LARGE), InputShape(packs, 512, 512)), At())
+    layer = bert_layer(fused=True)(row.sizes(row.config(BERT_LARGE), InputShape(packs, 512, 512)), Position())
     feed_forward = [module for module in layer.modules
                     if any(name.startswith(("intermediate.", "output.")) for name in module.parameters)]
 
@@ -144,7 +145,7 @@ def modelled_samples_per_second(name: str) -> float:
     model = run.model if isinstance(run.model, dict) else str(FULL_SIZE / run.model)
     placement = IPUConfig(**OPTIMUM_POD16, **run.settings).placement(
         model, architecture=run.architecture, micro_batch_size=run.micro_batch, sequence_length=run.length)
-    assert placement.verdict != "does not fit" and not placement.problems
+    assert placement.verdict != Verdict.DOES_NOT_FIT and not placement.problems
     return placement.time.samples_per_second
 
 
@@ -167,9 +168,13 @@ def test_the_model_is_never_more_than_20_percent_slower_than_an_optimum_graphcor
 MT5_SPLIT = {"layers_per_ipu": [0, 8, 8, 0], "ipus_per_replica": 4, "gradient_accumulation_steps": 128}
 MT5_PROFILE_MIB = [1629, 322, 489, 1880]
 
+def mt5_placer():
+    return IPUConfig(**MT5_SPLIT).placer(str(FULL_SIZE / "mt5-small"), micro_batch_size=1, sequence_length=128,
+                                         decoder_sequence_length=128)
+
+
 def mt5_placement():
-    return IPUConfig(**MT5_SPLIT).placement(str(FULL_SIZE / "mt5-small"), micro_batch_size=1, sequence_length=128,
-                                            decoder_sequence_length=128)
+    return mt5_placer().place()
 
 
 def test_the_reserve_covers_what_the_profile_shows_uncounted_on_the_ipus_of_layers_to_the_next_5_percent():
@@ -181,10 +186,11 @@ def test_the_reserve_covers_what_the_profile_shows_uncounted_on_the_ipus_of_laye
 
 
 def test_the_notebook_s_split_that_ran_out_of_memory_never_fits():
-    placement = mt5_placement()
-    assert placement.verdict == "does not fit"
+    placer = mt5_placer()
+    placement = placer.place()
+    assert placement.verdict == Verdict.DOES_NOT_FIT
     assert [ipu.ipu for ipu in placement.ipus if ipu.on_chip_bytes > IPU_MEMORY_BYTES] == [0, 3]
-    assert placement.with_layers_per_ipu([0, 8, 8, 0]).verdict != "fits"
+    assert placer.place([0, 8, 8, 0]).verdict != Verdict.FITS
 
 
 @pytest.mark.parametrize("run", PUBLISHED_RUNS, ids=lambda run: f"{run[0]}-{run[3]}x{run[4]}")
@@ -195,4 +201,4 @@ def test_graphcore_s_published_runs_never_come_out_does_not_fit(run):
         config = IPUConfig.from_pretrained(str(PUBLISHED_CONFIGS / file))
     placement = config.placement(str(FULL_SIZE / model), architecture=architecture, micro_batch_size=micro_batch,
                                  sequence_length=length, decoder_sequence_length=decoder)
-    assert placement.verdict != "does not fit" and not placement.problems
+    assert placement.verdict != Verdict.DOES_NOT_FIT and not placement.problems

@@ -9,8 +9,8 @@ from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.estimate.costs import StepCost, block_costs
 from optimum_ipu_ext.placement.models import ARCHITECTURES, resolve_shape
 from optimum_ipu_ext.placement.models.rules import InputShape
-from optimum_ipu_ext.placement.placement import parameter_shapes, place
-from optimum_ipu_ext.placement.report.placement import render, render_comparison, stacked_bar
+from optimum_ipu_ext.placement.placer import parameter_shapes, placer_of
+from optimum_ipu_ext.placement.report.text import comparison_text, stacked_bar
 from optimum_ipu_ext.placement.source.model import read_model
 from support.placement_fixtures import TINY_BERT, bert_shapes, write_checkpoint
 
@@ -30,8 +30,8 @@ def placed(folder, split=(1, 2), for_inference=False, **values):
     """The placement of the tiny BERT with the costs above, for micro-batches of 2 x 16 tokens."""
     settings = vars(PlainIPUConfig(layers_per_ipu=list(split), **values))
     source = read_model(folder)
-    return place(source.name, ARCHITECTURES["BertForMaskedLM"], source.config, settings, parameter_shapes(source),
-                 for_inference, False, lambda architecture, config: (InputShape(2, 16, 16), COSTS))
+    return placer_of(source.name, ARCHITECTURES["BertForMaskedLM"], source.config, settings, parameter_shapes(source),
+                     for_inference, False, lambda architecture, config: (InputShape(2, 16, 16), COSTS)).place()
 
 
 def test_each_ipu_s_figures_and_the_pipeline_s(bert):
@@ -99,7 +99,7 @@ def test_a_pipeline_poptorch_refuses_does_not_fit_and_says_why(bert):
     line = f"Does not run: {problem}; memory fits: every IPU's on-chip figure is within the 672.8 MiB a reserve of " \
            "224.2 MiB leaves of an IPU's 897.0 MiB."
     assert line in str(placement).splitlines()
-    assert "<red>Does not run</red>: " in render(placement, lambda text, name: f"<{name}>{text}</{name}>")
+    assert "<red>Does not run</red>: " in placement.text(lambda text, name: f"<{name}>{text}</{name}>")
     assert placed(bert, gradient_accumulation_steps=5).fits
 
 
@@ -164,15 +164,15 @@ def test_each_ipu_sums_the_costs_of_its_steps(bert):
 
 
 def test_the_time_balance_shows_each_ipu_s_flops(bert):
-    placement = PlainIPUConfig(layers_per_ipu=[2, 1], **RECOMPUTING).placement(bert, micro_batch_size=2,
-                                                                              sequence_length=16)
-    balanced = dataclasses.replace(placement.balanced("time"))
-    text = render_comparison(placement, balanced, objective="time")
+    placer = PlainIPUConfig(layers_per_ipu=[2, 1], **RECOMPUTING).placer(bert, micro_batch_size=2, sequence_length=16)
+    placement = placer.place()
+    balanced = placer.balanced(placement, "time")
+    text = comparison_text(placement.to_dict(), balanced.to_dict(), objective="time")
     lines = text.splitlines()
     assert lines[1] == "IPU  Layers  Balanced  On chip, MiB  Balanced, MiB  GFLOP  Balanced, GFLOP"
     slowest = max(ipu.work.flops for ipu in balanced.ipus) / 1e9
     assert lines[-1].startswith(f"The slowest IPU: {slowest:,.1f} GFLOP a micro-batch instead of ")
-    assert render_comparison(balanced, balanced, objective="time") == (
+    assert comparison_text(balanced.to_dict(), balanced.to_dict(), objective="time") == (
         "Balanced: the config's layers_per_ipu already makes the slowest IPU fastest among the splits that fit.")
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from optimum_ipu_ext import ArchitectureError, IPUConfig, ModelFileError, PlacementError, PlainIPUConfig
 from optimum_ipu_ext.errors import as_json
+from optimum_ipu_ext.placement.estimate.memory import Verdict
 from optimum_ipu_ext.placement.models import ARCHITECTURES
 from support.placement_fixtures import TINY_BERT, tiny_bert
 
@@ -61,10 +62,12 @@ def test_the_json_is_indented_by_two_and_ends_its_line(tmp_path):
 
 
 def test_a_placement_can_be_copied_and_its_copy_balanced(tmp_path):
-    placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(tiny_bert(tmp_path))
+    placer = PlainIPUConfig(layers_per_ipu=[1, 2]).placer(tiny_bert(tmp_path))
+    placement = placer.place()
     copied = copy.deepcopy(placement)
     assert copied.to_dict() == placement.to_dict()
-    assert copied.balanced().to_dict() == placement.balanced().to_dict()
+    assert copied.parameter_ipus == placement.parameter_ipus
+    assert placer.balanced(copied).to_dict() == placer.balanced(placement).to_dict()
 
 
 def test_the_balance_leaves_an_ipu_without_a_stage_only_where_it_counts_no_training_stash(tmp_path):
@@ -74,15 +77,20 @@ def test_the_balance_leaves_an_ipu_without_a_stage_only_where_it_counts_no_train
     config = PlainIPUConfig(layers_per_ipu=[0, 1, 0], inference_layers_per_ipu=[0, 1, 0],
                             gradient_accumulation_steps=16)
     folder = tiny_bert(tmp_path, layers=1, num_hidden_layers=1)
-    uncounted = config.placement(folder)
-    inference = config.placement(folder, for_inference=True, micro_batch_size=2, sequence_length=16)
-    assert uncounted.balanced().layers_per_ipu == inference.balanced().layers_per_ipu == (0, 1, 0)
+    uncounted = config.placer(folder)
+    inference = config.placer(folder, for_inference=True, micro_batch_size=2, sequence_length=16)
+    assert balanced(uncounted).layers_per_ipu == balanced(inference).layers_per_ipu == (0, 1, 0)
     with pytest.raises(PlacementError, match="no split gives every IPU a stage of the pipeline"):
-        config.placement(folder, micro_batch_size=2, sequence_length=16).balanced()
+        balanced(config.placer(folder, micro_batch_size=2, sequence_length=16))
     two_layers = tiny_bert(tmp_path / "two", layers=2, num_hidden_layers=2)
-    counted = PlainIPUConfig(layers_per_ipu=[1, 1, 0], gradient_accumulation_steps=16).placement(
+    counted = PlainIPUConfig(layers_per_ipu=[1, 1, 0], gradient_accumulation_steps=16).placer(
         two_layers, micro_batch_size=2, sequence_length=16)
-    assert counted.balanced().layers_per_ipu == (0, 1, 1)
+    assert balanced(counted).layers_per_ipu == (0, 1, 1)
+
+
+def balanced(placer, objective="memory"):
+    """The placement `placer` balances from the config's."""
+    return placer.balanced(placer.place(), objective)
 
 
 def test_a_placement_is_immutable(tmp_path):
@@ -101,7 +109,7 @@ def test_an_ipu_fits_up_to_its_reserve_s_last_byte_and_is_tight_up_to_its_memory
     largest = placement.ipus[0].on_chip_bytes
     verdicts = [dataclasses.replace(placement, ipu_memory_bytes=largest + reserve, reserve_bytes=10).verdict
                 for reserve in (10, 9, 0, -1)]
-    assert verdicts == ["fits", "tight", "tight", "does not fit"]
+    assert verdicts == [Verdict.FITS, Verdict.TIGHT, Verdict.TIGHT, Verdict.DOES_NOT_FIT]
     fits = [dataclasses.replace(placement, ipu_memory_bytes=largest + reserve, reserve_bytes=10).fits
             for reserve in (10, 9, 0, -1)]
     assert fits == [True, False, False, False]
@@ -124,13 +132,14 @@ def test_the_bytes_the_update_brings_in_are_whole(tmp_path):
 
 
 def test_every_parameter_is_on_the_ipu_that_first_uses_it(tmp_path):
-    ipus = PlainIPUConfig(layers_per_ipu=[0, 3]).placement(tiny_bert(tmp_path)).parameter_ipus()
+    placer = PlainIPUConfig(layers_per_ipu=[0, 3]).placer(tiny_bert(tmp_path))
+    ipus = placer.place().parameter_ipus
     assert ipus["bert.embeddings.word_embeddings.weight"] == (0,)  # first used by the embedding, then by the head
     assert ipus["cls.predictions.bias"] == (0,)
     assert ipus["bert.encoder.layer.0.output.dense.weight"] == (1,)
     assert "bert.embeddings.position_ids" not in ipus and len(ipus) == 5 + 3 * 16 + 5
-    other = PlainIPUConfig(layers_per_ipu=[0, 3]).placement(tiny_bert(tmp_path)).with_layers_per_ipu([1, 2])
-    assert other.parameter_ipus()["bert.encoder.layer.0.output.dense.weight"] == (0,)  # of its own split
+    other = placer.place([1, 2])
+    assert other.parameter_ipus["bert.encoder.layer.0.output.dense.weight"] == (0,)  # of its own split
 
 
 # --- the model a placement is for ------------------------------------------------------------------------------------
@@ -161,9 +170,9 @@ def test_an_inference_placement_needs_only_the_inference_split_to_fit(tmp_path):
 
 def test_refusals_of_a_placement_s_other_splits_and_parameters_name_the_model(tmp_path):
     folder = tiny_bert(tmp_path, vocab_size=63)
-    placement = PlainIPUConfig(layers_per_ipu=[1, 2]).placement(folder)
+    placer = PlainIPUConfig(layers_per_ipu=[1, 2]).placer(folder)
     with pytest.raises(PlacementError) as raised:
-        placement.with_layers_per_ipu([2, 2])
+        placer.place([2, 2])
     assert str(raised.value) == (f"Cannot place {folder} with `layers_per_ipu`: [2, 2] places 4 layers and the model "
                                  "has 3.")
     with pytest.raises(PlacementError) as raised:
@@ -356,8 +365,8 @@ def test_a_local_folder_is_placed_without_torch_or_transformers(tmp_path):
     script = (
         "import sys\n"
         "from optimum_ipu_ext import PlainIPUConfig\n"
-        f"placement = PlainIPUConfig(layers_per_ipu=[-1, -1]).placement({folder!r})\n"
-        "placement.balanced(); str(placement)\n"
+        f"placer = PlainIPUConfig(layers_per_ipu=[-1, -1]).placer({folder!r})\n"
+        "placement = placer.place(); placer.balanced(placement); str(placement)\n"
         "print(sorted(name for name in sys.modules if name.split('.')[0] in "
         "('torch', 'transformers', 'huggingface_hub', 'optimum', 'safetensors', 'numpy')))\n"
     )

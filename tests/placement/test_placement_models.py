@@ -10,10 +10,10 @@ from safetensors.torch import load_file, save_file
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.estimate import balance
+from optimum_ipu_ext.placement.estimate.layer_runs import LayerRunCosts
 from optimum_ipu_ext.placement.estimate.layout import encoder_decoder_cut, layer_counts
 from optimum_ipu_ext.placement.models import ARCHITECTURES
 from optimum_ipu_ext.placement.models.rules import Block, Run, Split, expand
-from optimum_ipu_ext.placement.placement import SplitCosts
 from support.placement_fixtures import saved_tiny_model, tiny_model
 from support.placement_models import TINY_MODELS
 from support.splits import compositions
@@ -85,13 +85,13 @@ def test_a_checkpoint_lacking_a_layer_is_not_this_config_s(tmp_path):
 # --- balancing ---------------------------------------------------------------------------------------------------
 
 
-def best_by_brute_force(placement):
+def best_by_brute_force(placer, placement):
     """The split of the placement's model a brute force over every split upstream accepts finds best."""
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
     found = []
     for split in compositions(layers, len(placement.ipus)):
         try:
-            other = placement.with_layers_per_ipu(split)
+            other = placer.place(split)
         except PlacementError:
             continue  # a split upstream refuses (an encoder-decoder cut that is not a power of two)
         found.append((list(other.layers_per_ipu), max(ipu.on_chip_bytes for ipu in other.ipus)))
@@ -131,12 +131,12 @@ BALANCED_CASES = [
 @pytest.mark.parametrize("architecture, model_config, ipu_settings, for_inference", BALANCED_CASES)
 def test_the_balanced_split_is_the_best_upstream_accepts(architecture, model_config, ipu_settings, for_inference):
     config = dict(tiny_model(architecture).config.to_dict(), **model_config)
-    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture,
-                                                         for_inference=for_inference)
-    balanced = placement.balanced()
-    best = best_by_brute_force(placement)
+    placer = PlainIPUConfig(**ipu_settings).placer(config, architecture=architecture, for_inference=for_inference)
+    placement = placer.place()
+    balanced = placer.balanced(placement)
+    best = best_by_brute_force(placer, placement)
     assert (list(balanced.layers_per_ipu), max(ipu.on_chip_bytes for ipu in balanced.ipus)) == best
-    assert balanced.to_dict() == placement.with_layers_per_ipu(best[0]).to_dict()
+    assert balanced.to_dict() == placer.place(best[0]).to_dict()
 
 
 @pytest.mark.parametrize("architecture, model_config, ipu_settings, for_inference", BALANCED_CASES + [
@@ -144,17 +144,18 @@ def test_the_balanced_split_is_the_best_upstream_accepts(architecture, model_con
 ])
 def test_the_balance_costs_each_split_as_its_placement_does(architecture, model_config, ipu_settings, for_inference):
     config = dict(tiny_model(architecture).config.to_dict(), **model_config)
-    placement = PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture,
-                                                         for_inference=for_inference)
-    planner, ipus = placement._planner, len(placement.ipus)
+    placer = PlainIPUConfig(**ipu_settings).placer(config, architecture=architecture, for_inference=for_inference)
+    placement = placer.place()
+    configured, ipus = placer.configured, len(placement.ipus)
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
-    encoder = layer_counts(planner.architecture, planner.config).get((planner.architecture.generation or [None])[0])
+    row = configured.architecture
+    encoder = layer_counts(row, configured.config).get((row.generation or [None])[0])
     checked = 0
-    for cut in planner.cuts(ipus):
-        cost = SplitCosts(planner, cut).memory
+    for cut in placer.cuts(ipus):
+        cost = LayerRunCosts(configured, cut).on_chip_bytes
         for split in compositions(layers, ipus):
             try:
-                other = placement.with_layers_per_ipu(split)
+                other = placer.place(split)
                 if cut is not None and encoder_decoder_cut("m", split, encoder, "layers_per_ipu") != cut:
                     continue
             except PlacementError:
@@ -166,16 +167,16 @@ def test_the_balance_costs_each_split_as_its_placement_does(architecture, model_
 
 
 def test_one_ipu_is_balanced_already():
-    placement = PlainIPUConfig().placement(tiny_model("BertForMaskedLM").config.to_dict(),
-                                           architecture="BertForMaskedLM")
-    assert placement.balanced() is placement
+    placer = PlainIPUConfig().placer(tiny_model("BertForMaskedLM").config.to_dict(), architecture="BertForMaskedLM")
+    placement = placer.place()
+    assert placer.balanced(placement) is placement
 
 
 def test_lxmert_has_no_split_to_balance():
     config = dict(tiny_model("LxmertForQuestionAnswering").config.to_dict(), _name_or_path="lxmert")
-    placement = PlainIPUConfig(layers_per_ipu=[-1] * 4).placement(config, architecture="LxmertForQuestionAnswering")
+    placer = PlainIPUConfig(layers_per_ipu=[-1] * 4).placer(config, architecture="LxmertForQuestionAnswering")
     with pytest.raises(PlacementError) as raised:
-        placement.balanced()
+        placer.balanced(placer.place())
     assert str(raised.value) == ("Cannot place lxmert: LxmertForQuestionAnswering's parallelize() places its layers "
                                  "on IPUs of its own choosing, whatever `layers_per_ipu` says: there is no split to "
                                  "balance.")

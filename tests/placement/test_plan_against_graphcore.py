@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Union
 import pytest
 
 from optimum_ipu_ext import IPUConfig, plan
+from optimum_ipu_ext.placement.estimate.memory import Verdict
 from support.corpus import FULL_SIZE, loaded
 from support.published_runs import OPTIMUM_POD16, OPTIMUM_RUNS, PUBLISHED_RUNS
 
@@ -211,7 +212,7 @@ def test_graphcore_s_config_is_timed_as_the_plan_s_reference_and_the_best_is_nev
     assert reference is not None  # the config runs on the plan's IPUs and batch
     assert (reference.micro_batch_size, reference.build["gradient_accumulation_steps"]) == (
         case.micro_batch, case.accumulation)
-    assert reference.verdict != "does not fit" and not reference.placement.problems
+    assert reference.verdict != Verdict.DOES_NOT_FIT and not reference.placement.problems
     assert found.best is not None
     assert found.best.samples_per_second >= reference.samples_per_second
 

@@ -5,17 +5,19 @@ never faster; the request's bounds; the frontier; the plan as data and as text."
 import itertools
 import json
 import warnings
-from types import SimpleNamespace
 
 import pytest
 
 from optimum_ipu_ext import IPUConfig, plan
 from optimum_ipu_ext.errors import PlacementError
 from optimum_ipu_ext.placement import planning
+from optimum_ipu_ext.placement.estimate.costs import dominated
+from optimum_ipu_ext.placement.estimate.layer_runs import LayerRunCosts
+from optimum_ipu_ext.placement.estimate.memory import Verdict, matmul_proportions
 from optimum_ipu_ext.placement.models import architecture_of
 from optimum_ipu_ext.placement.models.blocks import StepCost
-from optimum_ipu_ext.placement.placement import cached_shapes, measure, planner_of
-from optimum_ipu_ext.placement.planning import Candidate, dominated, matmul_proportions, pareto, ranked, replica_sizes
+from optimum_ipu_ext.placement.placer import cached_shapes, measure, placer_of
+from optimum_ipu_ext.placement.planning import Candidate, pareto, ranked, replica_sizes
 from optimum_ipu_ext.placement.source.model import read_model
 from support.corpus import FULL_SIZE
 from support.placement_fixtures import BERT_BASE, PLANNED_BERT
@@ -86,7 +88,7 @@ def test_no_build_and_split_of_the_space_is_faster_than_the_best_and_fits(search
     assert searched.best.samples_per_second == pytest.approx(fastest, rel=1e-12)
     # the space has builds of every verdict, and the best is not the fastest of all
     assert {placement.verdict for placements in everything.values() for placement in placements} == {
-        "fits", "tight", "does not fit"}
+        Verdict.FITS, Verdict.TIGHT, Verdict.DOES_NOT_FIT}
     assert max(placement.time.samples_per_second for placements in everything.values()
                for placement in placements) > fastest
 
@@ -124,7 +126,7 @@ def test_the_best_config_validates_and_places_as_planned(searched):
     best = searched.best
     saved = IPUConfig.from_dict(json.loads(best.ipu_config.to_json_string()))
     placement = saved.placement(MODEL, micro_batch_size=best.micro_batch_size, sequence_length=LENGTH)
-    assert placement.verdict == "fits"
+    assert placement.verdict == Verdict.FITS
     assert placement.to_dict() == best.placement.to_dict()
     assert (saved.ipus_per_replica * saved.replication_factor, saved.layers_per_ipu) == (
         IPUS, list(best.placement.layers_per_ipu))
@@ -153,7 +155,7 @@ def test_the_frontier_holds_the_candidates_no_other_beats_in_both_speed_and_memo
     candidates = searched.candidates
     frontier = set(searched.pareto)
     assert list(searched.pareto) == pareto(candidates)
-    within = [index for index, found in enumerate(candidates) if found.verdict in ("fits", "tight")]
+    within = [index for index, found in enumerate(candidates) if found.verdict in (Verdict.FITS, Verdict.TIGHT)]
 
     def beaten(index):
         return any(candidates[other].samples_per_second >= candidates[index].samples_per_second
@@ -172,11 +174,11 @@ def test_the_frontier_holds_the_candidates_no_other_beats_in_both_speed_and_memo
 
 
 def test_candidates_are_ranked_fits_then_tight_fastest_first_then_the_nearest_to_fitting(searched):
-    order = {"fits": 0, "tight": 1, "does not fit": 2}
-    keys = [(order[found.verdict], found.largest_share if found.verdict == "does not fit"
+    order = {Verdict.FITS: 0, Verdict.TIGHT: 1, Verdict.DOES_NOT_FIT: 2}
+    keys = [(order[found.verdict], found.largest_share if found.verdict == Verdict.DOES_NOT_FIT
              else -found.samples_per_second) for found in searched.candidates]
     assert keys == sorted(keys)
-    assert [found.verdict for found in searched.candidates].count("does not fit") > 1
+    assert [found.verdict for found in searched.candidates].count(Verdict.DOES_NOT_FIT) > 1
 
 
 def test_the_plan_as_data_is_json_and_holds_each_candidate_s_config_and_placement(searched):
@@ -202,8 +204,8 @@ def test_the_plan_as_text_names_the_best_and_lists_the_candidates(searched):
     lines = text.splitlines()
     assert lines[0] == "the model config: BertForPreTraining on 4 GC200 IPUs, global batch 32, sequence length 512"
     verdicts = [found.verdict for found in searched.candidates]
-    assert lines[1] == (f"{len(verdicts)} builds searched: {verdicts.count('fits')} fit, {verdicts.count('tight')} "
-                        f"tight, {verdicts.count('does not fit')} do not fit.")
+    assert lines[1] == (f"{len(verdicts)} builds searched: {verdicts.count(Verdict.FITS)} fit, "
+                        f"{verdicts.count(Verdict.TIGHT)} tight, {verdicts.count(Verdict.DOES_NOT_FIT)} do not fit.")
     best = searched.best
     assert lines[3].startswith(f"Best: {best.build['ipus_per_replica']} IPUs x {best.build['replication_factor']}, "
                                f"micro-batch {best.micro_batch_size}")
@@ -283,7 +285,7 @@ def test_a_vocabulary_is_serialized_where_nothing_fits_without_by_the_least_fact
     found = plan(ROBERTA, 1, global_batch_size=16, sequence_length=128)
     factors = {(candidate.build["embedding_serialization_factor"], candidate.verdict)
                for candidate in found.candidates}
-    assert factors == {(1, "does not fit"), (3, "fits"), (3, "does not fit")}  # 2 does not divide 50,265
+    assert factors == {(1, Verdict.DOES_NOT_FIT), (3, Verdict.FITS), (3, Verdict.DOES_NOT_FIT)}  # 2 does not divide
     assert found.best.build["embedding_serialization_factor"] == 3
     assert found.best.ipu_config.embedding_serialization_factor == 3
     with pytest.raises(PlacementError) as refused:
@@ -336,7 +338,7 @@ def test_the_two_ipu_space_holds_what_the_split_search_must_see_past(everything_
     fastest = max(placements, key=lambda placement: placement.time.samples_per_second)
     fitting = max((placement for placement in placements if placement.fits),
                   key=lambda placement: placement.time.samples_per_second)
-    assert not even.fits and fastest.verdict == "tight"
+    assert not even.fits and fastest.verdict == Verdict.TIGHT
     candidate = next(found for found in searched_on_two.candidates if key(found) == (2, 1, True, True))
     assert list(candidate.placement.layers_per_ipu) == list(fitting.layers_per_ipu) == [1, 4]
 
@@ -392,12 +394,13 @@ def test_micro_batches_no_smaller_one_rules_out_are_searched_up_to_the_first_whe
 def test_the_split_costs_of_a_pipeline_are_worked_out_once_for_both_places_of_the_optimizer_state(monkeypatch):
     made = []
 
-    class Counted(planning.SplitCosts):
-        def __init__(self, planner, cut):
-            made.append((planner.settings["ipus_per_replica"], planner.settings["recompute_checkpoint_every_layer"]))
-            super().__init__(planner, cut)
+    class Counted(LayerRunCosts):
+        def __init__(self, configured, cut, cost_model=None):
+            settings = configured.settings
+            made.append((settings["ipus_per_replica"], settings["recompute_checkpoint_every_layer"]))
+            super().__init__(configured, cut, cost_model)
 
-    monkeypatch.setattr(planning, "SplitCosts", Counted)
+    monkeypatch.setattr(planning, "LayerRunCosts", Counted)
     found = plan(MODEL, IPUS, global_batch_size=BATCH, sequence_length=LENGTH)
     assert sorted(made) == sorted({(candidate.build["ipus_per_replica"],
                                     candidate.build["recompute_checkpoint_every_layer"])
@@ -413,7 +416,7 @@ def placed_twice(micro_batch):
             for steps in (16, 32)]
 
 
-@pytest.mark.parametrize("micro_batch, verdict", [(1, "fits"), (16, "does not fit")])
+@pytest.mark.parametrize("micro_batch, verdict", [(1, Verdict.FITS), (16, Verdict.DOES_NOT_FIT)])
 def test_of_builds_as_large_the_faster_ranks_first_and_alone_is_on_the_frontier(micro_batch, verdict):
     slower, faster = placed_twice(micro_batch)
     assert (slower.verdict, faster.verdict) == (verdict, verdict)
@@ -421,7 +424,7 @@ def test_of_builds_as_large_the_faster_ranks_first_and_alone_is_on_the_frontier(
     assert slower.largest_share == faster.largest_share
     assert faster.samples_per_second > slower.samples_per_second
     assert ranked([slower, faster]) == [faster, slower]
-    assert pareto([slower, faster]) == ([1] if verdict == "fits" else [])
+    assert pareto([slower, faster]) == ([1] if verdict == Verdict.FITS else [])
 
 
 def test_a_candidate_the_search_found_is_data_without_a_config():
@@ -437,9 +440,7 @@ def test_a_candidate_the_search_found_is_data_without_a_config():
     ([0, 275, 333, 600, 700, 875], [0.6, 0.6, 0.54, 0.28, 0.18, 0.1]),
 ])
 def test_each_ipu_s_matmul_proportion_is_what_its_counted_memory_leaves_but_half_the_reserve(on_chip, proportions):
-    placement = SimpleNamespace(ipu_memory_bytes=1000, reserve_bytes=250,
-                                ipus=[SimpleNamespace(on_chip_bytes=size) for size in on_chip])
-    assert matmul_proportions(placement) == proportions
+    assert matmul_proportions(on_chip, 1000, 250) == proportions
 
 
 def test_the_plan_as_data_names_the_memory_and_the_reserve_its_verdicts_take(searched):
@@ -460,16 +461,17 @@ def test_the_time_a_split_is_weighed_by_is_the_step_place_times_for_it(replicas,
     config = IPUConfig(ipus_per_replica=2, replication_factor=replicas, layers_per_ipu=[-1, -1],
                        gradient_accumulation_steps=4, optimizer_state_offchip=offchip,
                        replicated_tensor_sharding=replicas > 1)
-    planner = planner_of(source.name, row, source.config, vars(config), cached_shapes(source), False, False,
-                         measure(source.name, (1, LENGTH, None), False))
-    costs = planning.SplitCosts(planner, None)
-    even = planner.placement(None)
-    scale, other = planning._time_costs(planner, costs, even.schedule.cycles, 2)
+    placer = placer_of(source.name, row, source.config, vars(config), cached_shapes(source), False, False,
+                       measure(source.name, (1, LENGTH, None), False))
+    costs = LayerRunCosts(placer.configured, None)
+    even = placer.place()
+    scale = placer.configured.cost_model.time.cycle_scale(even.schedule.cycles)
+    other = costs.after_pipeline_seconds
     assert max(other(ipu, 0, LAYERS) for ipu in (0, 1)) > 0
     for first in range(1, LAYERS):  # every split giving each IPU a layer: the stages of the even split
         runs = [(0, 0, first), (1, first, LAYERS)]
-        weighed = scale * max(costs.flops(*run) for run in runs) + max(other(*run) for run in runs)
-        step = planner.placement([first, LAYERS - first]).time
+        weighed = scale * max(costs.cycle_load(*run) for run in runs) + max(other(*run) for run in runs)
+        step = placer.place([first, LAYERS - first]).time
         assert weighed + step.overhead_seconds == pytest.approx(step.step_seconds, rel=1e-12)
 
 

@@ -82,7 +82,7 @@ def test_mt5_small_generates_with_a_copy_of_its_embedding_on_the_decoder_s_ipus(
     assert placement.layers_per_ipu == (0, 8, 8, 0)
     embedding = 250_112 * 512
     assert sum(ipu.parameters for ipu in placement.ipus) == FULL_SIZE_PARAMETERS["mt5-small"] + embedding
-    assert (placement.ipus[0].parameters, placement.parameter_ipus()["shared.weight"]) == (embedding, (0, 2))
+    assert (placement.ipus[0].parameters, placement.parameter_ipus["shared.weight"]) == (embedding, (0, 2))
 
 
 def test_mt5_small_s_embedding_is_split_over_its_first_two_ipus():
@@ -133,4 +133,4 @@ def test_mt5_small_s_projection_cut_by_a_factor_alone_may_leave_a_remainder():
     config.projection_serialization_factor = 3
     placement = config.placement(str(FULL_SIZE / "mt5-small"))
     assert sum(ipu.parameters for ipu in placement.ipus) == FULL_SIZE_PARAMETERS["mt5-small"]
-    assert placement.parameter_ipus()["lm_head.weight"] == (3,)
+    assert placement.parameter_ipus["lm_head.weight"] == (3,)

@@ -55,7 +55,7 @@ def tiny_config(name):
 def ours(name, tiny, for_inference, tmp_path_factory, for_generation=False):
     architecture = MODELS[name]["architecture"]
     folder = checkpoint(architecture, json.dumps(tiny, sort_keys=True), str(tmp_path_factory.mktemp(architecture)))
-    return loaded(name, for_generation).placement(folder, for_inference=for_inference)
+    return loaded(name, for_generation).placer(folder, for_inference=for_inference)
 
 
 @pytest.mark.parametrize("for_inference", [False, True], ids=["training", "inference"])
@@ -81,7 +81,7 @@ def test_a_published_split_upstream_cannot_generate_with_is_refused_with_the_sam
         upstream_placement(architecture, tiny, settings_of(name), True, True)
     assert "Unable to find a valid split of ipu_config.inference_layers_per_ipu" in str(theirs.value)
     with pytest.raises(PlacementError) as refused:
-        ours(name, tiny, True, tmp_path_factory, for_generation=True)
+        ours(name, tiny, True, tmp_path_factory, for_generation=True).place()
     assert refused.value.setting == "inference_layers_per_ipu"
     assert f"does not end the encoder's {GENERATION_REFUSED[name]} layers" in refused.value.problem
 
@@ -92,7 +92,7 @@ def test_what_upstream_refuses_of_the_corpus_is_refused_with_the_same_layer_coun
     with pytest.raises(upstream_refusal()) as theirs:
         upstream_placement(MODELS[name]["architecture"], tiny, settings_of(name))
     with pytest.raises(PlacementError) as refused:
-        ours(name, tiny, False, tmp_path_factory)
+        ours(name, tiny, False, tmp_path_factory).place()
     assert (refused.value.setting, refused.value.problem) == REFUSED[name]
     assert UPSTREAM_REFUSALS[name] in str(theirs.value)
 

@@ -36,9 +36,9 @@ def test_every_architecture_is_placed_as_upstream_places_it(architecture, tmp_pa
 @pytest.mark.parametrize("architecture", ["BertForSequenceClassification", "GPT2LMHeadModel", "HubertForCTC",
                                           "Wav2Vec2ForPreTraining", "T5ForConditionalGeneration"])
 def test_one_ipu_takes_everything(architecture, tmp_path_factory):
-    reference, placement = reference_and_ours(architecture, tmp_path_factory, {})
-    assert_same(reference, placement)
-    assert len(placement.ipus) == 1
+    reference, placer = reference_and_ours(architecture, tmp_path_factory, {})
+    assert_same(reference, placer)
+    assert len(placer.place().ipus) == 1
 
 
 @pytest.mark.parametrize("architecture", ["BertForQuestionAnswering", "GPT2ForTokenClassification",
@@ -51,10 +51,10 @@ def test_a_first_ipu_with_no_layer(architecture, tmp_path_factory):
 def test_convnext_places_the_stages_its_config_builds(tmp_path_factory):
     """transformers builds `num_stages` stages, of `depths` layers each: a config listing more depths has fewer
     layers than their sum."""
-    reference, placement = reference_and_ours("ConvNextForImageClassification", tmp_path_factory, UNEVEN,
-                                              model_config={"num_stages": 2, "depths": [1, 2, 3]})
-    assert_same(reference, placement)
-    assert sum(len(ipu.layers) for ipu in placement.ipus) == 3
+    reference, placer = reference_and_ours("ConvNextForImageClassification", tmp_path_factory, UNEVEN,
+                                           model_config={"num_stages": 2, "depths": [1, 2, 3]})
+    assert_same(reference, placer)
+    assert sum(len(ipu.layers) for ipu in placer.place().ipus) == 3
 
 
 INFERENCE = {"layers_per_ipu": [-1, -1], "inference_layers_per_ipu": [0, 2, -1]}
@@ -66,27 +66,29 @@ INFERENCE = {"layers_per_ipu": [-1, -1], "inference_layers_per_ipu": [0, 2, -1]}
                                           "ViTForImageClassification", "HubertForSequenceClassification",
                                           "Wav2Vec2ForCTC", "GroupBertForMaskedLM"])
 def test_the_inference_build_uses_the_inference_settings(architecture, tmp_path_factory):
-    reference, placement = reference_and_ours(architecture, tmp_path_factory, INFERENCE, for_inference=True)
-    assert_same(reference, placement)
+    reference, placer = reference_and_ours(architecture, tmp_path_factory, INFERENCE, for_inference=True)
+    assert_same(reference, placer)
+    placement = placer.place()
     assert placement.build == "inference" and len(placement.ipus) == 3
 
 
 @pytest.mark.parametrize("architecture", GENERATING)
 @pytest.mark.parametrize("split", [[-1, -1], [1, 1, 1, 1], [2, 0, 1, 1]])
 def test_a_generation_build_runs_encoder_and_decoder_on_ipus_of_their_own(architecture, split, tmp_path_factory):
-    reference, placement = reference_and_ours(architecture, tmp_path_factory, {"inference_layers_per_ipu": split},
-                                              for_inference=True, for_generation=True)
-    assert_same(reference, placement)
+    reference, placer = reference_and_ours(architecture, tmp_path_factory, {"inference_layers_per_ipu": split},
+                                           for_inference=True, for_generation=True)
+    assert_same(reference, placer)
 
 
 def test_accumulating_replicated_and_sharded_builds_place_the_same_and_size_their_state(tmp_path_factory):
     sharded = {"layers_per_ipu": [1, -1], "replication_factor": 4, "replicated_tensor_sharding": True,
                "optimizer_state_offchip": True, "gradient_accumulation_steps": 16}
-    reference, placement = reference_and_ours("BertForQuestionAnswering", tmp_path_factory, sharded)
-    assert_same(reference, placement)
+    reference, placer = reference_and_ours("BertForQuestionAnswering", tmp_path_factory, sharded)
+    assert_same(reference, placer)
     # fp16 weights and accumulators on chip, 6 bytes of optimizer state over 4 replicas, a quarter of the largest
     # tensor's brought on chip for its update
-    largest = placement._planner.parameters.elements("bert.embeddings.word_embeddings.weight")
+    placement = placer.place()
+    largest = placer.configured.parameters.elements("bert.embeddings.word_embeddings.weight")
     assert placement.ipus[0].update_bytes == math.ceil(6 * largest / 4)
     for ipu in placement.ipus:
         assert (ipu.on_chip_bytes, ipu.streaming_bytes) == (4 * ipu.parameters + ipu.update_bytes,
@@ -98,11 +100,11 @@ def test_accumulating_replicated_and_sharded_builds_place_the_same_and_size_thei
 
 @pytest.mark.parametrize("architecture", ["GPT2LMHeadModel", "GPT2ForSequenceClassification"])
 def test_gpt2_pads_its_vocabulary_as_upstream_pads_it(architecture, tmp_path_factory):
-    reference, placement = reference_and_ours(architecture, tmp_path_factory,
-                                              {"layers_per_ipu": [-1, -1], "embedding_serialization_factor": 2},
-                                              model_config={"vocab_size": 63})
-    assert_same(reference, placement)
-    assert placement.ipus[0].parameters == reference["parameter_counts"]["transformer.wte.weight"] + 16 + \
+    reference, placer = reference_and_ours(architecture, tmp_path_factory,
+                                           {"layers_per_ipu": [-1, -1], "embedding_serialization_factor": 2},
+                                           model_config={"vocab_size": 63})
+    assert_same(reference, placer)
+    assert placer.place().ipus[0].parameters == reference["parameter_counts"]["transformer.wte.weight"] + 16 + \
         sum(count for name, count in reference["parameter_counts"].items() if name.startswith("transformer.wpe")) + \
         sum(count for name, count in reference["parameter_counts"].items() if name.startswith("transformer.h.0."))
 
@@ -162,7 +164,7 @@ def test_a_serialized_head_is_placed_as_upstream_places_it(architecture, tmp_pat
 def test_what_upstream_refuses_is_refused(architecture, ipu_settings, for_inference, for_generation, model_config,
                                           setting, words, tmp_path_factory):
     with pytest.raises(PlacementError) as refused:
-        ours(architecture, tmp_path_factory, ipu_settings, for_inference, for_generation, model_config)
+        ours(architecture, tmp_path_factory, ipu_settings, for_inference, for_generation, model_config).place()
     assert refused.value.setting == setting
     assert all(word in refused.value.problem for word in words)
     model = dict(TINY_MODELS[architecture].config, **(model_config or {}))
@@ -191,8 +193,8 @@ MT5_SPLITS = [
 @pytest.mark.parametrize("settings, for_inference, for_generation", MT5_SPLITS)
 def test_a_weight_split_over_ipus_is_placed_as_upstream_places_it(settings, for_inference, for_generation,
                                                                    tmp_path_factory):
-    reference, placement = reference_and_ours("MT5ForConditionalGeneration", tmp_path_factory, settings,
-                                              for_inference, for_generation)
-    assert_same_split(reference, placement)
+    reference, placer = reference_and_ours("MT5ForConditionalGeneration", tmp_path_factory, settings,
+                                           for_inference, for_generation)
+    assert_same_split(reference, placer)
 
 

@@ -1,7 +1,7 @@
 """Comparing a placement with the one optimum-graphcore 0.7.1's own `parallelize()` makes (support.upstream_placement
-runs it): the harness's model saved as a checkpoint (or a tiny one with a full-size model's layer counts), both
-placements of it, and the assertions that they agree block for block and parameter for parameter (each IPU's share
-of a weight split over IPUs included)."""
+runs it): the harness's model saved as a checkpoint (or a tiny one with a full-size model's layer counts), upstream's
+placement of it and our placer of it, and the assertions that they agree block for block and parameter for
+parameter (each IPU's share of a weight split over IPUs included, and the parameters frozen)."""
 
 import json
 import math
@@ -72,15 +72,15 @@ def checkpoint(architecture: str, model_config: str, folder: str) -> str:
 
 
 def ours(architecture, tmp_path_factory, ipu_settings, for_inference=False, for_generation=False, model_config=None):
-    """`placement()` of the harness's model, saved to a folder, with these settings; a generation build as upstream's
-    pipelines ask for it, with `for_generation` in the inference keyword arguments."""
+    """`placer()` of the harness's model, saved to a folder, with these settings (its `place()` is `placement()`); a
+    generation build as upstream's pipelines ask for it, with `for_generation` in the inference keyword arguments."""
     model_config = dict(TINY_MODELS[architecture].config, **(model_config or {}))
     folder = checkpoint(architecture, json.dumps(model_config, sort_keys=True),
                         str(tmp_path_factory.mktemp(architecture)))
     config = PlainIPUConfig(**ipu_settings)
     if for_generation:
         config.inference_parallelize_kwargs = {**config.inference_parallelize_kwargs, "for_generation": True}
-    return config.placement(folder, for_inference=for_inference)
+    return config.placer(folder, for_inference=for_inference)
 
 
 def reference_and_ours(architecture, tmp_path_factory, ipu_settings, for_inference=False, for_generation=False,
@@ -113,7 +113,7 @@ def executor_placements(reference):
 
 
 def expected_ipus(reference, placement):
-    """`{parameter: the IPUs upstream first uses it on}`, as `Placement.parameter_ipus()` names them: a copy that a
+    """`{parameter: the IPUs upstream first uses it on}`, as `Placement.parameter_ipus` names them: a copy that a
     pipelined model holds by its own name; a parameter no op uses where ours puts it."""
     expected = {}
     unused = None
@@ -125,7 +125,7 @@ def expected_ipus(reference, placement):
                 if holder != name:
                     expected.setdefault(holder, []).append(first_ipu + ipu)
         unused = set(executor["unused"]) if unused is None else unused & set(executor["unused"])
-    ours = placement.parameter_ipus()
+    ours = placement.parameter_ipus
     for name in unused:
         assert name.split(".")[-1] in UNUSED_IN_INFERENCE, f"upstream uses no {name}"
         expected[name] = list(ours[name])
@@ -141,8 +141,11 @@ def blocks_per_ipu(reference, ipus):
     return found
 
 
-def assert_same(reference, placement):
-    assert placement.parameter_ipus() == expected_ipus(reference, placement)
+def assert_same(reference, placer):
+    """`placer`'s placement puts every block, layer and parameter where `reference` (upstream's) does, and freezes
+    the same parameters."""
+    placement = placer.place()
+    assert placement.parameter_ipus == expected_ipus(reference, placement)
     if "executors" not in reference:
         assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
         layer_ipus = [ipu for call in reference["layer_ipus"] for ipu in call]
@@ -152,19 +155,18 @@ def assert_same(reference, placement):
     copies = sum(counts[name] * (len(holders) - 1) for name, holders in reference.get("copies", {}).items())
     if "executors" not in reference:
         assert sum(ipu.parameters for ipu in placement.ipus) == sum(counts.values()) + created + copies
-    assert sorted(placement._planner.frozen) == sorted(reference["frozen"])
+    assert sorted(placer.configured.frozen) == sorted(reference["frozen"])
 
 
 def upstream_refusal():
     return (upstream_modules()[0].IncompatibleIPUConfigError, ValueError, AssertionError, TypeError)
 
 
-def spread_of(placement):
+def spread_of(placement, parameters):
     """`{original parameter: {IPU: elements}}` of the parts of each weight split over IPUs, summed over the
-    executors that use them."""
-    parameters = placement._planner.parameters
+    executors that use them (`parameters`: the placed model's, as its build holds them)."""
     spread = {}
-    for name, ipus in placement.parameter_ipus().items():
+    for name, ipus in placement.parameter_ipus.items():
         if ".split_" in name:
             whole = spread.setdefault(name.split(".split_")[0] + ".weight", {})
             for ipu in ipus:
@@ -183,19 +185,20 @@ def reference_spread(reference):
     return spread
 
 
-def assert_same_split(reference, placement):
+def assert_same_split(reference, placer):
     """`assert_same` for a placement that splits weights over IPUs: each IPU's share of each, the whole parameters."""
-    assert spread_of(placement) == reference_spread(reference)
-    whole = {name: ipus for name, ipus in placement.parameter_ipus().items() if ".split_" not in name}
+    placement = placer.place()
+    assert spread_of(placement, placer.configured.parameters) == reference_spread(reference)
+    whole = {name: ipus for name, ipus in placement.parameter_ipus.items() if ".split_" not in name}
     assert whole == expected_ipus(reference, placement)
     if "executors" not in reference:
         assert [list(ipu.blocks) for ipu in placement.ipus] == blocks_per_ipu(reference, len(placement.ipus))
         assert sum(ipu.parameters for ipu in placement.ipus) == sum(reference["parameter_counts"].values())
 
 
-def assert_same_placement(reference, placement):
+def assert_same_placement(reference, placer):
     """`assert_same`, or `assert_same_split` where the placement splits a weight over IPUs."""
-    if any(".split_" in parameter for parameter in placement.parameter_ipus()):
-        assert_same_split(reference, placement)
+    if any(".split_" in parameter for parameter in placer.place().parameter_ipus):
+        assert_same_split(reference, placer)
     else:
-        assert_same(reference, placement)
+        assert_same(reference, placer)

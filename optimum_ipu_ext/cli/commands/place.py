@@ -72,7 +72,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     from ...placement.models import ARCHITECTURES
-    from ...placement.report.placement import render, render_comparison
+    from ...placement.report.text import comparison_text
     from ...settings.mode import Mode
     from ..picture_files import picture_targets
     from ..sources import CONFIG_NAME, CommandError, load, refuse_to_overwrite, write_config
@@ -90,19 +90,22 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
         refuse_to_overwrite(target, args.force)
     pictures = picture_targets(args)
     config = load(args.source, args.revision, args.set or (), args.pod_type)
-    setting = Mode.of(args.inference).setting("layers_per_ipu")
+    mode = Mode.of(args.inference)
+    setting = mode.setting("layers_per_ipu")
     try:
-        current = _placement(args, config, err)
+        placer = _placer(args, config, err)
+        current = placer.place()
     except PlacementError as error:
         if not (args.balance and error.setting == setting):
             raise CommandError(f"{args.source}: {one_line(error)}") from error
         # a split of the wrong size is balanced from an even one over the same IPUs
-        ipus = getattr(config, setting.replace("layers_per_ipu", "ipus_per_replica"))
+        ipus = getattr(config, mode.setting("ipus_per_replica"))
         err.write(f"{PROG}: note: {args.source}: {one_line(error)} Balancing from {as_json([-1] * ipus)}.")
         setattr(config, setting, [-1] * ipus)
-        current = None
+        placer, current = None, None
     try:
-        balanced = (current or _placement(args, config, err)).balanced(args.balance) if args.balance else current
+        placer = placer or _placer(args, config, err)
+        balanced = placer.balanced(current or placer.place(), args.balance) if args.balance else current
     except PlacementError as error:
         raise CommandError(f"{args.source}: {one_line(error)}") from error
     if target is not None:  # before any output: a reader may go away
@@ -112,12 +115,12 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if args.json:
         out.write(balanced.to_json_string().rstrip("\n"))
     elif current is None:
-        out.write(render(balanced, out.style))
+        out.write(balanced.text(out.style))
     else:
-        out.write(render(current, out.style))
+        out.write(current.text(out.style))
         if args.balance:
             out.write()
-            out.write(render_comparison(current, balanced, out.style, args.balance))
+            out.write(comparison_text(current.to_dict(), balanced.to_dict(), out.style, args.balance))
     if target is not None:
         err.write(f"Wrote {target} with {setting} {list(balanced.layers_per_ipu)}")
     for line in written:
@@ -135,7 +138,7 @@ def _write_pictures(pictures: List[Tuple[str, str]], placement: Dict[str, Any], 
 
     def draw(kind: str) -> str:
         if kind == "svg":
-            from ...placement.report.pictures import placement_svg
+            from ...placement.report.placement_picture import placement_svg
 
             return placement_svg(placement, label)
         from ...placement.report.page import placement_page
@@ -146,8 +149,8 @@ def _write_pictures(pictures: List[Tuple[str, str]], placement: Dict[str, Any], 
             for path in write_pictures(pictures, draw)]
 
 
-def _placement(args: argparse.Namespace, config, err: Stream):
-    """The placement of `--model` on `config`, a Hub model read behind a spinner."""
+def _placer(args: argparse.Namespace, config, err: Stream):
+    """The placer of `--model` under `config`, a Hub model read behind a spinner."""
     from ...settings.sources import is_local
     from ..sources import get_token, quiet_client
 
@@ -155,8 +158,8 @@ def _placement(args: argparse.Namespace, config, err: Stream):
     if hub:
         quiet_client()
     with progress(err, f"Reading {args.model}") if hub else contextlib.nullcontext():
-        return config.placement(args.model, architecture=args.architecture, for_inference=args.inference,
-                                fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None,
-                                micro_batch_size=args.micro_batch_size, sequence_length=args.sequence_length,
-                                decoder_sequence_length=args.decoder_sequence_length, ipu=args.ipu,
-                                reserve=args.reserve)
+        return config.placer(args.model, architecture=args.architecture, for_inference=args.inference,
+                             fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None,
+                             micro_batch_size=args.micro_batch_size, sequence_length=args.sequence_length,
+                             decoder_sequence_length=args.decoder_sequence_length, ipu=args.ipu,
+                             reserve=args.reserve)

@@ -77,7 +77,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    from ...placement.report.plan import plan_text
+    from ...placement.report.text import plan_text
     from ..picture_files import picture_targets, write_pictures
     from ..sources import CONFIG_NAME, CommandError, refuse_to_overwrite, write_config
 
@@ -162,7 +162,7 @@ def _plan(args: argparse.Namespace, base, err: Stream) -> "Plan":
 def _drawing(kind: str, data: Dict[str, Any]) -> str:
     """The plan's picture (`svg`) or page (`html`)."""
     if kind == "svg":
-        from ...placement.report.pictures import plan_svg
+        from ...placement.report.plan_picture import plan_svg
 
         return plan_svg(data)
     from ...placement.report.page import plan_page

@@ -96,7 +96,7 @@ class Splits:
         return self._closest[key]
 
 
-class Part(NamedTuple):
+class Section(NamedTuple):
     """Layers balanced over IPUs of their own (all, or in a generation build the encoder's or the decoder's): their
     splits, the costs to make smallest in turn, and the config's split of them."""
 
@@ -105,17 +105,17 @@ class Part(NamedTuple):
     current: Sequence[int]
 
 
-def best_of(parts: Sequence[Part]) -> Tuple[Optional[List[int]], Tuple[float, ...]]:
+def best_of(sections: Sequence[Section]) -> Tuple[Optional[List[int]], Tuple[float, ...]]:
     """The split (each part's, one after the other) with the smallest largest first cost over all the IPUs, then
     among those the smallest largest second cost, ...; ties to the closest to the config's. Returns it (None: no
     split) and those largest costs."""
-    splits = [part.splits for part in parts]
+    splits = [section.splits for section in sections]
     bounds = []
-    for index in range(len(parts[0].costs)):
-        bound = max(each.least_largest(part.costs[index]) for each, part in zip(splits, parts))
+    for index in range(len(sections[0].costs)):
+        bound = max(each.least_largest(section.costs[index]) for each, section in zip(splits, sections))
         bounds.append(bound)
-        splits = [each.within(part.costs[index], bound) for each, part in zip(splits, parts)]
-    found = [each.closest(part.current) for each, part in zip(splits, parts)]
+        splits = [each.within(section.costs[index], bound) for each, section in zip(splits, sections)]
+    found = [each.closest(section.current) for each, section in zip(splits, sections)]
     if any(split is None for split in found):
         return None, tuple(bounds)
     return [count for split in found for count in split], tuple(bounds)
@@ -144,15 +144,6 @@ def least_weighted_sum(splits: Splits, first: Cost, scale: float, second: Cost,
         return None, UNREACHABLE
     within = splits.within(first, chosen_bound)
     return within.within(second, within.least_largest(second)).closest(current), best
-
-
-def best_split(layers: int, ipus: int, cost: Cost, current: Sequence[int],
-               some_layer_within: int = 0) -> Tuple[List[int], int]:
-    """The split of `layers` consecutive layers over `ipus` IPUs (each taking 0 or more) with the smallest largest
-    `cost`, ties to the closest to `current`; and that largest cost. The first `some_layer_within` IPUs take at
-    least one layer between them."""
-    split, bounds = best_of([Part(Splits(layers, ipus, some_layer_within), (cost,), current)])
-    return split, bounds[0]
 
 
 def distance(split: Sequence[int], current: Sequence[int]) -> int:

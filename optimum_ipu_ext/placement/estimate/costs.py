@@ -2,7 +2,7 @@
 model of `place` (activations, stash, recomputation, FLOPs).
 
 `block_costs()` gives the cost of each step of a placement, keyed by the step's module path as the placement's
-layout names it (`Layout.claims`), from the modules of its row (models/). No torch, no model: a few thousand blocks
+layout names it (`Layout.uses`), from the modules of its row (models/). No torch, no model: a few thousand blocks
 for the largest models.
 
 The rules (tested against optimum-graphcore 0.7.1's own pipelined models by tests/placement/test_upstream_costs.py):
@@ -14,7 +14,7 @@ The rules (tested against optimum-graphcore 0.7.1's own pipelined models by test
   operations count nothing).
 """
 
-from typing import Dict, List, Mapping, Union
+from typing import Dict, Mapping, Union
 
 from ..models import ARCHITECTURES
 from ..models.blocks import StepCost
@@ -26,9 +26,8 @@ from ..models.rules import (
     expand,
     module_of,
 )
-from .layout import Layout
 
-__all__ = ["StepCost", "block_costs", "ipu_costs"]
+__all__ = ["StepCost", "block_costs", "dominated"]
 
 
 def block_costs(architecture: Union[str, Architecture], config: ModelConfig, shape: InputShape,
@@ -50,12 +49,13 @@ def block_costs(architecture: Union[str, Architecture], config: ModelConfig, sha
     return found
 
 
-def ipu_costs(layout: Layout, costs: Mapping[str, StepCost]) -> List[StepCost]:
-    """The costs of each IPU of `layout`: the sum of the steps it runs, in every executor (in a generation build a
-    step both executors run, like a shared embedding, counts on the IPU of each)."""
-    totals = [[0, 0, 0, 0] for _ in range(layout.ipus)]
-    for claims in layout.claims.values():
-        for path, claim in claims.items():
-            if path in costs:
-                totals[claim.ipu] = [total + part for total, part in zip(totals[claim.ipu], costs[path])]
-    return [StepCost(*total) for total in totals]
+def dominated(large: Mapping[str, StepCost], size: int, small: Mapping[str, StepCost], smaller: int) -> bool:
+    """Whether micro-batch `size`, whose steps cost `large`, is never faster than `smaller`, whose steps cost `small`,
+    and never needs less memory: each step computes `size / smaller` times as much or more, and keeps as much or
+    more. (For a split, a step of the same batch is then as long or longer: G falls as the micro-batch grows, its
+    cycles' work grows as fast, the cycles of the pipeline's ramp do not fall; and a split that fits `size` fits
+    `smaller`.)"""
+    return all(cost.forward_flops * smaller >= small[path].forward_flops * size
+               and cost.activation_bytes >= small[path].activation_bytes
+               and cost.input_bytes >= small[path].input_bytes and cost.output_bytes >= small[path].output_bytes
+               for path, cost in large.items())

@@ -7,13 +7,17 @@ then puts each parameter on the IPU of the step that first uses it.
 """
 
 import itertools
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ...errors import PlacementError, as_json
 from ...settings.mode import Mode
 from ..models.rules import (
+    DECODER,
+    ENCODER,
+    MODEL,
     Architecture,
     Block,
+    ExecutorRole,
     FirstSplitIPU,
     LastIPU,
     LayerIPU,
@@ -85,33 +89,49 @@ class Executor(NamedTuple):
     """One poptorch executor: the whole model, or in a generation build the encoder or the decoder, on
     `ipus` IPUs numbered from `first_ipu` in the pipeline."""
 
-    name: str
+    name: ExecutorRole
     first_ipu: int
     ipus: int
 
 
-class Claim(NamedTuple):
-    """A module path whose parameters, where no longer path holds them, are used at `order` on `ipu` (of the
-    pipeline). `origin` says why that IPU: `("ipu", n)`, a block placed on it whatever the layers do,
-    or `("layer", n)`, the IPU of layer `n` of the layer list (its block, or the last one that began before)."""
+class OnIPU(NamedTuple):
+    """Why a step runs where it does: a block placed on `ipu` whatever the layers do (an embedding on IPU 0, a head
+    on the last IPU)."""
+
+    ipu: int
+
+
+class WithLayer(NamedTuple):
+    """Why a step runs where it does: it runs on the IPU of layer `layer` of the layer list (its block, or the last
+    one that began before the step)."""
+
+    layer: int
+
+
+Origin = Union[OnIPU, WithLayer]
+
+
+class FirstUse(NamedTuple):
+    """Where a module path's parameters, where no longer path holds them, are first used: at `order` of the forward
+    pass, on `ipu` (of the pipeline), for the reason `origin`."""
 
     order: int
     ipu: int
-    origin: Tuple[str, int]
+    origin: Origin
 
 
 class ForwardStep(NamedTuple):
     """One step of an executor's forward pass, in order: its module path, the block it begins (`begins`: a called
     `BeginBlock`; `name`: its name), the IPU it runs on, its index in the layer list (None: not a layer) and the
-    origin of that IPU (see `Claim`)."""
+    origin of that IPU (see `FirstUse`)."""
 
-    executor: str
+    executor: ExecutorRole
     path: str
     begins: bool
     name: Optional[str]
     ipu: int
     layer: Optional[int]
-    origin: Tuple[str, int]
+    origin: Origin
 
 
 class Layout(NamedTuple):
@@ -122,7 +142,7 @@ class Layout(NamedTuple):
     layers_per_ipu: List[int]
     layer_ipus: List[int]
     blocks: List[List[Optional[str]]]
-    claims: Dict[str, Dict[str, Claim]]
+    uses: Dict[ExecutorRole, Dict[str, FirstUse]]
     executors: Tuple[Executor, ...]
     forward: Tuple[ForwardStep, ...] = ()
 
@@ -172,13 +192,13 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     group_ipus, executors = _layers_on_ipus(model, architecture, counts, given, ipus, setting, kwargs)
     offsets = dict(zip(counts, itertools.accumulate([0, *counts.values()])))
     blocks: List[List[Optional[str]]] = [[] for _ in range(ipus)]
-    claims: Dict[str, Dict[str, Claim]] = {executor.name: {} for executor in executors}
+    uses: Dict[ExecutorRole, Dict[str, FirstUse]] = {executor.name: {} for executor in executors}
     order = itertools.count()
     forward: List[ForwardStep] = []
     with_blocks = architecture.blocks_on_one_ipu or ipus > 1
     _check_split_shares(model, architecture, settings, mode, executors)
     for executor in executors:
-        ipu, origin = executor.first_ipu, ("ipu", executor.first_ipu)  # before the first block: the first IPU
+        ipu, origin = executor.first_ipu, OnIPU(executor.first_ipu)  # before the first block: the first IPU
         for step, group, index in _with_splits(steps, settings, mode, executor):
             if len(executors) > 1 and step.executor not in (None, executor.name):
                 continue
@@ -188,7 +208,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
                                                        settings, mode)
                 else:
                     block_ipu = group_ipus[group][index]
-                    block_origin = ("ipu", block_ipu) if step.ipu is not None else ("layer", offsets[group] + index)
+                    block_origin = OnIPU(block_ipu) if step.ipu is not None else WithLayer(offsets[group] + index)
                 if block_ipu >= ipus:
                     raise PlacementError(
                         model, f"{architecture.name}'s parallelize() places its block "
@@ -202,10 +222,10 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
             layer = None if group is None else offsets[group] + index
             forward.append(ForwardStep(executor.name, step.path, begins, step.name if begins else None, ipu, layer,
                                        origin))
-            claims[executor.name].setdefault(step.path, Claim(next(order), ipu, origin))
+            uses[executor.name].setdefault(step.path, FirstUse(next(order), ipu, origin))
     layer_ipus_list = [ipu for group in counts for ipu in group_ipus[group]]
     expanded = [layer_ipus_list.count(ipu) for ipu in range(ipus)]
-    return Layout(ipus, expanded, layer_ipus_list, blocks, claims, executors, tuple(forward))
+    return Layout(ipus, expanded, layer_ipus_list, blocks, uses, executors, tuple(forward))
 
 
 def _layers_on_ipus(model: str, architecture: Architecture, counts: Mapping[str, int], given: Sequence[int],
@@ -216,16 +236,16 @@ def _layers_on_ipus(model: str, architecture: Architecture, counts: Mapping[str,
     fixed = fixed_layer_groups(architecture)
     if fixed:
         return ({group: [_fixed_ipu(architecture, group)] * count for group, count in counts.items()},
-                (Executor("model", 0, ipus),))
+                (Executor(MODEL, 0, ipus),))
     expanded = expand_layers_per_ipu(model, given, ipus, sum(counts.values()), setting)
     if not generation_split(architecture, kwargs):
         layer_ipus = iter(_layer_ipus(expanded))
         return ({group: [next(layer_ipus) for _ in range(count)] for group, count in counts.items()},
-                (Executor("model", 0, ipus),))
+                (Executor(MODEL, 0, ipus),))
     encoder, decoder = architecture.generation
     cut = encoder_decoder_cut(model, expanded, counts[encoder], setting)  # the encoder's layers on IPUs 0 to cut - 1
     return ({encoder: _layer_ipus(expanded[:cut]), decoder: [cut + ipu for ipu in _layer_ipus(expanded[cut:])]},
-            (Executor("encoder", 0, cut), Executor("decoder", cut, ipus - cut)))
+            (Executor(ENCODER, 0, cut), Executor(DECODER, cut, ipus - cut)))
 
 
 class SplitShares(NamedTuple):
@@ -307,15 +327,15 @@ def _fixed_ipu(architecture: Architecture, group: str) -> int:
 
 def _resolve(model: str, rule: Any, executor: Executor, group_ipus: Mapping[str, List[int]],
              offsets: Mapping[str, int], config: ModelConfig, settings: Mapping[str, Any],
-             mode: Mode) -> Tuple[int, Tuple[str, int]]:
-    """The IPU (of the pipeline) a block's rule gives, and its origin (see `Claim`)."""
+             mode: Mode) -> Tuple[int, Origin]:
+    """The IPU (of the pipeline) a block's rule gives, and its origin."""
     while isinstance(rule, (WhenConfig, FirstSplitIPU)):
         rule = _chosen_rule(model, rule, config, settings, mode)
     if isinstance(rule, LayerIPU):
         index = rule.index % len(group_ipus[rule.group])
-        return group_ipus[rule.group][index], ("layer", offsets[rule.group] + index)
+        return group_ipus[rule.group][index], WithLayer(offsets[rule.group] + index)
     ipu = executor.first_ipu + (executor.ipus - 1 if isinstance(rule, LastIPU) else rule)
-    return ipu, ("ipu", ipu)
+    return ipu, OnIPU(ipu)
 
 
 def _chosen_rule(model: str, rule: Any, config: ModelConfig, settings: Mapping[str, Any], mode: Mode) -> Any:
@@ -369,16 +389,17 @@ def _check_untied(model: str, architecture: Architecture, step: Split, settings:
                          "splits no weight tied to another (`tie_word_embeddings` is true)", mode.setting(setting))
 
 
-def first_uses(layout: Layout, names: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Claim]]:
+def first_uses(layout: Layout, names: Sequence[str],
+               aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[FirstUse]]:
     """`{parameter: [where it is first used, in each executor that uses it]}`: each of its names (itself and its
     `aliases`) is held by the step with the longest path holding it, and the earliest of those steps wins.
     Parameters no step holds are left out: the architecture has no such module."""
-    placed: Dict[str, List[Claim]] = {}
+    placed: Dict[str, List[FirstUse]] = {}
     for name in names:
         found = []
-        for claims in layout.claims.values():
-            held = [claim for claim in (_longest_claim(claims, alias) for alias in (name, *aliases.get(name, ())))
-                    if claim is not None]
+        for uses in layout.uses.values():
+            held = [use for use in (_longest_use(uses, alias) for alias in (name, *aliases.get(name, ())))
+                    if use is not None]
             if held:
                 found.append(min(held))
         if found:
@@ -386,11 +407,11 @@ def first_uses(layout: Layout, names: Sequence[str], aliases: Mapping[str, Seque
     return placed
 
 
-def _longest_claim(claims: Mapping[str, Claim], name: str) -> Optional[Claim]:
-    """The claim of the longest module path holding `name`, if any."""
+def _longest_use(uses: Mapping[str, FirstUse], name: str) -> Optional[FirstUse]:
+    """The first use of the longest module path holding `name`, if any."""
     parts = name.split(".")
     for end in range(len(parts), 0, -1):
-        found = claims.get(".".join(parts[:end]))
+        found = uses.get(".".join(parts[:end]))
         if found is not None:
             return found
     return None
@@ -398,11 +419,11 @@ def _longest_claim(claims: Mapping[str, Claim], name: str) -> Optional[Claim]:
 
 def origins(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
             for_inference: bool, cut: Optional[int], names: Sequence[str],
-            aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Tuple[str, int]]]:
-    """`{parameter: the origins of its IPUs}` (see `Claim`) for any split of the layers, or in a generation build
+            aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Origin]]:
+    """`{parameter: the origins of its IPUs}` for any split of the layers, or in a generation build
     any whose encoder takes `cut` IPUs."""
     layout = reference_layout(model, architecture, config, settings, for_inference, cut)
-    return {name: [claim.origin for claim in claims] for name, claims in first_uses(layout, names, aliases).items()}
+    return {name: [use.origin for use in uses] for name, uses in first_uses(layout, names, aliases).items()}
 
 
 def reference_layout(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],

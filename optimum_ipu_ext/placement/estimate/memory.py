@@ -13,15 +13,14 @@ a lower bound, since activations, pipeline stashes, code and exchange buffers co
   serialized embedding's part) is on chip then, after the pipeline has flushed its stashes.
 """
 
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Any, Dict, List, NamedTuple, Sequence
 
 from ...options.build import build_plan
 from ...settings.mode import Mode
+from ..models.rules import Word
 
-IPU_MEMORY_BYTES = 1472 * 624 * 1024
-
-_LOCATIONS = {"weights": "setWeightLocation", "accumulators": "setAccumulatorLocation",
-              "optimizer": "setOptimizerLocation"}
+# the least and the most `matmul_proportion` a planned build gives an IPU
+MATMUL_PROPORTIONS = (0.1, 0.6)
 
 
 class Storage(NamedTuple):
@@ -31,70 +30,126 @@ class Storage(NamedTuple):
     shards: int
 
 
-class MemoryModel(NamedTuple):
-    """Bytes per parameter of each kind of tensor, and where each is kept."""
+class Placed(NamedTuple):
+    """The bytes of one kind of tensor on chip and in Streaming Memory (one of them is 0)."""
 
-    build: str
+    on_chip: int
+    streaming: int
+
+
+class ParameterBytes(NamedTuple):
+    """The bytes of an IPU's parameters, by kind of tensor, each where the build keeps it."""
+
+    weights: Placed
+    accumulators: Placed
+    optimizer: Placed
+
+    @property
+    def on_chip(self) -> int:
+        return sum(kind.on_chip for kind in self)
+
+    @property
+    def streaming(self) -> int:
+        return sum(kind.streaming for kind in self)
+
+
+class Storages(NamedTuple):
+    """Where the build keeps each kind of tensor of the parameters."""
+
+    weights: Storage
+    accumulators: Storage
+    optimizer: Storage
+
+
+# the `TensorLocations` call that places each kind of tensor
+_LOCATIONS = Storages("setWeightLocation", "setAccumulatorLocation", "setOptimizerLocation")
+
+
+class MemoryModel(NamedTuple):
+    """Bytes per parameter of each kind of tensor in a build (`mode`), and where each is kept."""
+
+    mode: Mode
     weight_bytes: int
     accumulator_bytes: int
     optimizer_bytes: int
-    storage: Dict[str, Storage]
+    storage: Storages
 
-    def bytes(self, trained: int, frozen: int) -> Tuple[int, int]:
-        """(on-chip bytes, Streaming Memory bytes) of `trained` and `frozen` parameters."""
-        parts = self.parts(trained, frozen).values()
-        return sum(on_chip for on_chip, _ in parts), sum(streaming for _, streaming in parts)
-
-    def parts(self, trained: int, frozen: int) -> Dict[str, Tuple[int, int]]:
-        """`{"weights" | "accumulators" | "optimizer": (on-chip bytes, Streaming Memory bytes)}` of `trained` and
-        `frozen` parameters."""
-        sizes = {"weights": (trained + frozen) * self.weight_bytes,
-                 "accumulators": trained * self.accumulator_bytes,
-                 "optimizer": trained * self.optimizer_bytes}
-        parts = {}
-        for kind, size in sizes.items():
-            storage = self.storage[kind]
+    def parameters(self, trained: int, frozen: int) -> ParameterBytes:
+        """The bytes of `trained` and `frozen` parameters, by kind of tensor, where each is kept."""
+        sizes = ((trained + frozen) * self.weight_bytes, trained * self.accumulator_bytes,
+                 trained * self.optimizer_bytes)
+        placed = []
+        for size, storage in zip(sizes, self.storage):
             share = -(-size // storage.shards)
-            parts[kind] = (share, 0) if storage.on_chip else (0, share)
-        return parts
+            placed.append(Placed(share, 0) if storage.on_chip else Placed(0, share))
+        return ParameterBytes(*placed)
 
     def update_bytes(self, largest: int) -> int:
         """The optimizer state brought on chip to update the largest trained tensor, of `largest` elements, where the
         state is kept in Streaming Memory."""
-        storage = self.storage["optimizer"]
+        storage = self.storage.optimizer
         return 0 if storage.on_chip else -(-largest * self.optimizer_bytes // storage.shards)
 
     def describe(self, activations: bool = False) -> str:
         """The assumptions, in one line; `activations`: whether the figures count them and the pipeline's stashes."""
-        kinds = [f"weights fp{8 * self.weight_bytes}{self._where('weights')}"]
-        if self.build == "training":
+        kinds = [f"weights fp{8 * self.weight_bytes}{self._where(self.storage.weights)}"]
+        if not self.mode.is_inference:
             if self.accumulator_bytes:
-                kinds.append(f"gradient accumulators fp{8 * self.accumulator_bytes}{self._where('accumulators')}")
-            kinds.append(f"AdamW/LAMB state {self.optimizer_bytes} bytes a parameter{self._where('optimizer')}")
+                kinds.append(f"gradient accumulators fp{8 * self.accumulator_bytes}"
+                             f"{self._where(self.storage.accumulators)}")
+            kinds.append(f"AdamW/LAMB state {self.optimizer_bytes} bytes a parameter"
+                         f"{self._where(self.storage.optimizer)}")
         uncounted = "code, exchange buffers and the temporaries matmul_proportion allows are the reserve's"
         if activations:
-            return f"{self.build}: {', '.join(kinds)}; {uncounted}"
-        return f"{self.build}: {', '.join(kinds)}; activations and pipeline stashes come on top; {uncounted}"
+            return f"{self.mode}: {', '.join(kinds)}; {uncounted}"
+        return f"{self.mode}: {', '.join(kinds)}; activations and pipeline stashes come on top; {uncounted}"
 
-    def _where(self, kind: str) -> str:
-        storage = self.storage[kind]
+    @staticmethod
+    def _where(storage: Storage) -> str:
         where = "" if storage.on_chip else " in Streaming Memory"
         return where + (f", sharded over {storage.shards} replicas" if storage.shards > 1 else "")
 
 
 def memory_model(settings: Dict[str, Any], for_inference: bool, fp32: bool) -> MemoryModel:
     """The memory model of a config's build (`settings`: its `vars()`), read off the options `to_options()` makes."""
+    mode = Mode.of(for_inference)
     plan = build_plan(settings, for_inference)
-    replicas = settings[Mode.of(for_inference).setting("replication_factor")]
-    storage = {}
-    for kind, method in _LOCATIONS.items():
+    replicas = settings[mode.setting("replication_factor")]
+    storages = []
+    for method in _LOCATIONS:
         location = plan.argument(f"TensorLocations.{method}")
         calls = dict(location.chain) if location is not None else {}
         on_chip = calls.get("useOnChipStorage", (True,))[0]
         sharded = calls.get("useReplicatedTensorSharding", (False,))[0] and replicas > 1
-        storage[kind] = Storage(bool(on_chip), replicas if sharded else 1)
+        storages.append(Storage(bool(on_chip), replicas if sharded else 1))
+    storage = Storages(*storages)
     weight_bytes = 4 if fp32 else 2
     if for_inference:
-        return MemoryModel("inference", weight_bytes, 0, 0, storage)
+        return MemoryModel(mode, weight_bytes, 0, 0, storage)
     accumulator_bytes = weight_bytes if settings["gradient_accumulation_steps"] > 1 else 0
-    return MemoryModel("training", weight_bytes, accumulator_bytes, (4 if fp32 else 2) + 4, storage)
+    return MemoryModel(mode, weight_bytes, accumulator_bytes, (4 if fp32 else 2) + 4, storage)
+
+
+def matmul_proportions(on_chip_bytes: Sequence[int], memory_bytes: int, reserve_bytes: int) -> List[float]:
+    """Each IPU's `matmul_proportion`: the share of its memory its counted figure leaves, less the reserve's part for
+    code and exchange (half of it), between 0.1 and 0.6 (poptorch's default), to a hundredth."""
+    low, high = MATMUL_PROPORTIONS
+    reserve = reserve_bytes / memory_bytes
+    return [round(min(high, max(low, 1 - size / memory_bytes - reserve / 2)), 2) for size in on_chip_bytes]
+
+
+class Verdict(Word):
+    """Whether what an IPU holds on chip fits it: within what its reserve leaves (`FITS`), within its memory but not
+    its reserve (`TIGHT`), or over its memory (`DOES_NOT_FIT`); a placement's is its largest IPU's. Each equals its
+    word (`Verdict.FITS == "fits"`), as the JSON writes it."""
+
+    FITS = "fits"
+    TIGHT = "tight"
+    DOES_NOT_FIT = "does not fit"
+
+
+def verdict_of(on_chip_bytes: int, memory_bytes: int, reserve_bytes: int) -> Verdict:
+    """The verdict of an IPU of `memory_bytes` keeping `reserve_bytes` in reserve, holding `on_chip_bytes`."""
+    if on_chip_bytes > memory_bytes:
+        return Verdict.DOES_NOT_FIT
+    return Verdict.TIGHT if on_chip_bytes > memory_bytes - reserve_bytes else Verdict.FITS

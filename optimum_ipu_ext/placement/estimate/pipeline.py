@@ -32,8 +32,10 @@ UNCALLED = StepCost(0, 0, 0, 0)
 _RECOMPUTING = ("popart.RecomputationType.Pipeline", "popart.RecomputationType.RecomputeAll")
 
 
-class Rules(NamedTuple):
-    """How a build runs its pipeline, read off the options its config builds."""
+class Execution(NamedTuple):
+    """How a build runs its pipeline, read off the options its config builds: training or inference, pipelined or
+    not, recomputing or not (and from a checkpoint after every layer), and the micro-batches of a step with the
+    setting that gives them."""
 
     training: bool
     pipelined: bool
@@ -43,20 +45,21 @@ class Rules(NamedTuple):
     micro_batches_setting: str
 
 
-def pipeline_rules(settings: Mapping[str, Any], for_inference: bool) -> Rules:
-    """The rules of a config's build (`settings`: its `vars()`)."""
+def execution_of(settings: Mapping[str, Any], for_inference: bool) -> Execution:
+    """How a config's build (`settings`: its `vars()`) runs its pipeline."""
     plan = build_plan(dict(settings), for_inference)
     strategy = plan.argument("setExecutionStrategy")
     pipelined = strategy is None or strategy.path == "poptorch.PipelinedExecution"
     if for_inference:
-        return Rules(False, pipelined, False, False, plan.argument("deviceIterations"), "inference_device_iterations")
+        return Execution(False, pipelined, False, False, plan.argument("deviceIterations"),
+                         "inference_device_iterations")
     recomputation = next((call.args[1] for call in plan.calls
                           if call.method == "_Popart.set" and call.args[0] == "autoRecomputation"), None)
     if recomputation is None:  # poptorch's default: the pipeline's recomputation, with more than one IPU
         recomputes = pipelined and settings["ipus_per_replica"] > 1
     else:
         recomputes = pipelined and recomputation.path in _RECOMPUTING
-    return Rules(True, pipelined, recomputes, bool(settings["recompute_checkpoint_every_layer"]),
+    return Execution(True, pipelined, recomputes, bool(settings["recompute_checkpoint_every_layer"]),
                  plan.argument("Training.gradientAccumulation"), "gradient_accumulation_steps")
 
 
@@ -73,13 +76,13 @@ class Stage(NamedTuple):
         return {"ipu": self.ipu, "blocks": list(self.blocks), "stash_depth": self.stash_depth}
 
 
-def stash_depth(stage: int, stages: int, rules: Rules) -> int:
+def stash_depth(stage: int, stages: int, execution: Execution) -> int:
     """The micro-batches forward stage `stage` (from 0) of `stages` stashes for: 2(S-k)-1 in a pipelined training
     build, else 0."""
-    return 2 * (stages - stage) - 1 if rules.training and rules.pipelined else 0
+    return 2 * (stages - stage) - 1 if execution.training and execution.pipelined else 0
 
 
-def stages_of(layout: Layout, rules: Rules) -> Tuple[Stage, ...]:
+def stages_of(layout: Layout, execution: Execution) -> Tuple[Stage, ...]:
     """The independent stages of each executor's forward pass, executors in turn."""
     found: List[Stage] = []
     for executor in layout.executors:
@@ -93,11 +96,11 @@ def stages_of(layout: Layout, rules: Rules) -> Tuple[Stage, ...]:
                 runs.append([step])
         for index, run in enumerate(runs):
             blocks = tuple(step.name for step in run if step.begins)
-            found.append(Stage(run[0].ipu, blocks, stash_depth(index, len(runs), rules), tuple(run)))
+            found.append(Stage(run[0].ipu, blocks, stash_depth(index, len(runs), execution), tuple(run)))
     return tuple(found)
 
 
-class Work(NamedTuple):
+class PipelineWork(NamedTuple):
     """What one IPU keeps and computes for the micro-batches in flight, in bytes and FLOPs."""
 
     activation_bytes: int
@@ -113,10 +116,7 @@ class Work(NamedTuple):
         return self.forward_flops + self.backward_flops + self.recompute_flops
 
 
-NO_WORK = Work(0, 0, 0, 0, 0, 0)
-
-
-def work(stages: Sequence[Tuple[int, Sequence[ForwardStep]]], costs: Costs, rules: Rules) -> Work:
+def work(stages: Sequence[Tuple[int, Sequence[ForwardStep]]], costs: Costs, execution: Execution) -> PipelineWork:
     """The work of an IPU running `stages`, each `(stash depth, its steps on the IPU)`; `costs` by step path."""
     activations = forward = stash = 0
     segments: List[int] = []
@@ -125,18 +125,18 @@ def work(stages: Sequence[Tuple[int, Sequence[ForwardStep]]], costs: Costs, rule
         stage_activations = sum(cost.activation_bytes for cost in step_costs)
         activations += stage_activations
         forward += sum(cost.forward_flops for cost in step_costs)
-        if not rules.recomputes:
+        if not execution.recomputes:
             stash += depth * stage_activations
             continue
         checkpoints = [cost.output_bytes for step, cost in zip(steps, step_costs)
-                       if rules.checkpoints_every_layer and step.layer is not None]
+                       if execution.checkpoints_every_layer and step.layer is not None]
         stash += depth * (step_costs[0].input_bytes + sum(checkpoints))
-        segments += _segments(steps, step_costs, rules.checkpoints_every_layer)
-    if not rules.training:
-        return Work(0, 0, 0, forward, 0, 0)
-    if not rules.recomputes:
-        return Work(activations, stash, activations, forward, 2 * forward, 0)
-    return Work(activations, stash, max(segments, default=0), forward, 2 * forward, forward)
+        segments += _segments(steps, step_costs, execution.checkpoints_every_layer)
+    if not execution.training:
+        return PipelineWork(0, 0, 0, forward, 0, 0)
+    if not execution.recomputes:
+        return PipelineWork(activations, stash, activations, forward, 2 * forward, 0)
+    return PipelineWork(activations, stash, max(segments, default=0), forward, 2 * forward, forward)
 
 
 def _segments(steps: Sequence[ForwardStep], step_costs: Sequence[StepCost], every_layer: bool) -> List[int]:
@@ -150,9 +150,9 @@ def _segments(steps: Sequence[ForwardStep], step_costs: Sequence[StepCost], ever
     return segments
 
 
-def ipu_work(ipus: int, stages: Sequence[Stage], costs: Costs, rules: Rules) -> Tuple[Work, ...]:
+def ipu_work(ipus: int, stages: Sequence[Stage], costs: Costs, execution: Execution) -> Tuple[PipelineWork, ...]:
     """The work of each of the pipeline's `ipus` IPUs."""
-    return tuple(work([(stage.stash_depth, stage.steps) for stage in stages if stage.ipu == ipu], costs, rules)
+    return tuple(work([(stage.stash_depth, stage.steps) for stage in stages if stage.ipu == ipu], costs, execution)
                  for ipu in range(ipus))
 
 
@@ -166,19 +166,38 @@ class Schedule(NamedTuple):
     problems: Tuple[str, ...]
 
 
-def schedule(stages: Sequence[Stage], rules: Rules) -> Schedule:
+def fill_cycles(stages: int, training: bool) -> int:
+    """The cycles a pipeline of `stages` stages takes to fill and to flush, besides its micro-batches'
+    (`PipelineInfo`): 2S-2 in training, S-1 in inference."""
+    return 2 * stages - 2 if training else stages - 1
+
+
+def schedule(stages: Sequence[Stage], execution: Execution) -> Schedule:
     """The step of a pipeline of `stages`; in a generation build, whose encoder and decoder run as pipelines of their
     own, that of the executor with the most stages."""
     executors = [stage.steps[0].executor for stage in stages]
     count = max(executors.count(executor) for executor in executors)
-    if not rules.pipelined:
+    if not execution.pipelined:
         return Schedule(count, None, None, ())
-    batches = rules.micro_batches
-    fill = 2 * count - 2 if rules.training else count - 1
+    batches = execution.micro_batches
+    fill = fill_cycles(count, execution.training)
     least = fill + 1
     problems = ()
     if batches < least:
-        need = f"2 x {count} - 1 = {least}" if rules.training else str(least)
-        problems = (f"`{rules.micro_batches_setting}` is {batches}, and a pipeline of {count} stages needs at least "
-                    f"{need}: set it to {least} or more",)
+        need = f"2 x {count} - 1 = {least}" if execution.training else str(least)
+        problems = (f"`{execution.micro_batches_setting}` is {batches}, and a pipeline of {count} stages needs at "
+                    f"least {need}: set it to {least} or more",)
     return Schedule(count, batches + fill, batches / (batches + fill), problems)
+
+
+# a pipelined inference build's device iterations: the fewest keeping this share of its cycles every stage busy
+INFERENCE_EFFICIENCY = 0.9
+
+
+def fewest_device_iterations(stages: int) -> int:
+    """The fewest device iterations D, a power of two, keeping `INFERENCE_EFFICIENCY` of a pipelined inference
+    step's D + S - 1 cycles every stage busy."""
+    iterations = 1
+    while iterations / (iterations + fill_cycles(stages, False)) < INFERENCE_EFFICIENCY:
+        iterations *= 2
+    return iterations

@@ -26,27 +26,32 @@ from ..hardware import (
     STREAMING_BYTES_PER_SECOND,
     IPUType,
 )
-
-
-class IPUShare(NamedTuple):
-    """What one IPU of the pipeline does in a step: its FLOPs for one micro-batch (forward, backward and
-    recomputation), its gradients' bytes, and the bytes of optimizer state it keeps in Streaming Memory."""
-
-    flops: int
-    gradient_bytes: int
-    streamed_bytes: int
+from .pipeline import PipelineWork
 
 
 class Job(NamedTuple):
-    """The build around the pipeline: `micro_batches` a step (G, or the inference device iterations), the pipeline's
-    `cycles` for them (None: not pipelined), the replicas, the IPUs of a replica and the samples of a micro-batch."""
+    """The build around the pipeline: `micro_batches` a step (G, or the inference device iterations), the replicas,
+    the IPUs of a replica and the samples of a micro-batch."""
 
     training: bool
     micro_batches: int
-    cycles: Optional[int]
     replicas: int
     ipus_per_replica: int
     samples_per_micro_batch: int
+
+
+class IPUTime(NamedTuple):
+    """What one IPU's share of a step costs in time: `cycle_load`, what paces each pipeline cycle it runs (its
+    FLOPs for one micro-batch: forward, backward and recomputation), and after the pipeline its off-chip optimizer
+    state's round trip and its gradients' sum over the replicas, in seconds."""
+
+    cycle_load: float
+    update_seconds: float
+    reduction_seconds: float
+
+    @property
+    def after_pipeline_seconds(self) -> float:
+        return self.update_seconds + self.reduction_seconds
 
 
 class StepTime(NamedTuple):
@@ -74,19 +79,44 @@ class StepTime(NamedTuple):
                                "reduction": self.reduction_seconds, "overhead": self.overhead_seconds}}
 
 
-def step_time(shares: Sequence[IPUShare], job: Job, ipu: IPUType) -> StepTime:
-    """The step of `job` whose pipeline's IPUs do `shares`, on IPUs of type `ipu`."""
-    rate = ipu.peak_flops * COMPUTE_EFFICIENCY
-    if job.cycles is None:
-        pipeline = job.micro_batches * sum(share.flops for share in shares) / rate
-    else:
-        pipeline = job.cycles * max(share.flops for share in shares) / rate
-    samples = job.samples_per_micro_batch * job.micro_batches * job.replicas
-    if not job.training:
-        return StepTime(ipu.name, pipeline, 0.0, 0.0, 0.0, samples)
-    update = max(2 * share.streamed_bytes for share in shares) / STREAMING_BYTES_PER_SECOND
-    reduction = max(reduction_seconds(share.gradient_bytes, job.replicas, job.ipus_per_replica) for share in shares)
-    return StepTime(ipu.name, pipeline, update, reduction, STEP_OVERHEAD_SECONDS, samples)
+class TimeModel(NamedTuple):
+    """The time of a step of `job` on IPUs of type `ipu`, whose weights take `weight_bytes` a parameter (their
+    gradients too): each IPU's share (`ipu_time`), then the step of the pipeline's IPUs (`step`)."""
+
+    ipu: IPUType
+    job: Job
+    weight_bytes: int
+
+    @property
+    def _rate(self) -> float:
+        """The FLOPs a second an IPU computes at."""
+        return self.ipu.peak_flops * COMPUTE_EFFICIENCY
+
+    def ipu_time(self, work: PipelineWork, trained: int, streamed_bytes: int) -> IPUTime:
+        """The time of an IPU doing `work` each cycle, holding `trained` parameters and `streamed_bytes` of optimizer
+        state in Streaming Memory."""
+        if not self.job.training:
+            return IPUTime(work.flops, 0.0, 0.0)
+        return IPUTime(work.flops, 2 * streamed_bytes / STREAMING_BYTES_PER_SECOND,
+                       reduction_seconds(trained * self.weight_bytes, self.job.replicas, self.job.ipus_per_replica))
+
+    def cycle_scale(self, cycles: int) -> float:
+        """The seconds a step of `cycles` pipeline cycles takes per unit of the slowest IPU's `cycle_load`."""
+        return cycles / self._rate
+
+    def step(self, times: Sequence[IPUTime], cycles: Optional[int]) -> StepTime:
+        """The step whose pipeline's IPUs take `times`, in `cycles` (None: not pipelined, each micro-batch through
+        every IPU in turn)."""
+        job = self.job
+        if cycles is None:
+            pipeline = job.micro_batches * sum(time.cycle_load for time in times) / self._rate
+        else:
+            pipeline = cycles * max(time.cycle_load for time in times) / self._rate
+        samples = job.samples_per_micro_batch * job.micro_batches * job.replicas
+        if not job.training:
+            return StepTime(self.ipu.name, pipeline, 0.0, 0.0, 0.0, samples)
+        return StepTime(self.ipu.name, pipeline, max(time.update_seconds for time in times),
+                        max(time.reduction_seconds for time in times), STEP_OVERHEAD_SECONDS, samples)
 
 
 def reduction_seconds(gradient_bytes: int, replicas: int, ipus_per_replica: int) -> float:

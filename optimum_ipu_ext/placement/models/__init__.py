@@ -12,7 +12,7 @@ May import: `errors`.
 
 from typing import Any, Dict, Mapping, Optional
 
-from ...errors import ArchitectureError, PlacementError, as_json
+from ...errors import ArchitectureError, PlacementError, as_json, is_positive_whole
 from .bart import BART
 from .bert import BERT, GROUPBERT, ROBERTA
 from .convnext import CONVNEXT
@@ -96,7 +96,7 @@ MULTIPLE_CHOICES = 4  # SWAG's, upstream's multiple-choice example
 
 
 def _positive(model: str, field: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_positive_whole(value):
         raise PlacementError(model, f"{value!r} is not a positive whole number", field)
     return value
 

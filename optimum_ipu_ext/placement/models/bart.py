@@ -12,16 +12,18 @@ from typing import Any, Dict, Tuple
 
 from .blocks import INTEGER, Activation, CrossEntropy, Embedding, Keeps, LayerNorm, Linear, Saved, Sequential
 from .rules import (
+    DECODER,
+    ENCODER,
     ENCODER_DECODER,
     TEXT,
     Architecture,
-    At,
     Block,
     InputShape,
     LayerIPU,
     LayerModule,
     Layers,
     ModelConfig,
+    Position,
     Step,
 )
 from .transformer import (
@@ -65,30 +67,30 @@ def classifier_sizes(config: ModelConfig, shape: InputShape) -> BartSizes:
 # --- the modules ----------------------------------------------------------------------------------------------------
 
 
-def shared_embedding(z: BartSizes) -> Sequential:
+def shared_embedding(sizes: BartSizes) -> Sequential:
     """One lookup of the encoder's ids and the decoder's."""
-    lookups = z.b * z.s + z.decoder.b * z.decoder.s
-    return Sequential(Embedding("", z.v, z.h, "ids", lookups), enters=(Saved("ids", lookups, INTEGER),))
+    lookups = sizes.b * sizes.s + sizes.decoder.b * sizes.decoder.s
+    return Sequential(Embedding("", sizes.v, sizes.h, "ids", lookups), enters=(Saved("ids", lookups, INTEGER),))
 
 
-def _stack(z: BartSizes, decoder: bool) -> Sizes:
-    return z.decoder if decoder else z
+def _stack(sizes: BartSizes, decoder: bool) -> Sizes:
+    return sizes.decoder if decoder else sizes
 
 
 def positions(decoder: bool):
     """A stack's learned positions: an index for each token, looked up and added to the embeddings."""
-    def module(z: BartSizes) -> Sequential:
-        own = _stack(z, decoder)
-        return Sequential(Embedding("", z.positions + POSITION_OFFSET, z.h, "positions", own.b * own.s),
+    def module(sizes: BartSizes) -> Sequential:
+        own = _stack(sizes, decoder)
+        return Sequential(Embedding("", sizes.positions + POSITION_OFFSET, sizes.h, "positions", own.b * own.s),
                           enters=hidden(own), leaves=hidden(own))
 
     return module
 
 
 def embedding_norm(decoder: bool):
-    def module(z: BartSizes) -> Sequential:
-        own = _stack(z, decoder)
-        return Sequential(LayerNorm("", z.h, own.b * own.s, "sum"), enters=hidden(own), leaves=hidden(own))
+    def module(sizes: BartSizes) -> Sequential:
+        own = _stack(sizes, decoder)
+        return Sequential(LayerNorm("", sizes.h, own.b * own.s, "sum"), enters=hidden(own), leaves=hidden(own))
 
     return module
 
@@ -96,34 +98,35 @@ def embedding_norm(decoder: bool):
 ENCODER_LAYER_NAMES = encoder_decoder_names("self_attn")
 
 
-def encoder_layer(z: BartSizes, at: At) -> Sequential:
-    return post_norm_layer(ENCODER_LAYER_NAMES, z)
+def encoder_layer(sizes: BartSizes, at: Position) -> Sequential:
+    return post_norm_layer(ENCODER_LAYER_NAMES, sizes)
 
 
-def bart_decoder_layer(z: BartSizes, at: At) -> Sequential:
-    return decoder_layer(z.decoder, z.s, pre_norm=False)
+def bart_decoder_layer(sizes: BartSizes, at: Position) -> Sequential:
+    return decoder_layer(sizes.decoder, sizes.s, pre_norm=False)
 
 
-def classifying_decoder_layer(z: BartSizes, at: At) -> Sequential:
+def classifying_decoder_layer(sizes: BartSizes, at: Position) -> Sequential:
     """The last layer of the classification model picks each sequence's last end-of-sequence token after it: it
     keeps their positions."""
-    layer = bart_decoder_layer(z, at)
+    layer = bart_decoder_layer(sizes, at)
     if at.layer != at.last:
         return layer
-    return Sequential(*layer.modules, Keeps("end-of-sequence positions", z.b, INTEGER), enters=layer.enters,
+    return Sequential(*layer.modules, Keeps("end-of-sequence positions", sizes.b, INTEGER), enters=layer.enters,
                       leaves=layer.leaves)
 
 
-def bart_lm_head(z: BartSizes) -> Sequential:
-    return lm_head(z.decoder, z.tied)
+def bart_lm_head(sizes: BartSizes) -> Sequential:
+    return lm_head(sizes.decoder, sizes.tied)
 
 
-def classification_head(z: BartSizes) -> Sequential:
+def classification_head(sizes: BartSizes) -> Sequential:
     """`BartClassificationHead`: dense and tanh on each sequence's end-of-sequence state, then the projection, and the
     loss over the labels."""
-    return Sequential(Linear("dense", z.h, z.h, z.b, "end-of-sequence hidden"), Activation("pooled", z.b * z.h),
-                      Linear("out_proj", z.h, z.n, z.b, "pooled"), CrossEntropy("loss", z.b, z.n),
-                      enters=(Saved("end-of-sequence hidden", z.b * z.h),))
+    return Sequential(Linear("dense", sizes.h, sizes.h, sizes.b, "end-of-sequence hidden"),
+                      Activation("pooled", sizes.b * sizes.h),
+                      Linear("out_proj", sizes.h, sizes.n, sizes.b, "pooled"), CrossEntropy("loss", sizes.b, sizes.n),
+                      enters=(Saved("end-of-sequence hidden", sizes.b * sizes.h),))
 
 
 # --- the rows -------------------------------------------------------------------------------------------------------
@@ -135,13 +138,13 @@ def _row(name: str, head: Block, decoder_layer_module: LayerModule, **fields: An
     """A row: the steps of both stacks, then `head`."""
     steps: Tuple[Step, ...] = (
         Block("Embedding", "model.shared", module=shared_embedding),
-        Block("Embedding", "model.encoder.embed_positions", executor="encoder", module=positions(False)),
-        Block("Embedding", "model.encoder.layernorm_embedding", executor="encoder", module=embedding_norm(False)),
-        Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder",
+        Block("Embedding", "model.encoder.embed_positions", executor=ENCODER, module=positions(False)),
+        Block("Embedding", "model.encoder.layernorm_embedding", executor=ENCODER, module=embedding_norm(False)),
+        Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor=ENCODER,
                module=encoder_layer),
-        Block("Embedding", "model.decoder.embed_positions", executor="decoder", module=positions(True)),
-        Block("Embedding", "model.decoder.layernorm_embedding", executor="decoder", module=embedding_norm(True)),
-        Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder",
+        Block("Embedding", "model.decoder.embed_positions", executor=DECODER, module=positions(True)),
+        Block("Embedding", "model.decoder.layernorm_embedding", executor=DECODER, module=embedding_norm(True)),
+        Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor=DECODER,
                module=decoder_layer_module),
         head,
     )
@@ -151,7 +154,7 @@ def _row(name: str, head: Block, decoder_layer_module: LayerModule, **fields: An
 BART: Dict[str, Architecture] = {
     "BartForConditionalGeneration": _row(
         "BartForConditionalGeneration",
-        Block("LM Head Output", "lm_head", executor="decoder", module=bart_lm_head, head=True), bart_decoder_layer,
+        Block("LM Head Output", "lm_head", executor=DECODER, module=bart_lm_head, head=True), bart_decoder_layer,
         ties={**_SHARED, "lm_head.weight": ("model.shared.weight", "tie_word_embeddings")},
         kwargs=("for_generation", "use_cache", "*"), generation=("encoder", "decoder"), reads_embedding_factor=True,
         inputs=ENCODER_DECODER, sizes=bart_sizes),

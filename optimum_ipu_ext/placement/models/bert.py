@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .blocks import Activation, Convolution, CrossEntropy, Embedding, Keeps, LayerNorm, Linear, Sequential, Unused
-from .rules import TEXT, Architecture, At, Block, InputShape, ModelConfig, Run, Step
+from .rules import TEXT, Architecture, Block, InputShape, ModelConfig, Position, Run, Step
 from .transformer import (
     LAYER_NAMES,
     LayerNames,
@@ -20,9 +20,11 @@ from .transformer import (
     config_sizes,
     embeddings,
     encoder_steps,
+    final_norm,
     head,
     hidden,
     masked_lm_head,
+    masked_lm_ties,
     pooled,
     pooler,
     post_norm_layer,
@@ -73,59 +75,60 @@ def groupbert_sizes(config: ModelConfig, shape: InputShape) -> BertSizes:
 
 # --- the modules ----------------------------------------------------------------------------------------------------
 
-def bert_embeddings(z: BertSizes) -> Sequential:
+def bert_embeddings(sizes: BertSizes) -> Sequential:
     """The tokenizer gives the token types, which the lookup keeps."""
-    return embeddings(z, "word_embeddings", ("position_embeddings", z.positions),
-                      ("token_type_embeddings", z.types), "LayerNorm", given_types=True)
+    return embeddings(sizes, "word_embeddings", ("position_embeddings", sizes.positions),
+                      ("token_type_embeddings", sizes.types), "LayerNorm", given_types=True)
 
 
-def roberta_embeddings(z: BertSizes) -> Sequential:
+def roberta_embeddings(sizes: BertSizes) -> Sequential:
     """RoBERTa works out each token's position from the ids, and looks it up; its tokenizer gives no token types."""
-    return embeddings(z, "word_embeddings", ("position_embeddings", z.positions),
-                      ("token_type_embeddings", z.types), "LayerNorm", computed_positions=True)
+    return embeddings(sizes, "word_embeddings", ("position_embeddings", sizes.positions),
+                      ("token_type_embeddings", sizes.types), "LayerNorm", computed_positions=True)
 
 
-def _distance_embedding(path: str, z: BertSizes) -> Optional[Embedding]:
+def _distance_embedding(path: str, sizes: BertSizes) -> Optional[Embedding]:
     """The distance embedding of a self-attention with relative positions (a cross-attention never has one)."""
-    if not z.relative:
+    if not sizes.relative:
         return None
-    return Embedding(f"{path}.distance_embedding", 2 * z.positions - 1, z.d)
+    return Embedding(f"{path}.distance_embedding", 2 * sizes.positions - 1, sizes.d)
 
 
-def _cross_attention(z: BertSizes) -> Tuple:
+def _cross_attention(sizes: BertSizes) -> Tuple:
     """A `BertAttention` at `crossattention`, held where the config adds it."""
-    if not z.cross:
+    if not sizes.cross:
         return ()
-    rows = z.b * z.s
-    return (tuple(Linear(f"crossattention.self.{name}", z.h, z.h, rows, "") for name in ("query", "key", "value")),
-            Linear("crossattention.output.dense", z.h, z.h, rows, ""),
-            LayerNorm("crossattention.output.LayerNorm", z.h, rows, ""))
+    rows = sizes.b * sizes.s
+    return (tuple(Linear(f"crossattention.self.{name}", sizes.h, sizes.h, rows, "")
+                  for name in ("query", "key", "value")),
+            Linear("crossattention.output.dense", sizes.h, sizes.h, rows, ""),
+            LayerNorm("crossattention.output.LayerNorm", sizes.h, rows, ""))
 
 
 def bert_layer(fused: bool):
     """A `BertLayer` (RoBERTa's is the same); the pipelined BERT fuses its query, key and value."""
-    def layer(z: BertSizes, at: At) -> Sequential:
-        return post_norm_layer(LAYER_NAMES, z, fused,
-                               extra=Unused(_distance_embedding("attention.self", z), _cross_attention(z)))
+    def layer(sizes: BertSizes, at: Position) -> Sequential:
+        return post_norm_layer(LAYER_NAMES, sizes, fused,
+                               extra=Unused(_distance_embedding("attention.self", sizes), _cross_attention(sizes)))
 
     return layer
 
 
-def bert_pooler(z: BertSizes) -> Sequential:
-    return pooler(z)
+def bert_pooler(sizes: BertSizes) -> Sequential:
+    return pooler(sizes)
 
 
-def _grouped_feed_forward(z: BertSizes, intermediate: str, output: str, name: str) -> Tuple:
+def _grouped_feed_forward(sizes: BertSizes, intermediate: str, output: str, name: str) -> Tuple:
     """Norm, dense, gelu, a grouped matmul back to h (a convolution of kernel 1 in `groups` groups, on a transposed
     copy) and a projection."""
-    rows = z.b * z.s
+    rows = sizes.b * sizes.s
     return (
-        LayerNorm(f"{intermediate}.LayerNorm", z.h, rows, f"{name}: input"),
-        Linear(f"{intermediate}.dense", z.h, z.i, rows, f"{name}: normalised"),
-        Activation(f"{name}: intermediate", rows * z.i),
-        Convolution(f"{output}.grouped_matmul", z.i, z.h, (1,), z.b, z.s, f"{name}: transposed", z.b * z.i * z.s,
-                    groups=z.groups),
-        Linear(f"{output}.dense_output_projection", z.h, z.h, rows, f"{name}: grouped"),
+        LayerNorm(f"{intermediate}.LayerNorm", sizes.h, rows, f"{name}: input"),
+        Linear(f"{intermediate}.dense", sizes.h, sizes.i, rows, f"{name}: normalised"),
+        Activation(f"{name}: intermediate", rows * sizes.i),
+        Convolution(f"{output}.grouped_matmul", sizes.i, sizes.h, (1,), sizes.b, sizes.s, f"{name}: transposed",
+                    sizes.b * sizes.i * sizes.s, groups=sizes.groups),
+        Linear(f"{output}.dense_output_projection", sizes.h, sizes.h, rows, f"{name}: grouped"),
     )
 
 
@@ -133,68 +136,58 @@ GROUPBERT_ATTENTION = LayerNames(("attention.self.query", "attention.self.key", 
                                  "attention.output.dense", "", "", "", "")
 
 
-def groupbert_layer(z: BertSizes, at: At) -> Sequential:
+def groupbert_layer(sizes: BertSizes, at: Position) -> Sequential:
     """optimum-graphcore's `GroupBertLayer`: a convolution module (norm, gated linear unit, masked grouped
     convolution, norm, swish, projection), a grouped feed-forward, pre-norm attention with the fused weight, a
     grouped feed-forward."""
-    rows = z.b * z.s
-    cross = () if not z.cross else (
-        LayerNorm("crossattention.LayerNorm", z.h, rows, ""),
-        tuple(Linear(f"crossattention.self.{name}", z.h, z.h, rows, "") for name in ("query", "key", "value")),
-        Linear("crossattention.output.dense", z.h, z.h, rows, ""))
+    rows = sizes.b * sizes.s
+    cross = () if not sizes.cross else (
+        LayerNorm("crossattention.LayerNorm", sizes.h, rows, ""),
+        tuple(Linear(f"crossattention.self.{name}", sizes.h, sizes.h, rows, "") for name in ("query", "key", "value")),
+        Linear("crossattention.output.dense", sizes.h, sizes.h, rows, ""))
     return Sequential(
-        LayerNorm("convolution.prenorm", z.h, rows, "convolution: input"),
-        Linear("convolution.glu", z.h, 2 * z.h, rows, "convolution: normalised"),
-        Keeps("gates", rows * z.h), Keeps("values", 2 * rows * z.h),  # the values are a view of the unit's output
+        LayerNorm("convolution.prenorm", sizes.h, rows, "convolution: input"),
+        Linear("convolution.glu", sizes.h, 2 * sizes.h, rows, "convolution: normalised"),
+        # the values are a view of the unit's output
+        Keeps("gates", rows * sizes.h), Keeps("values", 2 * rows * sizes.h),
         Keeps("mask", rows),
-        Convolution("convolution.groupconv", z.h, z.h, (z.kernel,), z.b, z.s, "convolution: transposed",
-                    z.b * z.h * z.s, groups=z.h // z.group_size),
-        LayerNorm("convolution.conv_norm", z.h, rows, "convolved"),
-        Activation("convolution: normalised output", rows * z.h),
-        Linear("convolution.output_projection", z.h, z.h, rows, "activated"),
-        _grouped_feed_forward(z, "intermediate_first", "output_first", "first feed-forward"),
-        LayerNorm("attention.LayerNorm", z.h, rows, "attention: input"),
-        self_attention(GROUPBERT_ATTENTION, z, "attention: normalised", keep_fused_weight=True),
-        _grouped_feed_forward(z, "intermediate_second", "output_second", "second feed-forward"),
-        Unused(_distance_embedding("attention.self", z), cross),
-        enters=hidden(z), leaves=hidden(z))
+        Convolution("convolution.groupconv", sizes.h, sizes.h, (sizes.kernel,), sizes.b, sizes.s,
+                    "convolution: transposed", sizes.b * sizes.h * sizes.s, groups=sizes.h // sizes.group_size),
+        LayerNorm("convolution.conv_norm", sizes.h, rows, "convolved"),
+        Activation("convolution: normalised output", rows * sizes.h),
+        Linear("convolution.output_projection", sizes.h, sizes.h, rows, "activated"),
+        _grouped_feed_forward(sizes, "intermediate_first", "output_first", "first feed-forward"),
+        LayerNorm("attention.LayerNorm", sizes.h, rows, "attention: input"),
+        self_attention(GROUPBERT_ATTENTION, sizes, "attention: normalised", keep_fused_weight=True),
+        _grouped_feed_forward(sizes, "intermediate_second", "output_second", "second feed-forward"),
+        Unused(_distance_embedding("attention.self", sizes), cross),
+        enters=hidden(sizes), leaves=hidden(sizes))
 
 
-def encoder_norm(z: BertSizes) -> Sequential:
-    """GroupBERT's encoder ends with a norm."""
-    return Sequential(LayerNorm("", z.h, z.b * z.s, "hidden"), enters=hidden(z), leaves=hidden(z))
+def bert_mlm(sizes: BertSizes) -> Sequential:
+    return masked_lm_head(sizes, "predictions.transform.dense", "predictions.transform.LayerNorm",
+                          "predictions.decoder", "predictions.bias", sizes.tied)
 
 
-def bert_mlm(z: BertSizes) -> Sequential:
-    return masked_lm_head(z, "predictions.transform.dense", "predictions.transform.LayerNorm",
-                          "predictions.decoder", "predictions.bias", z.tied)
-
-
-def bert_pretraining_heads(z: BertSizes) -> Sequential:
+def bert_pretraining_heads(sizes: BertSizes) -> Sequential:
     """The masked LM, and whether the second sentence follows the first, from the pooled state."""
-    mlm = bert_mlm(z)
-    return Sequential(*mlm.modules, Linear("seq_relationship", z.h, 2, z.b, "pooled"),
-                      CrossEntropy("next sentence", z.b, 2), enters=(*hidden(z), *pooled(z)))
+    mlm = bert_mlm(sizes)
+    return Sequential(*mlm.modules, Linear("seq_relationship", sizes.h, 2, sizes.b, "pooled"),
+                      CrossEntropy("next sentence", sizes.b, 2), enters=(*hidden(sizes), *pooled(sizes)))
 
 
-def roberta_mlm(z: BertSizes) -> Sequential:
-    return masked_lm_head(z, "dense", "layer_norm", "decoder", "bias", z.tied)
+def roberta_mlm(sizes: BertSizes) -> Sequential:
+    return masked_lm_head(sizes, "dense", "layer_norm", "decoder", "bias", sizes.tied)
 
 
-def roberta_classifier(z: BertSizes) -> Sequential:
+def roberta_classifier(sizes: BertSizes) -> Sequential:
     """`RobertaClassificationHead`: dense and tanh on the first token, then the projection."""
-    return Sequential(Linear("dense", z.h, z.h, z.b, "hidden", storage=z.b * z.s * z.h),
-                      Activation("pooled", z.b * z.h), Linear("out_proj", z.h, z.n, z.b, "pooled"),
-                      CrossEntropy("loss", z.b, z.n), enters=hidden(z))
+    return Sequential(Linear("dense", sizes.h, sizes.h, sizes.b, "hidden", storage=sizes.b * sizes.s * sizes.h),
+                      Activation("pooled", sizes.b * sizes.h), Linear("out_proj", sizes.h, sizes.n, sizes.b, "pooled"),
+                      CrossEntropy("loss", sizes.b, sizes.n), enters=hidden(sizes))
 
 
 # --- the rows -------------------------------------------------------------------------------------------------------
-
-
-def _ties(head: str, word_embeddings: str, decoder: str = "decoder", bias: str = "bias") -> Dict[str, Any]:
-    """A masked LM's projection tied to the word embeddings, and its bias the head's own."""
-    return {f"{head}.{decoder}.weight": (word_embeddings, "tie_word_embeddings"),
-            f"{head}.{decoder}.bias": (f"{head}.{bias}", None)}
 
 
 class _Family:
@@ -233,7 +226,7 @@ class _Family:
 
 
 _BERT = _Family("Bert", "bert", "bert", DEFAULTS, bert_sizes, bert_embeddings, bert_layer(fused=True))
-_MLM_TIES = _ties("cls.predictions", "bert.embeddings.word_embeddings.weight")
+_MLM_TIES = masked_lm_ties("cls.predictions", "bert.embeddings.word_embeddings.weight")
 _CLASSIFIER = head("Classifier Output", "classifier", sequence_classifier)
 
 
@@ -254,7 +247,7 @@ BERT = {
 }
 
 _GROUPBERT = _Family("GroupBert", "groupbert", "bert", GROUPBERT_DEFAULTS, groupbert_sizes, bert_embeddings,
-                     groupbert_layer, after_layers=(Run("bert.encoder.LayerNorm", module=encoder_norm),))
+                     groupbert_layer, after_layers=(Run("bert.encoder.LayerNorm", module=final_norm),))
 GROUPBERT = _bert_like(_GROUPBERT, ("ForSequenceClassification", "ForMultipleChoice", "ForTokenClassification",
                                     "ForQuestionAnswering", "ForMaskedLM"))
 
@@ -263,6 +256,6 @@ _ROBERTA = _Family("Roberta", "roberta", "roberta", ROBERTA_DEFAULTS, bert_sizes
 ROBERTA = {
     **_ROBERTA.task_rows(("ForMultipleChoice",), head("Classifier Output", "classifier", roberta_classifier)),
     **dict([_ROBERTA.row("ForMaskedLM", (Block("LM Head", "lm_head", module=roberta_mlm, head=True),),
-                         ties=_ties("lm_head", "roberta.embeddings.word_embeddings.weight"),
+                         ties=masked_lm_ties("lm_head", "roberta.embeddings.word_embeddings.weight"),
                          serializes_embedding=False)]),
 }

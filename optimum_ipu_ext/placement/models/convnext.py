@@ -22,7 +22,7 @@ from .blocks import (
     Saved,
     Sequential,
 )
-from .rules import IMAGE, LAST, Architecture, At, Block, InputShape, Layers, ModelConfig
+from .rules import IMAGE, LAST, Architecture, Block, InputShape, Layers, ModelConfig, Position
 from .transformer import head, pair
 
 DEFAULTS = {"num_channels": 3, "patch_size": 4, "num_stages": 4, "hidden_sizes": [96, 192, 384, 768],
@@ -62,74 +62,77 @@ def stage_depths(config: ModelConfig) -> List[int]:
     return list(config.depths[:config.num_stages])
 
 
-def _maps(z: ConvNextSizes, stage: int) -> Tuple[Saved, ...]:
+def _maps(sizes: ConvNextSizes, stage: int) -> Tuple[Saved, ...]:
     """The feature maps a stage's layer hands on, or takes from the one before."""
-    return (Saved("hidden", z.b * z.widths[stage] * z.areas[stage]),)
+    return (Saved("hidden", sizes.b * sizes.widths[stage] * sizes.areas[stage]),)
 
 
-def _pooled(z: ConvNextSizes) -> Tuple[Saved, ...]:
-    return (Saved("pooled", z.b * z.widths[-1]),)
+def _pooled(sizes: ConvNextSizes) -> Tuple[Saved, ...]:
+    return (Saved("pooled", sizes.b * sizes.widths[-1]),)
 
 
 # --- the modules ----------------------------------------------------------------------------------------------------
 
 
-def _channels_first_norm(name: str, width: int, z: ConvNextSizes, area: int, x: str) -> Tuple:
+def _channels_first_norm(name: str, width: int, sizes: ConvNextSizes, area: int, x: str) -> Tuple:
     """`ConvNextLayerNorm` over the `width` channels of maps of `area` pixels, written out in operations: keeps the
     centred `x`, its normalised and scaled copies, and the deviation of each pixel."""
-    maps = z.b * width * area
+    maps = sizes.b * width * area
     return (Parameter(f"{name}.weight", (width,)), Parameter(f"{name}.bias", (width,)),
             Keeps(f"{x}: centred", maps), Keeps(f"{x}: normalised", maps), Keeps(f"{x}: scaled", maps),
-            Keeps(f"{x}: deviation", z.b * area))
+            Keeps(f"{x}: deviation", sizes.b * area))
 
 
-def convnext_embeddings(z: ConvNextSizes) -> Sequential:
+def convnext_embeddings(sizes: ConvNextSizes) -> Sequential:
     """The patches' projection (a convolution whose stride is its kernel), normed over the channels."""
-    images = z.b * z.channels * z.pixels
+    images = sizes.b * sizes.channels * sizes.pixels
     return Sequential(
-        Convolution("patch_embeddings", z.channels, z.widths[0], z.patch, z.b, z.areas[0], "pixels", images),
-        _channels_first_norm("layernorm", z.widths[0], z, z.areas[0], "patches"),
-        enters=(Saved("pixels", images),), leaves=_maps(z, 0))
+        Convolution("patch_embeddings", sizes.channels, sizes.widths[0], sizes.patch, sizes.b, sizes.areas[0],
+                    "pixels", images),
+        _channels_first_norm("layernorm", sizes.widths[0], sizes, sizes.areas[0], "patches"),
+        enters=(Saved("pixels", images),), leaves=_maps(sizes, 0))
 
 
-def downsampling(z: ConvNextSizes, at: At) -> Sequential:
+def downsampling(sizes: ConvNextSizes, at: Position) -> Sequential:
     """A norm, then a convolution of kernel 2 and stride 2; the first stage's is `nn.Identity`."""
     if at.stage == 0:
         return Sequential()
     before, stage = at.stage - 1, at.stage
-    width = z.widths[before]
+    width = sizes.widths[before]
     return Sequential(
-        _channels_first_norm("0", width, z, z.areas[before], "hidden"),
-        Convolution("1", width, z.widths[stage], (2, 2), z.b, z.areas[stage], "normalised",
-                    z.b * width * z.areas[before]))
+        _channels_first_norm("0", width, sizes, sizes.areas[before], "hidden"),
+        Convolution("1", width, sizes.widths[stage], (2, 2), sizes.b, sizes.areas[stage], "normalised",
+                    sizes.b * width * sizes.areas[before]))
 
 
-def convnext_layer(z: ConvNextSizes, at: At) -> Sequential:
+def convnext_layer(sizes: ConvNextSizes, at: Position) -> Sequential:
     """A depthwise 7 x 7 convolution, a norm, two linear layers around gelu, and a learned scale where the config
     has one."""
-    width, stage = z.widths[at.stage], at.stage
-    rows = z.b * z.areas[stage]
+    width, stage = sizes.widths[at.stage], at.stage
+    rows = sizes.b * sizes.areas[stage]
     return Sequential(
-        Convolution("dwconv", width, width, (7, 7), z.b, z.areas[stage], "hidden", rows * width, groups=width),
+        Convolution("dwconv", width, width, (7, 7), sizes.b, sizes.areas[stage], "hidden", rows * width, groups=width),
         LayerNorm("layernorm", width, rows, "convolved"),
         Linear("pwconv1", width, 4 * width, rows, "normalised"),
         Activation("expanded", rows * 4 * width),
         Linear("pwconv2", 4 * width, width, rows, "activated"),
-        (Parameter("layer_scale_parameter", (width,)), Keeps("projected", rows * width)) if z.layer_scale else None,
-        enters=_maps(z, stage), leaves=_maps(z, stage))
+        ((Parameter("layer_scale_parameter", (width,)), Keeps("projected", rows * width)) if sizes.layer_scale
+         else None),
+        enters=_maps(sizes, stage), leaves=_maps(sizes, stage))
 
 
-def pooled_norm(z: ConvNextSizes) -> Sequential:
+def pooled_norm(sizes: ConvNextSizes) -> Sequential:
     """The last stage's maps averaged over their pixels, and normed."""
-    return Sequential(LayerNorm("", z.widths[-1], z.b, "pooled"), enters=_maps(z, -1), leaves=_pooled(z))
+    return Sequential(LayerNorm("", sizes.widths[-1], sizes.b, "pooled"), enters=_maps(sizes, -1),
+                      leaves=_pooled(sizes))
 
 
-def classifier(z: ConvNextSizes) -> Sequential:
+def classifier(sizes: ConvNextSizes) -> Sequential:
     """A linear layer on the pooled features, and the loss over the labels. A config of no labels has `nn.Identity`
     instead, with no parameters."""
-    pooled = z.b * z.widths[-1]
-    return Sequential(Linear("", z.widths[-1], z.n, z.b, "pooled") if z.n else Keeps("pooled", pooled),
-                      CrossEntropy("loss", z.b, z.n), enters=_pooled(z))
+    pooled = sizes.b * sizes.widths[-1]
+    return Sequential(Linear("", sizes.widths[-1], sizes.n, sizes.b, "pooled") if sizes.n else Keeps("pooled", pooled),
+                      CrossEntropy("loss", sizes.b, sizes.n), enters=_pooled(sizes))
 
 
 # --- the row --------------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .blocks import (
     Saved,
     Sequential,
 )
-from .rules import TEXT, Architecture, At, Block, InputShape, ModelConfig, Run, Step
+from .rules import TEXT, Architecture, Block, InputShape, ModelConfig, Position, Run, Step
 from .transformer import (
     Sizes,
     config_sizes,
@@ -102,123 +102,129 @@ class DebertaLayerNorm(Module):
                           Saved(f"{x}: deviation", rows)))
 
 
-def deberta_embeddings(z: DebertaSizes) -> Sequential:
+def deberta_embeddings(sizes: DebertaSizes) -> Sequential:
     """Word embeddings, plus positions (a buffer) where `biased`, plus the token types the tokenizer gives where
     the model has types, projected to h where of another width, normed, then masked by the attention mask (kept)."""
-    tokens = z.b * z.s
+    tokens = sizes.b * sizes.s
     return Sequential(
-        Embedding("word_embeddings", z.v, z.width, "ids", tokens),
-        Embedding("position_embeddings", z.positions, z.width) if z.biased else None,
-        Embedding("token_type_embeddings", z.types, z.width, "token types", tokens) if z.types > 0 else None,
-        Linear("embed_proj", z.width, z.h, tokens, "embedded", bias=False) if z.width != z.h else None,
-        DebertaLayerNorm("LayerNorm", z.h, tokens, "sum"),
+        Embedding("word_embeddings", sizes.v, sizes.width, "ids", tokens),
+        Embedding("position_embeddings", sizes.positions, sizes.width) if sizes.biased else None,
+        (Embedding("token_type_embeddings", sizes.types, sizes.width, "token types", tokens) if sizes.types > 0
+         else None),
+        Linear("embed_proj", sizes.width, sizes.h, tokens, "embedded", bias=False) if sizes.width != sizes.h else None,
+        DebertaLayerNorm("LayerNorm", sizes.h, tokens, "sum"),
         Keeps("mask", tokens),
-        enters=ids(z), leaves=hidden(z))
+        enters=ids(sizes), leaves=hidden(sizes))
 
 
-def encoder(z: DebertaSizes) -> Sequential:
+def encoder(sizes: DebertaSizes) -> Sequential:
     """The encoder's own block: the relative positions and the mask it works out keep nothing."""
-    return Sequential(enters=hidden(z), leaves=hidden(z))
+    return Sequential(enters=hidden(sizes), leaves=hidden(sizes))
 
 
-def relative_embeddings(z: DebertaSizes) -> Sequential:
-    return Sequential(Embedding("", 2 * z.distances, z.h))
+def relative_embeddings(sizes: DebertaSizes) -> Sequential:
+    return Sequential(Embedding("", 2 * sizes.distances, sizes.h))
 
 
-def _relative_scores(z: DebertaSizes, name: str, projection: Linear) -> Tuple:
+def _relative_scores(sizes: DebertaSizes, name: str, projection: Linear) -> Tuple:
     """The `projection` of the r relative embeddings the sequence spans (a slice of all of them, kept whole), its
     product by the queries (or keys), copied, the gather's index (one per pair of tokens) and the gathered scores."""
-    pairs = z.b * z.a
+    pairs = sizes.b * sizes.a
     return (
         projection,
-        Matmul(pairs, z.s, z.d, z.r, (Saved(f"{name}: positions", pairs * z.d * z.r),
-                                      Saved(f"{name}: content", pairs * z.s * z.d))),
-        Keeps(f"{name}: index", z.s * z.s, INTEGER),
-        Keeps(f"{name}: scores", pairs * z.s * z.r),
+        Matmul(pairs, sizes.s, sizes.d, sizes.r, (Saved(f"{name}: positions", pairs * sizes.d * sizes.r),
+                                      Saved(f"{name}: content", pairs * sizes.s * sizes.d))),
+        Keeps(f"{name}: index", sizes.s * sizes.s, INTEGER),
+        Keeps(f"{name}: scores", pairs * sizes.s * sizes.r),
     )
 
 
-def _attention(z: DebertaSizes, path: str) -> Tuple:
+def _attention(sizes: DebertaSizes, path: str) -> Tuple:
     """The `DisentangledSelfAttention` at `path`, as the pipelined model runs it: one projection to queries, keys and
     values (their biases added), the scaled queries by the keys, the relative positions' scores (content to position,
     position to content: its projection scaled), a masked softmax keeping two tensors, the talking heads'
     projections across the heads (of copies with the heads last), the product by the values."""
-    pairs, rows, grid = z.b * z.a, z.b * z.s, z.b * z.s * z.s
-    relative = 2 * z.distances * z.h
-    content_to_position = _relative_scores(z, "content to position", Linear(
-        f"{path}.pos_proj", z.h, z.h, z.r, "relative embeddings", bias=False, storage=relative)) if z.c2p else None
-    position_to_content = (_relative_scores(z, "position to content", Linear(
-        f"{path}.pos_q_proj", z.h, z.h, z.r, "relative embeddings", storage=relative)),
-        Keeps("position scale", 1)) if z.p2c else None
+    pairs, rows, grid = sizes.b * sizes.a, sizes.b * sizes.s, sizes.b * sizes.s * sizes.s
+    relative = 2 * sizes.distances * sizes.h
+    content_to_position = _relative_scores(sizes, "content to position", Linear(
+        f"{path}.pos_proj", sizes.h, sizes.h, sizes.r, "relative embeddings", bias=False,
+        storage=relative)) if sizes.c2p else None
+    position_to_content = (_relative_scores(sizes, "position to content", Linear(
+        f"{path}.pos_q_proj", sizes.h, sizes.h, sizes.r, "relative embeddings", storage=relative)),
+        Keeps("position scale", 1)) if sizes.p2c else None
     return (
-        Linear(f"{path}.in_proj", z.h, 3 * z.h, rows, "input", bias=False),
-        Parameter(f"{path}.q_bias", (z.h,)), Parameter(f"{path}.v_bias", (z.h,)),
+        Linear(f"{path}.in_proj", sizes.h, 3 * sizes.h, rows, "input", bias=False),
+        Parameter(f"{path}.q_bias", (sizes.h,)), Parameter(f"{path}.v_bias", (sizes.h,)),
         Keeps("scale", 1),
-        Matmul(pairs, z.s, z.d, z.s, (Saved("queries", pairs * z.s * z.d), Saved("keys", pairs * z.s * z.d))),
+        Matmul(pairs, sizes.s, sizes.d, sizes.s, (Saved("queries", pairs * sizes.s * sizes.d),
+                                                  Saved("keys", pairs * sizes.s * sizes.d))),
         content_to_position,
         position_to_content,
-        Linear(f"{path}.head_logits_proj", z.a, z.a, grid, "scores, heads last", bias=False) if z.talking else None,
-        Keeps("probabilities", 2 * pairs * z.s * z.s),
-        Linear(f"{path}.head_weights_proj", z.a, z.a, grid, "probabilities, heads last", bias=False)
-        if z.talking else None,
-        Matmul(pairs, z.s, z.s, z.d, (Saved("values", pairs * z.s * z.d),)),
+        (Linear(f"{path}.head_logits_proj", sizes.a, sizes.a, grid, "scores, heads last", bias=False)
+         if sizes.talking else None),
+        Keeps("probabilities", 2 * pairs * sizes.s * sizes.s),
+        Linear(f"{path}.head_weights_proj", sizes.a, sizes.a, grid, "probabilities, heads last", bias=False)
+        if sizes.talking else None,
+        Matmul(pairs, sizes.s, sizes.s, sizes.d, (Saved("values", pairs * sizes.s * sizes.d),)),
     )
 
 
 def deberta_layer(masked_lm: bool):
     """A `DebertaLayer`: attention, add and norm, feed-forward, add and norm; in the masked LM the last layer's
     output is multiplied by the one-hot positions of the m tokens predicted."""
-    def layer(z: DebertaSizes, at: At) -> Sequential:
-        rows = z.b * z.s
+    def layer(sizes: DebertaSizes, at: Position) -> Sequential:
+        rows = sizes.b * sizes.s
         picks = masked_lm and at.layer == at.last
         return Sequential(
-            _attention(z, "attention.self"),
-            Linear("attention.output.dense", z.h, z.h, rows, "context"),
-            DebertaLayerNorm("attention.output.LayerNorm", z.h, rows, "attention sum"),
-            Linear("intermediate.dense", z.h, z.i, rows, "attention output"),
-            Activation("intermediate", rows * z.i),
-            Linear("output.dense", z.i, z.h, rows, "activated"),
-            DebertaLayerNorm("output.LayerNorm", z.h, rows, "output sum"),
-            Matmul(z.b, z.m, z.s, z.h, (Saved("one-hot positions", z.b * z.m * z.s),)) if picks else None,
-            enters=hidden(z), leaves=hidden(z))
+            _attention(sizes, "attention.self"),
+            Linear("attention.output.dense", sizes.h, sizes.h, rows, "context"),
+            DebertaLayerNorm("attention.output.LayerNorm", sizes.h, rows, "attention sum"),
+            Linear("intermediate.dense", sizes.h, sizes.i, rows, "attention output"),
+            Activation("intermediate", rows * sizes.i),
+            Linear("output.dense", sizes.i, sizes.h, rows, "activated"),
+            DebertaLayerNorm("output.LayerNorm", sizes.h, rows, "output sum"),
+            (Matmul(sizes.b, sizes.m, sizes.s, sizes.h, (Saved("one-hot positions", sizes.b * sizes.m * sizes.s),))
+             if picks else None),
+            enters=hidden(sizes), leaves=hidden(sizes))
 
     return layer
 
 
-def masked(z: DebertaSizes) -> Tuple[Saved, ...]:
+def masked(sizes: DebertaSizes) -> Tuple[Saved, ...]:
     """The hidden state of the m tokens the masked LM predicts."""
-    return (Saved("masked", z.b * z.m * z.h),)
+    return (Saved("masked", sizes.b * sizes.m * sizes.h),)
 
 
-def prediction_transform(z: DebertaSizes) -> Sequential:
+def prediction_transform(sizes: DebertaSizes) -> Sequential:
     """`cls.predictions.transform`: dense, gelu and norm, on the predicted tokens."""
-    rows = z.b * z.m
-    return Sequential(Linear("dense", z.h, z.h, rows, "masked"), Activation("transformed", rows * z.h),
-                      LayerNorm("LayerNorm", z.h, rows, "activated"), enters=masked(z))
+    rows = sizes.b * sizes.m
+    return Sequential(Linear("dense", sizes.h, sizes.h, rows, "masked"), Activation("transformed", rows * sizes.h),
+                      LayerNorm("LayerNorm", sizes.h, rows, "activated"), enters=masked(sizes))
 
 
-def prediction_decoder(z: DebertaSizes) -> Sequential:
+def prediction_decoder(sizes: DebertaSizes) -> Sequential:
     """`cls.predictions.decoder`: the projection to the vocabulary (its weight the word embeddings' where tied, its
     bias the head's own), and the loss over the predicted tokens."""
-    rows = z.b * z.m
-    return Sequential(Linear("", z.h, z.v, rows, "normalised", tied=z.tied),
-                      CrossEntropy("masked tokens", rows, z.v), enters=masked(z))
+    rows = sizes.b * sizes.m
+    return Sequential(Linear("", sizes.h, sizes.v, rows, "normalised", tied=sizes.tied),
+                      CrossEntropy("masked tokens", rows, sizes.v), enters=masked(sizes))
 
 
-def context_pooler(z: DebertaSizes) -> Sequential:
+def context_pooler(sizes: DebertaSizes) -> Sequential:
     """`ContextPooler`: `gelu(dense(hidden[:, 0]))`, `pooler_hidden_size` wide: keeps the whole hidden state (the
     first token is a view of it) and its output."""
-    pooled = (Saved("pooled", z.b * z.pooled),)
-    return Sequential(Linear("dense", z.pooled, z.pooled, z.b, "hidden", storage=z.b * z.s * z.h),
-                      Activation("pooled", z.b * z.pooled), enters=hidden(z), leaves=pooled)
+    pooled = (Saved("pooled", sizes.b * sizes.pooled),)
+    return Sequential(Linear("dense", sizes.pooled, sizes.pooled, sizes.b, "hidden",
+                             storage=sizes.b * sizes.s * sizes.h),
+                      Activation("pooled", sizes.b * sizes.pooled), enters=hidden(sizes), leaves=pooled)
 
 
-def sequence_classifier(z: DebertaSizes) -> Sequential:
+def sequence_classifier(sizes: DebertaSizes) -> Sequential:
     """The classifier (of the hidden size, as the model builds it) on the pooled state; the loss picks the logits of
     the labelled sequences by an index."""
-    return Sequential(Linear("", z.h, z.n, z.b, "pooled"), Keeps("label index", z.b, INTEGER),
-                      Keeps("picked logits", z.b * z.n), CrossEntropy("loss", z.b, z.n),
-                      enters=(Saved("pooled", z.b * z.h),))
+    return Sequential(Linear("", sizes.h, sizes.n, sizes.b, "pooled"), Keeps("label index", sizes.b, INTEGER),
+                      Keeps("picked logits", sizes.b * sizes.n), CrossEntropy("loss", sizes.b, sizes.n),
+                      enters=(Saved("pooled", sizes.b * sizes.h),))
 
 
 # --- the rows -------------------------------------------------------------------------------------------------------

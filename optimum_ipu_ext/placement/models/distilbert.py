@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Tuple
 
 from .blocks import Activation, CrossEntropy, LayerNorm, Linear, Sequential
-from .rules import TEXT, Architecture, At, Block, InputShape, Layers, ModelConfig, Step
+from .rules import TEXT, Architecture, Block, InputShape, Layers, ModelConfig, Position, Step
 from .transformer import (
     LayerNames,
     Sizes,
@@ -20,7 +20,7 @@ from .transformer import (
     pooler,
     post_norm_layer,
     sequence_classifier,
-    sizes,
+    sizes_of,
     span_classifier,
     token_classifier,
 )
@@ -38,7 +38,7 @@ class DistilBertSizes(Sizes):
 
 
 def distilbert_sizes(config: ModelConfig, shape: InputShape) -> DistilBertSizes:
-    base = sizes(shape, config.dim, config.n_heads, config.hidden_dim, config.vocab_size, config.num_labels)
+    base = sizes_of(shape, config.dim, config.n_heads, config.hidden_dim, config.vocab_size, config.num_labels)
     return DistilBertSizes(**vars(base), positions=config.max_position_embeddings, tied=config.tie_word_embeddings)
 
 
@@ -48,36 +48,38 @@ LAYER_NAMES = LayerNames(("attention.q_lin", "attention.k_lin", "attention.v_lin
                          "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm")
 
 
-def distilbert_embeddings(z: DistilBertSizes) -> Sequential:
+def distilbert_embeddings(sizes: DistilBertSizes) -> Sequential:
     """Word and position embeddings (the positions a buffer), summed and normed."""
-    return embeddings(z, "word_embeddings", ("position_embeddings", z.positions), None, "LayerNorm")
+    return embeddings(sizes, "word_embeddings", ("position_embeddings", sizes.positions), None, "LayerNorm")
 
 
-def distilbert_layer(z: DistilBertSizes, at: At) -> Sequential:
+def distilbert_layer(sizes: DistilBertSizes, at: Position) -> Sequential:
     """A `TransformerBlock`: attention, add and norm, feed-forward, add and norm."""
-    return post_norm_layer(LAYER_NAMES, z)
+    return post_norm_layer(LAYER_NAMES, sizes)
 
 
-def pre_classifier(z: DistilBertSizes) -> Sequential:
+def pre_classifier(sizes: DistilBertSizes) -> Sequential:
     """`relu(pre_classifier(hidden[:, 0]))`: it keeps what the pooler keeps (the relu its output, as tanh)."""
-    return pooler(z, dense="")
+    return pooler(sizes, dense="")
 
 
-def vocab_transform(z: DistilBertSizes) -> Sequential:
+def vocab_transform(sizes: DistilBertSizes) -> Sequential:
     """The masked LM's dense layer, and the gelu the model applies after it."""
-    rows = z.b * z.s
-    return Sequential(Linear("", z.h, z.h, rows, "hidden"), Activation("transformed", rows * z.h), enters=hidden(z))
+    rows = sizes.b * sizes.s
+    return Sequential(Linear("", sizes.h, sizes.h, rows, "hidden"), Activation("transformed", rows * sizes.h),
+                      enters=hidden(sizes))
 
 
-def vocab_layer_norm(z: DistilBertSizes) -> Sequential:
-    return Sequential(LayerNorm("", z.h, z.b * z.s, "activated"), enters=hidden(z), leaves=hidden(z))
+def vocab_layer_norm(sizes: DistilBertSizes) -> Sequential:
+    return Sequential(LayerNorm("", sizes.h, sizes.b * sizes.s, "activated"), enters=hidden(sizes),
+                      leaves=hidden(sizes))
 
 
-def vocab_projector(z: DistilBertSizes) -> Sequential:
+def vocab_projector(sizes: DistilBertSizes) -> Sequential:
     """The projection to the vocabulary (its weight the word embeddings' where tied) and the loss over every token."""
-    rows = z.b * z.s
-    return Sequential(Linear("", z.h, z.v, rows, "normalised", tied=z.tied),
-                      CrossEntropy("masked tokens", rows, z.v), enters=hidden(z))
+    rows = sizes.b * sizes.s
+    return Sequential(Linear("", sizes.h, sizes.v, rows, "normalised", tied=sizes.tied),
+                      CrossEntropy("masked tokens", rows, sizes.v), enters=hidden(sizes))
 
 
 # --- the rows -------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Tuple
 
 from .blocks import INTEGER, CrossEntropy, Embedding, Keeps, LayerNorm, Linear, Sequential, Unused
-from .rules import TEXT, Architecture, At, Block, InputShape, Layers, ModelConfig, Run
+from .rules import TEXT, Architecture, Block, InputShape, Layers, ModelConfig, Position, Run
 from .transformer import (
     LayerNames,
     Sizes,
@@ -20,8 +20,9 @@ from .transformer import (
     head,
     hidden,
     ids,
+    lm_head,
     pre_norm_layer,
-    sizes,
+    sizes_of,
     token_classifier,
 )
 
@@ -43,7 +44,7 @@ class GPT2Sizes(Sizes):
 
 
 def gpt2_sizes(config: ModelConfig, shape: InputShape) -> GPT2Sizes:
-    base = sizes(shape, config.n_embd, config.n_head, config.n_inner, config.vocab_size, config.num_labels)
+    base = sizes_of(shape, config.n_embd, config.n_head, config.n_inner, config.vocab_size, config.num_labels)
     return GPT2Sizes(**vars(base), positions=config.n_positions, cross=config.add_cross_attention,
                      tied=config.tie_word_embeddings)
 
@@ -51,42 +52,42 @@ def gpt2_sizes(config: ModelConfig, shape: InputShape) -> GPT2Sizes:
 # --- the modules ----------------------------------------------------------------------------------------------------
 
 
-def token_embedding(z: GPT2Sizes) -> Sequential:
-    return Sequential(Embedding("", z.v, z.h, "ids", z.b * z.s), enters=ids(z))
+def token_embedding(sizes: GPT2Sizes) -> Sequential:
+    return Sequential(Embedding("", sizes.v, sizes.h, "ids", sizes.b * sizes.s), enters=ids(sizes))
 
 
-def position_embedding(z: GPT2Sizes) -> Sequential:
+def position_embedding(sizes: GPT2Sizes) -> Sequential:
     """One sequence's positions, broadcast over the micro-batch and added to the tokens' embeddings."""
-    return Sequential(Embedding("", z.positions, z.h, "positions", z.s), enters=hidden(z), leaves=hidden(z))
+    return Sequential(Embedding("", sizes.positions, sizes.h, "positions", sizes.s), enters=hidden(sizes),
+                      leaves=hidden(sizes))
 
 
-def _cross_attention(z: GPT2Sizes) -> Tuple:
+def _cross_attention(sizes: GPT2Sizes) -> Tuple:
     """The cross-attention the config adds: keys and values of the encoder's states, queries of the layer's."""
-    if not z.cross:
+    if not sizes.cross:
         return ()
-    rows = z.b * z.s
-    return (Unused(Linear("crossattention.c_attn", z.h, 2 * z.h, rows, "", transposed=True),
-                   Linear("crossattention.q_attn", z.h, z.h, rows, "", transposed=True),
-                   Linear("crossattention.c_proj", z.h, z.h, rows, "", transposed=True),
-                   LayerNorm("ln_cross_attn", z.h, rows, "")),)
+    rows = sizes.b * sizes.s
+    return (Unused(Linear("crossattention.c_attn", sizes.h, 2 * sizes.h, rows, "", transposed=True),
+                   Linear("crossattention.q_attn", sizes.h, sizes.h, rows, "", transposed=True),
+                   Linear("crossattention.c_proj", sizes.h, sizes.h, rows, "", transposed=True),
+                   LayerNorm("ln_cross_attn", sizes.h, rows, "")),)
 
 
-def gpt2_layer(z: GPT2Sizes, at: At) -> Sequential:
-    return pre_norm_layer(LAYER, "ln_1", z, GELU_TANH_KEEPS, transposed=True, extra=_cross_attention(z))
+def gpt2_layer(sizes: GPT2Sizes, at: Position) -> Sequential:
+    return pre_norm_layer(LAYER, "ln_1", sizes, GELU_TANH_KEEPS, transposed=True, extra=_cross_attention(sizes))
 
 
-def lm_head(z: GPT2Sizes) -> Sequential:
+def gpt2_lm_head(sizes: GPT2Sizes) -> Sequential:
     """The projection to the vocabulary (its weight the token embeddings' where `tied`), and the loss over every
     token."""
-    rows = z.b * z.s
-    return Sequential(Linear("", z.h, z.v, rows, "hidden", bias=False, tied=z.tied),
-                      CrossEntropy("next tokens", rows, z.v), enters=hidden(z))
+    return lm_head(sizes, sizes.tied)
 
 
-def score(z: GPT2Sizes) -> Sequential:
+def score(sizes: GPT2Sizes) -> Sequential:
     """The logits of every token, then those of each sequence's last, picked by two index tensors."""
-    return Sequential(Linear("", z.h, z.n, z.b * z.s, "hidden", bias=False), Keeps("last tokens", 2 * z.b, INTEGER),
-                      CrossEntropy("loss", z.b, z.n), enters=hidden(z))
+    return Sequential(Linear("", sizes.h, sizes.n, sizes.b * sizes.s, "hidden", bias=False),
+                      Keeps("last tokens", 2 * sizes.b, INTEGER),
+                      CrossEntropy("loss", sizes.b, sizes.n), enters=hidden(sizes))
 
 
 # --- the rows -------------------------------------------------------------------------------------------------------
@@ -108,7 +109,7 @@ def _row(suffix: str, last: Block, **fields: Any) -> Architecture:
 
 GPT2 = {
     "GPT2LMHeadModel": _row(
-        "LMHeadModel", Block("LM head", "lm_head", module=lm_head, head=True),
+        "LMHeadModel", Block("LM head", "lm_head", module=gpt2_lm_head, head=True),
         ties={"lm_head.weight": ("transformer.wte.weight", "tie_word_embeddings")}, kwargs=("for_generation",)),
     "GPT2ForSequenceClassification": _row("ForSequenceClassification", head("Score", "score", score)),
     "GPT2ForTokenClassification": _row("ForTokenClassification", head("Classifier", "classifier", token_classifier)),

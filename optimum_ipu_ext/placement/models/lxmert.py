@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Tuple
 
 from .blocks import Activation, Attention, CrossEntropy, Embedding, LayerNorm, Linear, Saved, Sequential
-from .rules import TEXT, Architecture, At, Block, InputShape, Layers, ModelConfig
+from .rules import TEXT, Architecture, Block, InputShape, Layers, ModelConfig, Position
 from .transformer import LAYER_NAMES, Sizes, config_sizes, hidden, ids, pooled, pooler, post_norm_layer
 
 DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072,
@@ -40,100 +40,101 @@ def lxmert_sizes(config: ModelConfig, shape: InputShape) -> LxmertSizes:
                        answers=config.num_qa_labels)
 
 
-def objects(z: LxmertSizes) -> Tuple[Saved, ...]:
+def objects(sizes: LxmertSizes) -> Tuple[Saved, ...]:
     """The objects' hidden state a step hands on, or takes from the one before."""
-    return (Saved("objects", z.b * z.o * z.h),)
+    return (Saved("objects", sizes.b * sizes.o * sizes.h),)
 
 
 # --- the modules ----------------------------------------------------------------------------------------------------
 
 
-def lxmert_embeddings(z: LxmertSizes) -> Sequential:
+def lxmert_embeddings(sizes: LxmertSizes) -> Sequential:
     """Word, position and token type embeddings, summed and normed: the positions (one row, broadcast) and the token
     types (zeros) are made in each pass, and their lookups keep them."""
-    tokens = z.b * z.s
+    tokens = sizes.b * sizes.s
     return Sequential(
-        Embedding("word_embeddings", z.v, z.h, "ids", tokens),
-        Embedding("position_embeddings", z.positions, z.h, "positions", z.s),
-        Embedding("token_type_embeddings", z.types, z.h, "token types", tokens),
-        LayerNorm("LayerNorm", z.h, tokens, "sum"),
-        enters=ids(z), leaves=hidden(z))
+        Embedding("word_embeddings", sizes.v, sizes.h, "ids", tokens),
+        Embedding("position_embeddings", sizes.positions, sizes.h, "positions", sizes.s),
+        Embedding("token_type_embeddings", sizes.types, sizes.h, "token types", tokens),
+        LayerNorm("LayerNorm", sizes.h, tokens, "sum"),
+        enters=ids(sizes), leaves=hidden(sizes))
 
 
-def visual_features(z: LxmertSizes) -> Sequential:
+def visual_features(sizes: LxmertSizes) -> Sequential:
     """`visn_fc`: the objects' features and boxes, each projected and normed, then averaged."""
-    rows = z.b * z.o
+    rows = sizes.b * sizes.o
     return Sequential(
-        Linear("visn_fc", z.features, z.h, rows, "features"),
-        LayerNorm("visn_layer_norm", z.h, rows, "projected features"),
-        Linear("box_fc", z.boxes, z.h, rows, "boxes"),
-        LayerNorm("box_layer_norm", z.h, rows, "projected boxes"),
-        enters=(Saved("features", z.b * z.o * (z.features + z.boxes)),), leaves=objects(z))
+        Linear("visn_fc", sizes.features, sizes.h, rows, "features"),
+        LayerNorm("visn_layer_norm", sizes.h, rows, "projected features"),
+        Linear("box_fc", sizes.boxes, sizes.h, rows, "boxes"),
+        LayerNorm("box_layer_norm", sizes.h, rows, "projected boxes"),
+        enters=(Saved("features", sizes.b * sizes.o * (sizes.features + sizes.boxes)),), leaves=objects(sizes))
 
 
-def language_layer(z: LxmertSizes, at: At) -> Sequential:
-    return post_norm_layer(LAYER_NAMES, z)
+def language_layer(sizes: LxmertSizes, at: Position) -> Sequential:
+    return post_norm_layer(LAYER_NAMES, sizes)
 
 
-def visual_layer(z: LxmertSizes, at: At) -> Sequential:
+def visual_layer(sizes: LxmertSizes, at: Position) -> Sequential:
     """The language layer's module, on the objects."""
-    return post_norm_layer(LAYER_NAMES, replace(z, s=z.o))
+    return post_norm_layer(LAYER_NAMES, replace(sizes, s=sizes.o))
 
 
-def _attention(z: LxmertSizes, name: str, path: str, output: str, queries: int, keys: int, query_input: str,
+def _attention(sizes: LxmertSizes, name: str, path: str, output: str, queries: int, keys: int, query_input: str,
                key_input: str) -> Tuple:
     """`name`: the attention at `path` of `queries` positions of `query_input` on `keys` positions of `key_input`
     (one input: self-attention, kept once), then its output `output`: a projection, add and norm."""
     return (
-        Linear(f"{path}.query", z.h, z.h, z.b * queries, query_input),
-        tuple(Linear(f"{path}.{projection}", z.h, z.h, z.b * keys, key_input) for projection in ("key", "value")),
-        Attention(name, z.b, z.a, queries, keys, z.d),
-        Linear(f"{output}.dense", z.h, z.h, z.b * queries, f"{name}: context"),
-        LayerNorm(f"{output}.LayerNorm", z.h, z.b * queries, f"{name}: sum"),
+        Linear(f"{path}.query", sizes.h, sizes.h, sizes.b * queries, query_input),
+        tuple(Linear(f"{path}.{projection}", sizes.h, sizes.h, sizes.b * keys, key_input)
+              for projection in ("key", "value")),
+        Attention(name, sizes.b, sizes.a, queries, keys, sizes.d),
+        Linear(f"{output}.dense", sizes.h, sizes.h, sizes.b * queries, f"{name}: context"),
+        LayerNorm(f"{output}.LayerNorm", sizes.h, sizes.b * queries, f"{name}: sum"),
     )
 
 
-def _feed_forward(z: LxmertSizes, modality: str, name: str, length: int, x: str) -> Tuple:
+def _feed_forward(sizes: LxmertSizes, modality: str, name: str, length: int, x: str) -> Tuple:
     """A modality's feed-forward on `length` positions of `x`, then add and norm."""
-    rows = z.b * length
+    rows = sizes.b * length
     return (
-        Linear(f"{modality}_inter.dense", z.h, z.i, rows, x),
-        Activation(f"{name}: intermediate", rows * z.i),
-        Linear(f"{modality}_output.dense", z.i, z.h, rows, f"{name}: activated"),
-        LayerNorm(f"{modality}_output.LayerNorm", z.h, rows, f"{name}: output sum"),
+        Linear(f"{modality}_inter.dense", sizes.h, sizes.i, rows, x),
+        Activation(f"{name}: intermediate", rows * sizes.i),
+        Linear(f"{modality}_output.dense", sizes.i, sizes.h, rows, f"{name}: activated"),
+        LayerNorm(f"{modality}_output.LayerNorm", sizes.h, rows, f"{name}: output sum"),
     )
 
 
-def cross_modality_layer(z: LxmertSizes, at: At) -> Sequential:
+def cross_modality_layer(sizes: LxmertSizes, at: Position) -> Sequential:
     """An `LxmertXLayer`: each modality attends to the other (one module both ways), then to itself, then its
     feed-forward."""
     cross = ("visual_attention.att", "visual_attention.output")
     return Sequential(
-        _attention(z, "language to vision", *cross, z.s, z.o, "language", "vision"),
-        _attention(z, "vision to language", *cross, z.o, z.s, "vision", "language"),
-        _attention(z, "language", "lang_self_att.self", "lang_self_att.output", z.s, z.s, "language: attended",
-                   "language: attended"),
-        _attention(z, "vision", "visn_self_att.self", "visn_self_att.output", z.o, z.o, "vision: attended",
+        _attention(sizes, "language to vision", *cross, sizes.s, sizes.o, "language", "vision"),
+        _attention(sizes, "vision to language", *cross, sizes.o, sizes.s, "vision", "language"),
+        _attention(sizes, "language", "lang_self_att.self", "lang_self_att.output", sizes.s, sizes.s,
+                   "language: attended", "language: attended"),
+        _attention(sizes, "vision", "visn_self_att.self", "visn_self_att.output", sizes.o, sizes.o, "vision: attended",
                    "vision: attended"),
-        _feed_forward(z, "lang", "language", z.s, "language: self-attended"),
-        _feed_forward(z, "visn", "vision", z.o, "vision: self-attended"),
-        enters=(*hidden(z), *objects(z)), leaves=(*hidden(z), *objects(z)))
+        _feed_forward(sizes, "lang", "language", sizes.s, "language: self-attended"),
+        _feed_forward(sizes, "visn", "vision", sizes.o, "vision: self-attended"),
+        enters=(*hidden(sizes), *objects(sizes)), leaves=(*hidden(sizes), *objects(sizes)))
 
 
-def lxmert_pooler(z: LxmertSizes) -> Sequential:
-    return pooler(z)
+def lxmert_pooler(sizes: LxmertSizes) -> Sequential:
+    return pooler(sizes)
 
 
-def answer_head(z: LxmertSizes) -> Sequential:
+def answer_head(sizes: LxmertSizes) -> Sequential:
     """`answer_head.logit_fc`: dense to twice the width, gelu, norm, the scores of the answers, and their loss."""
-    width = 2 * z.h
+    width = 2 * sizes.h
     return Sequential(
-        Linear("logit_fc.0", z.h, width, z.b, "pooled"),
-        Activation("expanded", z.b * width),
-        LayerNorm("logit_fc.2", width, z.b, "activated"),
-        Linear("logit_fc.3", width, z.answers, z.b, "normalised"),
-        CrossEntropy("loss", z.b, z.answers),
-        enters=pooled(z))
+        Linear("logit_fc.0", sizes.h, width, sizes.b, "pooled"),
+        Activation("expanded", sizes.b * width),
+        LayerNorm("logit_fc.2", width, sizes.b, "activated"),
+        Linear("logit_fc.3", width, sizes.answers, sizes.b, "normalised"),
+        CrossEntropy("loss", sizes.b, sizes.answers),
+        enters=pooled(sizes))
 
 
 # --- the row --------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .blocks import Embedding, Sequential
-from .rules import TEXT, Architecture, At, Block, InputShape, ModelConfig, Run
+from .rules import TEXT, Architecture, Block, InputShape, ModelConfig, Position, Run
 from .transformer import (
     LayerNames,
     Sizes,
@@ -53,28 +53,29 @@ LAYER_NAMES = LayerNames(("attention.attn.q", "attention.attn.k", "attention.att
                          "attention.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm")
 
 
-def mpnet_embeddings(z: MPNetSizes) -> Sequential:
+def mpnet_embeddings(sizes: MPNetSizes) -> Sequential:
     """MPNet works out each token's position from the ids, and looks it up; it has no token types."""
-    return embeddings(z, "word_embeddings", ("position_embeddings", z.positions), None, "LayerNorm",
+    return embeddings(sizes, "word_embeddings", ("position_embeddings", sizes.positions), None, "LayerNorm",
                       computed_positions=True)
 
 
-def relative_attention_bias(z: MPNetSizes) -> Sequential:
+def relative_attention_bias(sizes: MPNetSizes) -> Sequential:
     """Each pair of tokens' bucket of relative position, looked up once for every layer: keeps the s x s buckets."""
-    return Sequential(Embedding("", z.buckets, z.a, "buckets", z.s * z.s), enters=hidden(z), leaves=hidden(z))
+    return Sequential(Embedding("", sizes.buckets, sizes.a, "buckets", sizes.s * sizes.s), enters=hidden(sizes),
+                      leaves=hidden(sizes))
 
 
-def mpnet_layer(z: MPNetSizes, at: At) -> Sequential:
+def mpnet_layer(sizes: MPNetSizes, at: Position) -> Sequential:
     """An `MPNetLayer`, its query, key and value fused by the pipelined model."""
-    return post_norm_layer(LAYER_NAMES, z, fused=True)
+    return post_norm_layer(LAYER_NAMES, sizes, fused=True)
 
 
-def mpnet_pooler(z: MPNetSizes) -> Sequential:
-    return pooler(z)
+def mpnet_pooler(sizes: MPNetSizes) -> Sequential:
+    return pooler(sizes)
 
 
-def lm_head(z: MPNetSizes) -> Sequential:
-    return masked_lm_head(z, "dense", "layer_norm", "decoder", "bias", z.tied)
+def lm_head(sizes: MPNetSizes) -> Sequential:
+    return masked_lm_head(sizes, "dense", "layer_norm", "decoder", "bias", sizes.tied)
 
 
 # --- the rows -------------------------------------------------------------------------------------------------------

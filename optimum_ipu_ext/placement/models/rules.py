@@ -13,8 +13,8 @@ A row's `steps` are the model's modules in the order its forward pass runs them:
   `SplitProjection`), else a `Block`.
 
 Each step's `module` says what the module at its path is: a function of the row's sizes (`Architecture.sizes`: the
-`config.json` and the micro-batch, as numbers), and for a layer of where it is (`At`: its index), giving the blocks
-of blocks.py that hold its parameters and keep and compute its share of a micro-batch. `head`: the step's
+`config.json` and the micro-batch, as numbers), and for a layer of where it is (`Position`: its index), giving the
+blocks of blocks.py that hold its parameters and keep and compute its share of a micro-batch. `head`: the step's
 parameters are a head's, which a checkpoint of another class may lack (they are then added from the module).
 
 A parameter belongs to the step with the longest path that holds it (a tied weight: to the first such step of any
@@ -23,6 +23,7 @@ of its names), and goes to the IPU that step runs on. Paths are as transformers 
 Nothing here imports torch or transformers.
 """
 
+from enum import Enum
 from typing import Any, Callable, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple, Union
 
 from ...errors import PlacementError, as_json
@@ -66,7 +67,7 @@ IPURule = Union[int, LastIPU, LayerIPU, FirstSplitIPU, WhenConfig]
 # --- the steps of a forward pass ----------------------------------------------------------------------------------
 
 
-class At(NamedTuple):
+class Position(NamedTuple):
     """Where a step is: a layer's index in its group as its path numbers it (`{i}`), the last such index, the stage
     (`{stage}`, where layers are counted per stage) of a layer or of a stage's first module. 0, 0 and None for other
     steps."""
@@ -79,10 +80,31 @@ class At(NamedTuple):
 # `module(sizes)`: the blocks of the module at a step's path (blocks.Sequential), `sizes` the row's; a layer's
 # `module(sizes, at)`, where the layer is
 Module = Callable[[Any], Sequential]
-LayerModule = Callable[[Any, At], Sequential]
+LayerModule = Callable[[Any, Position], Sequential]
 
 # `when`: (config field, value) the step needs, or None: the step is always there.
 Condition = Optional[Tuple[str, Any]]
+
+class Word(str, Enum):
+    """A value that is one of a few words: it equals its word, and prints as it (`f"{ENCODER}"` is "encoder")."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class ExecutorRole(Word):
+    """A poptorch executor of a pipelined model: the whole `MODEL`, or in a generation build the `ENCODER` or the
+    `DECODER`, each compiled on IPUs of its own."""
+
+    MODEL = "model"
+    ENCODER = "encoder"
+    DECODER = "decoder"
+
+
+MODEL, ENCODER, DECODER = ExecutorRole
 
 # In a generation build the encoder and the decoder run as separate executors: `executor` says which one runs the
 # step ("encoder", "decoder"), None: both (a shared embedding), or the only one of a model that is not split.
@@ -94,7 +116,7 @@ class Block(NamedTuple):
     ipu: IPURule = 0
     called: bool = True
     when: Condition = None
-    executor: Optional[str] = None
+    executor: Optional[ExecutorRole] = None
     module: Optional[Module] = None
     head: bool = False
 
@@ -102,7 +124,7 @@ class Block(NamedTuple):
 class Run(NamedTuple):
     path: str
     when: Condition = None
-    executor: Optional[str] = None
+    executor: Optional[ExecutorRole] = None
     module: Optional[Module] = None
     head: bool = False
 
@@ -121,7 +143,7 @@ class Layers(NamedTuple):
     count: Union[str, int, Callable[["ModelConfig"], int]]
     ipu: Optional[int] = None
     stage_prelude: Optional[str] = None
-    executor: Optional[str] = None
+    executor: Optional[ExecutorRole] = None
     module: Optional[LayerModule] = None
     head: bool = False
     prelude_module: Optional[LayerModule] = None
@@ -320,7 +342,7 @@ class Expanded(NamedTuple):
     index: Optional[int]
 
 
-def _placed(module: Optional[LayerModule], at: At) -> Optional[Module]:
+def _placed(module: Optional[LayerModule], at: Position) -> Optional[Module]:
     """A layer's module, where the layer is."""
     if module is None:
         return None
@@ -347,9 +369,9 @@ def expand(architecture: Architecture, config: ModelConfig) -> Iterator[Expanded
         for stage, layers in stages:
             if step.stage_prelude is not None:
                 yield Expanded(Run(step.stage_prelude.format(stage=stage), executor=step.executor,
-                                   module=_placed(step.prelude_module, At(stage=stage))), None, None)
+                                   module=_placed(step.prelude_module, Position(stage=stage))), None, None)
             for layer in range(layers):
-                module = _placed(step.module, At(layer, layers - 1, stage))
+                module = _placed(step.module, Position(layer, layers - 1, stage))
                 block = Block(step.name.format(i=layer, stage=stage), step.path.format(i=layer, stage=stage),
                               step.ipu, executor=step.executor, module=module, head=step.head)
                 yield Expanded(block, step.group, index)

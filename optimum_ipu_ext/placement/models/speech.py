@@ -31,8 +31,17 @@ from .blocks import (
     Sequential,
     Unused,
 )
-from .rules import AUDIO, LAST, Architecture, At, Block, InputShape, Layers, ModelConfig, Run, Step
-from .transformer import LayerNames, Sizes, config_sizes, hidden, post_norm_layer, pre_norm_layer, under
+from .rules import AUDIO, LAST, Architecture, Block, InputShape, Layers, ModelConfig, Position, Run, Step
+from .transformer import (
+    LayerNames,
+    Sizes,
+    config_sizes,
+    final_norm,
+    hidden,
+    post_norm_layer,
+    pre_norm_layer,
+    under,
+)
 
 _DEFAULTS = {"vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
              "intermediate_size": 3072, "feat_extract_norm": "group", "conv_dim": [512] * 7,
@@ -142,75 +151,71 @@ def pretraining_sizes(config: ModelConfig, shape: InputShape) -> SpeechSizes:
 
 # --- the modules ----------------------------------------------------------------------------------------------------
 
-def _convolution_layer(z: SpeechSizes, index: int, path: str = "") -> Tuple:
+def _convolution_layer(sizes: SpeechSizes, index: int, path: str = "") -> Tuple:
     """`conv_layers.{index}` (at `path` within the step): a convolution, its norm where the config gives it one, gelu.
     A layer norm works on a transposed copy of the convolution's output."""
     def tensor(label: str) -> str:
         return f"{path}: {label}" if path else label
 
-    inputs = z.channels[index - 1] if index else 1
-    outputs, positions = z.channels[index], z.lengths[index + 1]
-    convolution = Convolution(under(path, "conv"), inputs, outputs, (z.kernels[index],), z.b, positions,
-                              tensor("input"), z.b * inputs * z.lengths[index], bias=z.conv_bias)
-    elements = z.b * outputs * positions
-    if z.feature_norm == "layer":
-        norm = LayerNorm(under(path, "layer_norm"), outputs, z.b * positions, tensor("convolved"))
-    elif z.feature_norm == "group" and index == 0:
-        norm = GroupNorm(under(path, "layer_norm"), outputs, outputs, z.b, positions, tensor("convolved"))
+    inputs = sizes.channels[index - 1] if index else 1
+    outputs, positions = sizes.channels[index], sizes.lengths[index + 1]
+    convolution = Convolution(under(path, "conv"), inputs, outputs, (sizes.kernels[index],), sizes.b, positions,
+                              tensor("input"), sizes.b * inputs * sizes.lengths[index], bias=sizes.conv_bias)
+    elements = sizes.b * outputs * positions
+    if sizes.feature_norm == "layer":
+        norm = LayerNorm(under(path, "layer_norm"), outputs, sizes.b * positions, tensor("convolved"))
+    elif sizes.feature_norm == "group" and index == 0:
+        norm = GroupNorm(under(path, "layer_norm"), outputs, outputs, sizes.b, positions, tensor("convolved"))
     else:
         return convolution, Activation(tensor("convolved"), elements)
     return convolution, norm, Activation(tensor("normalised"), elements)
 
 
-def convolution_layer(frozen: bool) -> Callable[[SpeechSizes, At], Sequential]:
+def convolution_layer(frozen: bool) -> Callable[[SpeechSizes, Position], Sequential]:
     """One convolution of the extractor, a layer of the CTC and pre-training models; `frozen`: the CTC models'."""
-    def layer(z: SpeechSizes, at: At) -> Sequential:
-        blocks = _convolution_layer(z, at.layer)
+    def layer(sizes: SpeechSizes, at: Position) -> Sequential:
+        blocks = _convolution_layer(sizes, at.layer)
         return Sequential(Frozen(blocks) if frozen else blocks)
 
     return layer
 
 
-def feature_extractor(z: SpeechSizes) -> Sequential:
+def feature_extractor(sizes: SpeechSizes) -> Sequential:
     """The whole extractor, one block of the sequence classifier."""
-    return Sequential(_convolution_layer(z, index, f"conv_layers.{index}") for index in range(len(z.channels)))
+    return Sequential(_convolution_layer(sizes, index, f"conv_layers.{index}") for index in range(len(sizes.channels)))
 
 
-def feature_projection(z: SpeechSizes) -> Sequential:
+def feature_projection(sizes: SpeechSizes) -> Sequential:
     """A norm where the model has one, the projection to the hidden size; then the masks SpecAugment draws (applied
     by the model after this module): a bool a frame, a bool a feature of each example."""
-    rows, width = z.b * z.s, z.channels[-1]
+    rows, width = sizes.b * sizes.s, sizes.channels[-1]
     return Sequential(
-        LayerNorm("layer_norm", width, rows, "features") if z.projection_norm else None,
-        Linear("projection", width, z.h, rows, "normalised" if z.projection_norm else "features"),
-        Keeps("time mask", rows, BOOL) if z.time_masks else None,
-        Keeps("feature mask", z.b * z.h, BOOL) if z.feature_masks else None,
-        enters=(Saved("features", rows * width),), leaves=hidden(z))
+        LayerNorm("layer_norm", width, rows, "features") if sizes.projection_norm else None,
+        Linear("projection", width, sizes.h, rows, "normalised" if sizes.projection_norm else "features"),
+        Keeps("time mask", rows, BOOL) if sizes.time_masks else None,
+        Keeps("feature mask", sizes.b * sizes.h, BOOL) if sizes.feature_masks else None,
+        enters=(Saved("features", rows * width),), leaves=hidden(sizes))
 
 
-def masked_embedding(z: SpeechSizes) -> Sequential:
+def masked_embedding(sizes: SpeechSizes) -> Sequential:
     """`masked_spec_embed`, the vector masked frames take, held where masking is on; read directly."""
-    return Sequential(Parameter("", (z.h,)) if z.masked_embedding else None)
+    return Sequential(Parameter("", (sizes.h,)) if sizes.masked_embedding else None)
 
 
-def encoder(z: SpeechSizes) -> Sequential:
+def encoder(sizes: SpeechSizes) -> Sequential:
     """The encoder's own block: its modules are steps of their own."""
-    return Sequential(enters=hidden(z), leaves=hidden(z))
+    return Sequential(enters=hidden(sizes), leaves=hidden(sizes))
 
 
-def positional_convolution(z: SpeechSizes) -> Sequential:
+def positional_convolution(sizes: SpeechSizes) -> Sequential:
     """A grouped convolution over the frames (padded on both sides; with an even kernel, its last output is
     dropped), weight-normed along the kernel, then gelu."""
-    positions = z.s + 1 - z.positions_kernel % 2
+    positions = sizes.s + 1 - sizes.positions_kernel % 2
     return Sequential(
-        Convolution("conv", z.h, z.h, (z.positions_kernel,), z.b, positions, "transposed", z.b * z.h * z.s,
-                    groups=z.position_groups, weight_norm=2),
-        Activation("convolved", z.b * z.h * positions),
-        enters=hidden(z), leaves=hidden(z))
-
-
-def encoder_norm(z: SpeechSizes) -> Sequential:
-    return Sequential(LayerNorm("", z.h, z.b * z.s, "hidden"), enters=hidden(z), leaves=hidden(z))
+        Convolution("conv", sizes.h, sizes.h, (sizes.positions_kernel,), sizes.b, positions, "transposed",
+                    sizes.b * sizes.h * sizes.s, groups=sizes.position_groups, weight_norm=2),
+        Activation("convolved", sizes.b * sizes.h * positions),
+        enters=hidden(sizes), leaves=hidden(sizes))
 
 
 POST_NORM = LayerNames(("attention.k_proj", "attention.v_proj", "attention.q_proj"), "attention.out_proj",
@@ -220,88 +225,89 @@ POST_NORM = LayerNames(("attention.k_proj", "attention.v_proj", "attention.q_pro
 PRE_NORM = POST_NORM._replace(attention_norm="final_layer_norm", output_norm="")
 
 
-def encoder_layer(z: SpeechSizes, at: At) -> Sequential:
-    return pre_norm_layer(PRE_NORM, "layer_norm", z) if z.stable else post_norm_layer(POST_NORM, z)
+def encoder_layer(sizes: SpeechSizes, at: Position) -> Sequential:
+    return pre_norm_layer(PRE_NORM, "layer_norm", sizes) if sizes.stable else post_norm_layer(POST_NORM, sizes)
 
 
-def adapter(z: SpeechSizes) -> Sequential:
+def adapter(sizes: SpeechSizes) -> Sequential:
     """Wav2Vec2's adapter where `add_adapter`: a projection to `output_hidden_size` where it differs, then strided
     convolutions. Held, not run: upstream's `IPUWav2Vec2Adapter.forward` fails in every pass (it subtracts a bool
     tensor), so nothing measures what it would keep; its blocks are sized by their parameters alone."""
-    if not z.adapter:
+    if not sizes.adapter:
         return Sequential()
-    width = z.output_width
-    projection = (Linear("proj", z.h, width, 0, ""), LayerNorm("proj_layer_norm", width, 0, "")) \
-        if width != z.h else None
-    convolutions = tuple(Convolution(f"layers.{index}.conv", width, 2 * width, (z.adapter_kernel,), 0, 0, "", 0)
-                         for index in range(z.adapter_layers))
+    width = sizes.output_width
+    projection = (Linear("proj", sizes.h, width, 0, ""), LayerNorm("proj_layer_norm", width, 0, "")) \
+        if width != sizes.h else None
+    convolutions = tuple(Convolution(f"layers.{index}.conv", width, 2 * width, (sizes.adapter_kernel,), 0, 0, "", 0)
+                         for index in range(sizes.adapter_layers))
     return Sequential(Unused(projection, convolutions))
 
 
-def ctc_head(z: SpeechSizes, at: At) -> Sequential:
+def ctc_head(sizes: SpeechSizes, at: Position) -> Sequential:
     """The projection to the vocabulary, and the CTC loss: the log-probabilities, the input and target
     lengths and the targets, and the forward variables of each frame and extended label (the labels with blanks
     between) of each example."""
-    rows = z.b * z.s
+    rows = sizes.b * sizes.s
     return Sequential(
-        Linear("", z.head_width, z.v, rows, "hidden"),
-        Keeps("log-probabilities", rows * z.v),
-        Keeps("lengths and targets", 2 * z.b + z.b * z.labels, INTEGER),
-        Keeps("alignments", rows * (2 * z.labels + 1) + z.b),
-        enters=hidden(z))
+        Linear("", sizes.head_width, sizes.v, rows, "hidden"),
+        Keeps("log-probabilities", rows * sizes.v),
+        Keeps("lengths and targets", 2 * sizes.b + sizes.b * sizes.labels, INTEGER),
+        Keeps("alignments", rows * (2 * sizes.labels + 1) + sizes.b),
+        enters=hidden(sizes))
 
 
-def layer_weights(z: SpeechSizes) -> Sequential:
+def layer_weights(sizes: SpeechSizes) -> Sequential:
     """`layer_weights`, read directly: the softmax of the weights (its output kept) weighs the stacked hidden states
     of the layers' inputs and the last output, which the product keeps."""
-    stacked = z.layers + 1
+    stacked = sizes.layers + 1
     return Sequential(Parameter("", (stacked,)), Activation("weights", stacked),
-                      Keeps("hidden states", stacked * z.b * z.s * z.h), enters=hidden(z), leaves=hidden(z))
+                      Keeps("hidden states", stacked * sizes.b * sizes.s * sizes.h), enters=hidden(sizes),
+                      leaves=hidden(sizes))
 
 
-def projector(z: SpeechSizes) -> Sequential:
+def projector(sizes: SpeechSizes) -> Sequential:
     """The projection of each frame, averaged over the frames (which keeps nothing) by the classifier's step."""
-    return Sequential(Linear("", z.h, z.p, z.b * z.s, "hidden"), enters=hidden(z))
+    return Sequential(Linear("", sizes.h, sizes.p, sizes.b * sizes.s, "hidden"), enters=hidden(sizes))
 
 
-def classifier(z: SpeechSizes) -> Sequential:
-    return Sequential(Linear("", z.p, z.n, z.b, "pooled"), CrossEntropy("loss", z.b, z.n),
-                      enters=(Saved("pooled", z.b * z.p),))
+def classifier(sizes: SpeechSizes) -> Sequential:
+    return Sequential(Linear("", sizes.p, sizes.n, sizes.b, "pooled"), CrossEntropy("loss", sizes.b, sizes.n),
+                      enters=(Saved("pooled", sizes.b * sizes.p),))
 
 
 # Wav2Vec2's pre-training: the targets are the features quantised by G groups of V codevectors (Gumbel softmax,
 # with the perplexity of the codevectors used over the masked frames), compared by cosine similarity with the
 # projected hidden states, and with K negatives drawn from other frames (a contrastive loss over K + 1 candidates)
 
-def project_hidden(z: SpeechSizes, at: At) -> Sequential:
-    return Sequential(Linear("", z.h, z.projected, z.b * z.s, "hidden"), enters=hidden(z))
+def project_hidden(sizes: SpeechSizes, at: Position) -> Sequential:
+    return Sequential(Linear("", sizes.h, sizes.projected, sizes.b * sizes.s, "hidden"), enters=hidden(sizes))
 
 
-def quantizer(z: SpeechSizes, at: At) -> Sequential:
+def quantizer(sizes: SpeechSizes, at: Position) -> Sequential:
     """The logits of each group's codevectors, their Gumbel softmax (three tensors kept) and hard choice, the
     perplexity, and the chosen codevectors (a product of the one-hot choices by the codevectors)."""
-    rows, choices = z.b * z.s, z.groups * z.codevectors
-    width = z.channels[-1]
+    rows, choices = sizes.b * sizes.s, sizes.groups * sizes.codevectors
+    width = sizes.channels[-1]
     return Sequential(
         Linear("weight_proj", width, choices, rows, "features"),
         Keeps("distributions", 3 * rows * choices), Keeps("masked frames", rows),
-        Keeps("perplexity", 3 * choices + z.groups + 1), Keeps("picked", rows * z.groups + 1, INTEGER),
-        Parameter("codevectors", (1, choices, z.codevector_width // z.groups)),
-        Matmul(rows * z.groups, 1, z.codevectors, z.codevector_width // z.groups),
+        Keeps("perplexity", 3 * choices + sizes.groups + 1), Keeps("picked", rows * sizes.groups + 1, INTEGER),
+        Parameter("codevectors", (1, choices, sizes.codevector_width // sizes.groups)),
+        Matmul(rows * sizes.groups, 1, sizes.codevectors, sizes.codevector_width // sizes.groups),
         enters=(Saved("features", rows * width),))
 
 
-def project_quantized(z: SpeechSizes, at: At) -> Sequential:
+def project_quantized(sizes: SpeechSizes, at: Position) -> Sequential:
     """The projection of the quantised features, then the contrastive loss: the negatives' indices, the targets, the
     candidates' cosine similarities (worked out in float32) and which negatives equal their target."""
-    rows, candidates = z.b * z.s, z.negatives + 1
+    rows, candidates = sizes.b * sizes.s, sizes.negatives + 1
     return Sequential(
-        Linear("", z.codevector_width, z.projected, rows, "quantised"),
-        Keeps("negatives' indices", rows * z.negatives + rows + 1, INTEGER),
-        Keeps("targets", rows * z.projected),
-        Keeps("candidates", 3 * candidates * rows * z.projected + 5 * candidates * rows + 1),
+        Linear("", sizes.codevector_width, sizes.projected, rows, "quantised"),
+        Keeps("negatives' indices", rows * sizes.negatives + rows + 1, INTEGER),
+        Keeps("targets", rows * sizes.projected),
+        Keeps("candidates", 3 * candidates * rows * sizes.projected + 5 * candidates * rows + 1),
         Keeps("negatives equal to their target", candidates * rows, BOOL),
-        enters=(Saved("quantised", rows * z.codevector_width), Saved("projected", rows * z.projected)))
+        enters=(Saved("quantised", rows * sizes.codevector_width), Saved("projected", rows * sizes.projected)))
 
 
 # --- the rows -------------------------------------------------------------------------------------------------------
@@ -322,7 +328,7 @@ def _encoder_steps(prefix: str, pipelined: bool, frozen: bool = False) -> Tuple[
         convolutions = Layers("convolutions", "Conv {i:<2}", f"{prefix}.feature_extractor.conv_layers.{{i}}",
                               lambda c: len(c.conv_dim), module=convolution_layer(frozen))
         positions = Layers("positions", "Positional Embedding", f"{encoder_path}.pos_conv_embed", 1,
-                           module=lambda z, at: positional_convolution(z))
+                           module=lambda sizes, at: positional_convolution(sizes))
         layers = Layers("encoder", "Encoder {i:<2}", f"{encoder_path}.layers.{{i}}", "num_hidden_layers",
                         module=encoder_layer)
         start: Tuple[Step, ...] = (convolutions, Run(f"{prefix}.feature_projection", module=feature_projection))
@@ -337,9 +343,9 @@ def _encoder_steps(prefix: str, pipelined: bool, frozen: bool = False) -> Tuple[
         Run(f"{prefix}.masked_spec_embed", module=masked_embedding),
         *(() if pipelined else (Block(None, encoder_path, module=encoder),)),
         positions,
-        Run(f"{encoder_path}.layer_norm", when=("do_stable_layer_norm", False), module=encoder_norm),
+        Run(f"{encoder_path}.layer_norm", when=("do_stable_layer_norm", False), module=final_norm),
         layers,
-        Run(f"{encoder_path}.layer_norm", when=("do_stable_layer_norm", True), module=encoder_norm),
+        Run(f"{encoder_path}.layer_norm", when=("do_stable_layer_norm", True), module=final_norm),
     )
 
 

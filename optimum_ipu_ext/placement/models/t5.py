@@ -24,16 +24,18 @@ from .blocks import (
     Sequential,
 )
 from .rules import (
+    DECODER,
+    ENCODER,
     ENCODER_DECODER,
     LAST,
     TEXT,
     Architecture,
-    At,
     Block,
     InputShape,
     LayerIPU,
     Layers,
     ModelConfig,
+    Position,
     Split,
     WhenConfig,
 )
@@ -78,43 +80,43 @@ def encoder_model_sizes(config: ModelConfig, shape: InputShape) -> T5Sizes:
 # --- the modules ----------------------------------------------------------------------------------------------------
 
 
-def shared_embedding(z: T5Sizes) -> Sequential:
+def shared_embedding(sizes: T5Sizes) -> Sequential:
     """One lookup of the encoder's ids, and the decoder's where they are embedded together."""
-    lookups = z.b * z.s + (z.b * z.decoder.s if z.joint else 0)
-    return Sequential(Embedding("", z.v, z.h, "ids", lookups), enters=(Saved("ids", lookups, INTEGER),),
-                      leaves=hidden(z))
+    lookups = sizes.b * sizes.s + (sizes.b * sizes.decoder.s if sizes.joint else 0)
+    return Sequential(Embedding("", sizes.v, sizes.h, "ids", lookups), enters=(Saved("ids", lookups, INTEGER),),
+                      leaves=hidden(sizes))
 
 
-def _attention(path: str, name: str, z: T5Sizes, queries: int, keys: int, relative: bool, cross: bool) -> Tuple:
+def _attention(path: str, name: str, sizes: T5Sizes, queries: int, keys: int, relative: bool, cross: bool) -> Tuple:
     """A `T5Attention` at `path` of `queries` normalised positions on `keys` positions: of the same input, or of the
     encoder's output (`cross`); `relative`: it holds the relative attention bias, and looks up the position buckets
     of each pair. Its projections have no bias, and map h to a x d."""
-    inner, rows = z.a * z.d, z.b * queries
+    inner, rows = sizes.a * sizes.d, sizes.b * queries
     x = f"{name}: normalised"
-    source, source_rows = ("encoder output", z.b * keys) if cross else (x, rows)
+    source, source_rows = ("encoder output", sizes.b * keys) if cross else (x, rows)
     return (
-        Linear(f"{path}.q", z.h, inner, rows, x, bias=False),
-        Linear(f"{path}.k", z.h, inner, source_rows, source, bias=False),
-        Linear(f"{path}.v", z.h, inner, source_rows, source, bias=False),
-        Embedding(f"{path}.relative_attention_bias", z.buckets, z.a, f"{name}: buckets",
+        Linear(f"{path}.q", sizes.h, inner, rows, x, bias=False),
+        Linear(f"{path}.k", sizes.h, inner, source_rows, source, bias=False),
+        Linear(f"{path}.v", sizes.h, inner, source_rows, source, bias=False),
+        Embedding(f"{path}.relative_attention_bias", sizes.buckets, sizes.a, f"{name}: buckets",
                   queries * keys) if relative else None,
-        Attention(name, z.b, z.a, queries, keys, z.d),
-        Linear(f"{path}.o", inner, z.h, rows, f"{name}: context", bias=False),
+        Attention(name, sizes.b, sizes.a, queries, keys, sizes.d),
+        Linear(f"{path}.o", inner, sizes.h, rows, f"{name}: context", bias=False),
     )
 
 
-def _feed_forward(path: str, z: T5Sizes, rows: int) -> Tuple:
+def _feed_forward(path: str, sizes: T5Sizes, rows: int) -> Tuple:
     """An activation (relu) between two projections, or (`gated`) gelu gating: two input projections, one through
     gelu gating the other."""
     x = "feed-forward: normalised"
-    if not z.gated:
-        return (Linear(f"{path}.wi", z.h, z.i, rows, x, bias=False), Activation("activated", rows * z.i),
-                Linear(f"{path}.wo", z.i, z.h, rows, "activated", bias=False))
+    if not sizes.gated:
+        return (Linear(f"{path}.wi", sizes.h, sizes.i, rows, x, bias=False), Activation("activated", rows * sizes.i),
+                Linear(f"{path}.wo", sizes.i, sizes.h, rows, "activated", bias=False))
     return (
-        tuple(Linear(f"{path}.{name}", z.h, z.i, rows, x, bias=False) for name in ("wi_0", "wi_1")),
-        tuple(Activation(f"gated {index}", rows * z.i) for index in range(GATED_ACTIVATION_KEEPS)),
-        Keeps("clamped", rows * z.i, BOOL),
-        Linear(f"{path}.wo", z.i, z.h, rows, "activated", bias=False),
+        tuple(Linear(f"{path}.{name}", sizes.h, sizes.i, rows, x, bias=False) for name in ("wi_0", "wi_1")),
+        tuple(Activation(f"gated {index}", rows * sizes.i) for index in range(GATED_ACTIVATION_KEEPS)),
+        Keeps("clamped", rows * sizes.i, BOOL),
+        Linear(f"{path}.wo", sizes.i, sizes.h, rows, "activated", bias=False),
     )
 
 
@@ -122,51 +124,51 @@ def t5_block(decoder: bool):
     """A `T5Block` of the encoder or the decoder: norm and self-attention, the decoder's norm and attention on the
     encoder's output, norm and feed-forward (each norm on its sublayer's input). The first layer holds the relative
     attention bias, and keeps a view of the joint embedding of both stacks."""
-    def block(z: T5Sizes, at: At) -> Sequential:
-        own, other = (z.decoder, z) if decoder else (z, z.decoder)
+    def block(sizes: T5Sizes, at: Position) -> Sequential:
+        own, other = (sizes.decoder, sizes) if decoder else (sizes, sizes.decoder)
         rows, first = own.b * own.s, at.layer == 0
         feed_forward = 2 if decoder else 1
         return Sequential(
-            RMSNorm("layer.0.layer_norm", z.h, rows, "self: input"),
-            Keeps("the other stack's embeddings", other.b * other.s * z.h) if z.joint and first else None,
-            _attention("layer.0.SelfAttention", "self", z, own.s, own.s, relative=first, cross=False),
-            (RMSNorm("layer.1.layer_norm", z.h, rows, "cross: input"),
-             _attention("layer.1.EncDecAttention", "cross", z, own.s, z.s, relative=False, cross=True))
+            RMSNorm("layer.0.layer_norm", sizes.h, rows, "self: input"),
+            Keeps("the other stack's embeddings", other.b * other.s * sizes.h) if sizes.joint and first else None,
+            _attention("layer.0.SelfAttention", "self", sizes, own.s, own.s, relative=first, cross=False),
+            (RMSNorm("layer.1.layer_norm", sizes.h, rows, "cross: input"),
+             _attention("layer.1.EncDecAttention", "cross", sizes, own.s, sizes.s, relative=False, cross=True))
             if decoder else None,
-            RMSNorm(f"layer.{feed_forward}.layer_norm", z.h, rows, "feed-forward: input"),
-            _feed_forward(f"layer.{feed_forward}.DenseReluDense", z, rows),
-            enters=(*hidden(own), *((encoder_output(z, z.s),) if decoder else ())), leaves=hidden(own))
+            RMSNorm(f"layer.{feed_forward}.layer_norm", sizes.h, rows, "feed-forward: input"),
+            _feed_forward(f"layer.{feed_forward}.DenseReluDense", sizes, rows),
+            enters=(*hidden(own), *((encoder_output(sizes, sizes.s),) if decoder else ())), leaves=hidden(own))
 
     return block
 
 
-def final_norm(decoder: bool):
+def stack_norm(decoder: bool):
     """A stack's last norm."""
-    def norm(z: T5Sizes) -> Sequential:
-        own = z.decoder if decoder else z
-        return Sequential(RMSNorm("", z.h, own.b * own.s, "hidden"), enters=hidden(own), leaves=hidden(own))
+    def norm(sizes: T5Sizes) -> Sequential:
+        own = sizes.decoder if decoder else sizes
+        return Sequential(RMSNorm("", sizes.h, own.b * own.s, "hidden"), enters=hidden(own), leaves=hidden(own))
 
     return norm
 
 
-def t5_lm_head(z: T5Sizes) -> Sequential:
+def t5_lm_head(sizes: T5Sizes) -> Sequential:
     """Tied to the embedding, the hidden state is scaled by d_model ** -0.5 first: a new tensor either way."""
-    return lm_head(z.decoder, z.tied)
+    return lm_head(sizes.decoder, sizes.tied)
 
 
 # --- the rows -------------------------------------------------------------------------------------------------------
 
 EMBEDDING = Block("Embedding", "shared", module=shared_embedding)
-ENCODER = (
-    Layers("encoder", "Encoder{i}", "encoder.block.{i}", "num_layers", executor="encoder", module=t5_block(False)),
-    Block("Encoder Stack Final LayerNorm", "encoder.final_layer_norm", LayerIPU("encoder", -1), executor="encoder",
-          module=final_norm(False)),
+ENCODER_STEPS = (
+    Layers("encoder", "Encoder{i}", "encoder.block.{i}", "num_layers", executor=ENCODER, module=t5_block(False)),
+    Block("Encoder Stack Final LayerNorm", "encoder.final_layer_norm", LayerIPU("encoder", -1), executor=ENCODER,
+          module=stack_norm(False)),
 )
-DECODER = (
-    Layers("decoder", "Decoder{i}", "decoder.block.{i}", "num_decoder_layers", executor="decoder",
+DECODER_STEPS = (
+    Layers("decoder", "Decoder{i}", "decoder.block.{i}", "num_decoder_layers", executor=DECODER,
            module=t5_block(True)),
-    Block("Decoder Stack Final LayerNorm", "decoder.final_layer_norm", LayerIPU("decoder", -1), executor="decoder",
-          module=final_norm(True)),
+    Block("Decoder Stack Final LayerNorm", "decoder.final_layer_norm", LayerIPU("decoder", -1), executor=DECODER,
+          module=stack_norm(True)),
 )
 _SHARED = {f"{stack}.embed_tokens.weight": ("shared.weight", None) for stack in ("encoder", "decoder")}
 _TIES = {**_SHARED, "lm_head.weight": ("shared.weight", "tie_word_embeddings")}
@@ -174,12 +176,12 @@ _TIES = {**_SHARED, "lm_head.weight": ("shared.weight", "tie_word_embeddings")}
 T5: Dict[str, Architecture] = {
     "T5ForConditionalGeneration": Architecture(
         "T5ForConditionalGeneration", ("t5",), "transformer",
-        (EMBEDDING, *ENCODER, *DECODER,
-         Block("LM Head Output", "lm_head", executor="decoder", module=t5_lm_head, head=True)),
+        (EMBEDDING, *ENCODER_STEPS, *DECODER_STEPS,
+         Block("LM Head Output", "lm_head", executor=DECODER, module=t5_lm_head, head=True)),
         DEFAULTS, ties=_TIES, kwargs=("for_generation", "use_cache", "use_cross_cache", "*"),
         generation=("encoder", "decoder"), reads_embedding_factor=True, inputs=ENCODER_DECODER, sizes=t5_sizes),
     "T5EncoderModel": Architecture(
-        "T5EncoderModel", ("t5",), "transformer", (EMBEDDING, *ENCODER), DEFAULTS,
+        "T5EncoderModel", ("t5",), "transformer", (EMBEDDING, *ENCODER_STEPS), DEFAULTS,
         ties={"encoder.embed_tokens.weight": ("shared.weight", None)}, inputs=TEXT, sizes=encoder_model_sizes),
     # the LM head goes with the embedding it is tied to, else to the last IPU; untied, the embedding and the head
     # may be split over IPUs
@@ -187,10 +189,10 @@ T5: Dict[str, Architecture] = {
         "MT5ForConditionalGeneration", ("mt5",), "transformer",
         (Split("Embedding", "shared", "split_embeddings", "serialized_embedding_splits_per_ipu",
                "embedding_serialization_factor", EMBEDDING, own_share=False, factor_divides=True),
-         *ENCODER, *DECODER,
+         *ENCODER_STEPS, *DECODER_STEPS,
          Split("Linear", "lm_head", "split_linear_layers", "serialized_projection_splits_per_ipu",
                "projection_serialization_factor",
-               Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor="decoder",
+               Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor=DECODER,
                      module=t5_lm_head, head=True),
                own_share=True, factor_divides=False)),
         MT5_DEFAULTS, ties=_TIES, kwargs=("for_generation",), generation=("encoder", "decoder"), untied_splits=True,

@@ -40,7 +40,7 @@ class Sizes:
     n: int
 
 
-def sizes(shape: InputShape, hidden: int, heads: int, inner: int, vocabulary: int, labels: int) -> Sizes:
+def sizes_of(shape: InputShape, hidden: int, heads: int, inner: int, vocabulary: int, labels: int) -> Sizes:
     return Sizes(e=shape.micro_batch_size, c=shape.choices, b=shape.micro_batch_size * shape.choices,
                  s=shape.sequence_length, h=hidden, a=heads, d=hidden // heads, i=inner, v=vocabulary, n=labels)
 
@@ -48,22 +48,22 @@ def sizes(shape: InputShape, hidden: int, heads: int, inner: int, vocabulary: in
 def config_sizes(config: ModelConfig, shape: InputShape) -> Sizes:
     """The sizes of a config that names them as most of transformers' configs do (`hidden_size`,
     `num_attention_heads`, `intermediate_size`, `vocab_size`)."""
-    return sizes(shape, config.hidden_size, config.num_attention_heads, config.intermediate_size, config.vocab_size,
+    return sizes_of(shape, config.hidden_size, config.num_attention_heads, config.intermediate_size, config.vocab_size,
                  config.num_labels)
 
 
-def hidden(z: Sizes) -> Tuple[Saved, ...]:
+def hidden(sizes: Sizes) -> Tuple[Saved, ...]:
     """The hidden state a step hands on, or takes from the one before."""
-    return (Saved("hidden", z.b * z.s * z.h),)
+    return (Saved("hidden", sizes.b * sizes.s * sizes.h),)
 
 
-def pooled(z: Sizes) -> Tuple[Saved, ...]:
-    return (Saved("pooled", z.b * z.h),)
+def pooled(sizes: Sizes) -> Tuple[Saved, ...]:
+    return (Saved("pooled", sizes.b * sizes.h),)
 
 
-def ids(z: Sizes) -> Tuple[Saved, ...]:
+def ids(sizes: Sizes) -> Tuple[Saved, ...]:
     """The token ids that enter the embeddings."""
-    return (Saved("ids", z.b * z.s, INTEGER),)
+    return (Saved("ids", sizes.b * sizes.s, INTEGER),)
 
 
 class LayerNames(NamedTuple):
@@ -86,75 +86,76 @@ LAYER_NAMES = LayerNames(("attention.self.query", "attention.self.key", "attenti
                          "output.LayerNorm")
 
 
-def self_attention(names: LayerNames, z: Sizes, x: str, keep_fused_weight: bool = False,
+def self_attention(names: LayerNames, sizes: Sizes, x: str, keep_fused_weight: bool = False,
                    projection_bias: bool = True, transposed: bool = False) -> Tuple:
     """The projections of `x` (kept once), the attention and its output projection. `keep_fused_weight`: the
     pipelined model concatenates the three weights in each pass, and autograd keeps the concatenation.
     `projection_bias`: whether the query, key and value projections have a bias; `transposed`: the linear layers
     are transformers' `Conv1D`."""
-    rows = z.b * z.s
-    width = z.h * 3 // len(names.projections)
+    rows = sizes.b * sizes.s
+    width = sizes.h * 3 // len(names.projections)
     return (
-        Keeps("query-key-value weight", 3 * z.h * z.h) if keep_fused_weight else None,
-        tuple(Linear(name, z.h, width, rows, x, bias=projection_bias and name not in names.unbiased,
+        Keeps("query-key-value weight", 3 * sizes.h * sizes.h) if keep_fused_weight else None,
+        tuple(Linear(name, sizes.h, width, rows, x, bias=projection_bias and name not in names.unbiased,
                      transposed=transposed) for name in names.projections),
-        Attention("self", z.b, z.a, z.s, z.s, z.d),
-        Linear(names.context, z.h, z.h, rows, "context", transposed=transposed),
+        Attention("self", sizes.b, sizes.a, sizes.s, sizes.s, sizes.d),
+        Linear(names.context, sizes.h, sizes.h, rows, "context", transposed=transposed),
     )
 
 
-def feed_forward(names: LayerNames, z: Sizes, x: str, activation_keeps: int = 1, transposed: bool = False) -> Tuple:
+def feed_forward(names: LayerNames, sizes: Sizes, x: str, activation_keeps: int = 1,
+                 transposed: bool = False) -> Tuple:
     """Two linear layers (`transposed`: transformers' `Conv1D`) around an activation that keeps `activation_keeps`
     tensors (gelu's tanh approximation keeps 4)."""
-    rows = z.b * z.s
+    rows = sizes.b * sizes.s
     return (
-        Linear(names.intermediate, z.h, z.i, rows, x, transposed=transposed),
-        tuple(Activation(f"intermediate {index}" if index else "intermediate", rows * z.i)
+        Linear(names.intermediate, sizes.h, sizes.i, rows, x, transposed=transposed),
+        tuple(Activation(f"intermediate {index}" if index else "intermediate", rows * sizes.i)
               for index in range(activation_keeps)),
-        Linear(names.output, z.i, z.h, rows, "activated", transposed=transposed),
+        Linear(names.output, sizes.i, sizes.h, rows, "activated", transposed=transposed),
     )
 
 
-def post_norm_layer(names: LayerNames, z: Sizes, fused: bool = False, extra: Tuple = ()) -> Sequential:
+def post_norm_layer(names: LayerNames, sizes: Sizes, fused: bool = False, extra: Tuple = ()) -> Sequential:
     """Attention, add and norm, feed-forward, add and norm. `fused`: the query, key and value weights are
     concatenated in each pass (the pipelined models of optimum-graphcore that fuse them). `extra`: modules the
     layer holds and this pass does not run."""
-    rows = z.b * z.s
+    rows = sizes.b * sizes.s
     return Sequential(
-        self_attention(names, z, "input", keep_fused_weight=fused),
-        LayerNorm(names.attention_norm, z.h, rows, "attention sum"),
-        feed_forward(names, z, "attention output"),
-        LayerNorm(names.output_norm, z.h, rows, "output sum"),
+        self_attention(names, sizes, "input", keep_fused_weight=fused),
+        LayerNorm(names.attention_norm, sizes.h, rows, "attention sum"),
+        feed_forward(names, sizes, "attention output"),
+        LayerNorm(names.output_norm, sizes.h, rows, "output sum"),
         extra,
-        enters=hidden(z), leaves=hidden(z))
+        enters=hidden(sizes), leaves=hidden(sizes))
 
 
-def pre_norm_layer(names: LayerNames, input_norm: str, z: Sizes, activation_keeps: int = 1,
+def pre_norm_layer(names: LayerNames, input_norm: str, sizes: Sizes, activation_keeps: int = 1,
                    projection_bias: bool = True, transposed: bool = False, extra: Tuple = ()) -> Sequential:
     """Norm, attention, add, norm, feed-forward, add. `projection_bias`, `transposed`: as `self_attention` reads
     them (`transposed` for the feed-forward too); `extra`: modules the layer holds and this pass does not run."""
-    rows = z.b * z.s
+    rows = sizes.b * sizes.s
     return Sequential(
-        LayerNorm(input_norm, z.h, rows, "input"),
-        self_attention(names, z, "normalised", projection_bias=projection_bias, transposed=transposed),
-        LayerNorm(names.attention_norm, z.h, rows, "attention sum"),
-        feed_forward(names, z, "normalised sum", activation_keeps, transposed),
+        LayerNorm(input_norm, sizes.h, rows, "input"),
+        self_attention(names, sizes, "normalised", projection_bias=projection_bias, transposed=transposed),
+        LayerNorm(names.attention_norm, sizes.h, rows, "attention sum"),
+        feed_forward(names, sizes, "normalised sum", activation_keeps, transposed),
         extra,
-        enters=hidden(z), leaves=hidden(z))
+        enters=hidden(sizes), leaves=hidden(sizes))
 
 
-def embeddings(z: Sizes, word: str, positions: Optional[Tuple[str, int]], types: Optional[Tuple[str, int]],
+def embeddings(sizes: Sizes, word: str, positions: Optional[Tuple[str, int]], types: Optional[Tuple[str, int]],
                norm: str, computed_positions: bool = False, given_types: bool = False) -> Sequential:
     """Word, position and token type embeddings, summed and normed. Positions index a buffer, unless
     `computed_positions` (worked out from the ids, and kept); token types a buffer of zeros, unless `given_types`
     (the tokenizer gives them: the lookup keeps them)."""
-    tokens = z.b * z.s
+    tokens = sizes.b * sizes.s
     return Sequential(
-        Embedding(word, z.v, z.h, "ids", tokens),
-        Embedding(*positions, z.h, "positions" if computed_positions else None, tokens) if positions else None,
-        Embedding(*types, z.h, "token types" if given_types else None, tokens) if types else None,
-        LayerNorm(norm, z.h, tokens, "sum"),
-        enters=ids(z), leaves=hidden(z))
+        Embedding(word, sizes.v, sizes.h, "ids", tokens),
+        Embedding(*positions, sizes.h, "positions" if computed_positions else None, tokens) if positions else None,
+        Embedding(*types, sizes.h, "token types" if given_types else None, tokens) if types else None,
+        LayerNorm(norm, sizes.h, tokens, "sum"),
+        enters=ids(sizes), leaves=hidden(sizes))
 
 
 def under(base: str, path: str) -> str:
@@ -177,46 +178,49 @@ def encoder_steps(base: str, embedding, layer, tail: Tuple[Step, ...], after_lay
 # --- heads ----------------------------------------------------------------------------------------------------------
 
 
-def pooler(z: Sizes, dense: str = "dense") -> Sequential:
+def pooler(sizes: Sizes, dense: str = "dense") -> Sequential:
     """`tanh(dense(hidden[:, 0]))`: keeps the whole hidden state (the first token is a view of it) and its output."""
-    return Sequential(Linear(dense, z.h, z.h, z.b, "hidden", storage=z.b * z.s * z.h),
-                      Activation("pooled", z.b * z.h), enters=hidden(z), leaves=pooled(z))
+    return Sequential(Linear(dense, sizes.h, sizes.h, sizes.b, "hidden", storage=sizes.b * sizes.s * sizes.h),
+                      Activation("pooled", sizes.b * sizes.h), enters=hidden(sizes), leaves=pooled(sizes))
 
 
-def sequence_classifier(z: Sizes, name: str = "") -> Sequential:
+def sequence_classifier(sizes: Sizes, name: str = "") -> Sequential:
     """A linear layer on the pooled state, and the loss over the labels."""
-    return Sequential(Linear(name, z.h, z.n, z.b, "pooled"), CrossEntropy("loss", z.b, z.n), enters=pooled(z))
+    return Sequential(Linear(name, sizes.h, sizes.n, sizes.b, "pooled"), CrossEntropy("loss", sizes.b, sizes.n),
+                      enters=pooled(sizes))
 
 
-def choice_classifier(z: Sizes, name: str = "") -> Sequential:
+def choice_classifier(sizes: Sizes, name: str = "") -> Sequential:
     """A score for each choice of each example, and the loss over the choices."""
-    return Sequential(Linear(name, z.h, 1, z.b, "pooled"), CrossEntropy("loss", z.e, z.c), enters=pooled(z))
+    return Sequential(Linear(name, sizes.h, 1, sizes.b, "pooled"), CrossEntropy("loss", sizes.e, sizes.c),
+                      enters=pooled(sizes))
 
 
-def token_classifier(z: Sizes, name: str = "") -> Sequential:
-    return Sequential(Linear(name, z.h, z.n, z.b * z.s, "hidden"), CrossEntropy("loss", z.b * z.s, z.n),
-                      enters=hidden(z))
+def token_classifier(sizes: Sizes, name: str = "") -> Sequential:
+    return Sequential(Linear(name, sizes.h, sizes.n, sizes.b * sizes.s, "hidden"),
+                      CrossEntropy("loss", sizes.b * sizes.s, sizes.n), enters=hidden(sizes))
 
 
-def span_classifier(z: Sizes, name: str = "") -> Sequential:
+def span_classifier(sizes: Sizes, name: str = "") -> Sequential:
     """Question answering: a start and an end score for each token (its `n` labels: 2), a loss over the tokens for
     each."""
-    return Sequential(Linear(name, z.h, z.n, z.b * z.s, "hidden"), CrossEntropy("start", z.b, z.s),
-                      CrossEntropy("end", z.b, z.s), enters=hidden(z))
+    return Sequential(Linear(name, sizes.h, sizes.n, sizes.b * sizes.s, "hidden"),
+                      CrossEntropy("start", sizes.b, sizes.s), CrossEntropy("end", sizes.b, sizes.s),
+                      enters=hidden(sizes))
 
 
-def masked_lm_head(z: Sizes, dense: str, norm: str, decoder: str, bias: str, tied: bool) -> Sequential:
+def masked_lm_head(sizes: Sizes, dense: str, norm: str, decoder: str, bias: str, tied: bool) -> Sequential:
     """A dense layer, gelu and a norm, then the projection to the vocabulary (its weight the word embeddings' where
     `tied`, its bias a parameter of the head's own), and the loss over every token."""
-    rows = z.b * z.s
+    rows = sizes.b * sizes.s
     return Sequential(
-        Linear(dense, z.h, z.h, rows, "hidden"),
-        Activation("transformed", rows * z.h),
-        LayerNorm(norm, z.h, rows, "activated"),
-        Linear(decoder, z.h, z.v, rows, "normalised", bias=False, tied=tied),
-        Parameter(bias, (z.v,)),
-        CrossEntropy("masked tokens", rows, z.v),
-        enters=hidden(z))
+        Linear(dense, sizes.h, sizes.h, rows, "hidden"),
+        Activation("transformed", rows * sizes.h),
+        LayerNorm(norm, sizes.h, rows, "activated"),
+        Linear(decoder, sizes.h, sizes.v, rows, "normalised", bias=False, tied=tied),
+        Parameter(bias, (sizes.v,)),
+        CrossEntropy("masked tokens", rows, sizes.v),
+        enters=hidden(sizes))
 
 
 def head(block: str, path: str, module: Module, ipu: IPURule = LAST) -> Block:
@@ -238,15 +242,15 @@ def encoder_decoder_sizes(shape: InputShape, hidden: int, heads: int, inner: int
                           decoder_inner: int, vocabulary: int, labels: int) -> EncoderDecoderSizes:
     """The encoder's sizes for the micro-batch's sequences, the decoder's for its decoder's, each stack with its
     heads and feed-forward size."""
-    encoder = sizes(shape, hidden, heads, inner, vocabulary, labels)
-    decoder = sizes(shape._replace(sequence_length=shape.decoder_sequence_length), hidden, decoder_heads,
+    encoder = sizes_of(shape, hidden, heads, inner, vocabulary, labels)
+    decoder = sizes_of(shape._replace(sequence_length=shape.decoder_sequence_length), hidden, decoder_heads,
                     decoder_inner, vocabulary, labels)
     return EncoderDecoderSizes(**vars(encoder), decoder=decoder)
 
 
-def encoder_output(z: Sizes, sources: int) -> Saved:
+def encoder_output(sizes: Sizes, sources: int) -> Saved:
     """The encoder's output, of `sources` positions, that each decoder layer attends to."""
-    return Saved("encoder output", z.b * sources * z.h)
+    return Saved("encoder output", sizes.b * sources * sizes.h)
 
 
 def encoder_decoder_names(attention: str, key_bias: bool = True) -> LayerNames:
@@ -259,45 +263,45 @@ def encoder_decoder_names(attention: str, key_bias: bool = True) -> LayerNames:
                       f"{attention}_layer_norm", "fc1", "fc2", "final_layer_norm", () if key_bias else (key,))
 
 
-def cross_attention(names: LayerNames, z: Sizes, x: str, sources: int) -> Tuple:
+def cross_attention(names: LayerNames, sizes: Sizes, x: str, sources: int) -> Tuple:
     """The query projection of `x`, the key and value projections of the encoder's output (`sources` positions,
     kept once), the attention and its output projection."""
     query, key, value = names.projections
-    rows = z.b * z.s
+    rows = sizes.b * sizes.s
     return (
-        Linear(query, z.h, z.h, rows, x, bias=query not in names.unbiased),
-        tuple(Linear(name, z.h, z.h, z.b * sources, "encoder output", bias=name not in names.unbiased)
+        Linear(query, sizes.h, sizes.h, rows, x, bias=query not in names.unbiased),
+        tuple(Linear(name, sizes.h, sizes.h, sizes.b * sources, "encoder output", bias=name not in names.unbiased)
               for name in (key, value)),
-        Attention("cross", z.b, z.a, z.s, sources, z.d),
-        Linear(names.context, z.h, z.h, rows, "cross context"),
+        Attention("cross", sizes.b, sizes.a, sizes.s, sources, sizes.d),
+        Linear(names.context, sizes.h, sizes.h, rows, "cross context"),
     )
 
 
-def decoder_layer(z: Sizes, sources: int, pre_norm: bool, key_bias: bool = True) -> Sequential:
+def decoder_layer(sizes: Sizes, sources: int, pre_norm: bool, key_bias: bool = True) -> Sequential:
     """A decoder layer, its modules named by `encoder_decoder_names`: self-attention, attention on the encoder's
     output (`sources` positions), feed-forward, each with its norm: on its input (`pre_norm`), else on its residual
-    sum. `z`: the decoder's sizes."""
-    rows = z.b * z.s
+    sum. `sizes`: the decoder's."""
+    rows = sizes.b * sizes.s
     own, cross = encoder_decoder_names("self_attn", key_bias), encoder_decoder_names("encoder_attn", key_bias)
 
     def normed(norm: str, name: str, modules: Callable[[str], Tuple]) -> Tuple:
         if pre_norm:
-            return LayerNorm(norm, z.h, rows, f"{name}: input"), modules(f"{name}: normalised")
-        return modules(f"{name}: input"), LayerNorm(norm, z.h, rows, f"{name}: sum")
+            return LayerNorm(norm, sizes.h, rows, f"{name}: input"), modules(f"{name}: normalised")
+        return modules(f"{name}: input"), LayerNorm(norm, sizes.h, rows, f"{name}: sum")
 
     return Sequential(
-        normed(own.attention_norm, "self", lambda x: self_attention(own, z, x)),
-        normed(cross.attention_norm, "cross", lambda x: cross_attention(cross, z, x, sources)),
-        normed(own.output_norm, "feed-forward", lambda x: feed_forward(own, z, x)),
-        enters=(*hidden(z), encoder_output(z, sources)), leaves=hidden(z))
+        normed(own.attention_norm, "self", lambda x: self_attention(own, sizes, x)),
+        normed(cross.attention_norm, "cross", lambda x: cross_attention(cross, sizes, x, sources)),
+        normed(own.output_norm, "feed-forward", lambda x: feed_forward(own, sizes, x)),
+        enters=(*hidden(sizes), encoder_output(sizes, sources)), leaves=hidden(sizes))
 
 
-def lm_head(z: Sizes, tied: bool) -> Sequential:
+def lm_head(sizes: Sizes, tied: bool) -> Sequential:
     """The projection of every token to the vocabulary, without a bias (`tied`: its weight the word embeddings'),
-    and the loss of the next tokens. `z`: the decoder's sizes."""
-    rows = z.b * z.s
-    return Sequential(Linear("", z.h, z.v, rows, "hidden", bias=False, tied=tied),
-                      CrossEntropy("next tokens", rows, z.v), enters=hidden(z))
+    and the loss of the next tokens. `sizes`: the decoder's."""
+    rows = sizes.b * sizes.s
+    return Sequential(Linear("", sizes.h, sizes.v, rows, "hidden", bias=False, tied=tied),
+                      CrossEntropy("next tokens", rows, sizes.v), enters=hidden(sizes))
 
 # --- what more encoders share: the ties of a masked LM --------------------------------------------------------------
 
@@ -313,9 +317,9 @@ def masked_lm_ties(head: str, word_embeddings: str, decoder: str = "decoder",
 # --- a norm after the last layer -------------------------------------------------------------------------------------
 
 
-def final_norm(z: Sizes) -> Sequential:
+def final_norm(sizes: Sizes) -> Sequential:
     """A norm of the hidden state the last layer hands on (a module of its own, outside the layers)."""
-    return Sequential(LayerNorm("", z.h, z.b * z.s, "hidden"), enters=hidden(z), leaves=hidden(z))
+    return Sequential(LayerNorm("", sizes.h, sizes.b * sizes.s, "hidden"), enters=hidden(sizes), leaves=hidden(sizes))
 
 
 # --- sizes given as one number or a pair -----------------------------------------------------------------------------

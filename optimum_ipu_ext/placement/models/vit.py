@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Tuple
 
 from .blocks import Convolution, CrossEntropy, Keeps, Linear, Parameter, Saved, Sequential
-from .rules import IMAGE, LAST, Architecture, At, Block, InputShape, ModelConfig
-from .transformer import LayerNames, Sizes, encoder_steps, final_norm, head, hidden, pair, pre_norm_layer, sizes
+from .rules import IMAGE, LAST, Architecture, Block, InputShape, ModelConfig, Position
+from .transformer import LayerNames, Sizes, encoder_steps, final_norm, head, hidden, pair, pre_norm_layer, sizes_of
 
 DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
             "image_size": 224, "patch_size": 16, "num_channels": 3, "qkv_bias": True}
@@ -49,7 +49,7 @@ def vit_sizes(config: ModelConfig, shape: InputShape) -> ViTSizes:
     height, width = pair(shape.sequence_length)
     patch = pair(config.patch_size)
     patches = (height // patch[0]) * (width // patch[1])
-    base = sizes(shape._replace(sequence_length=patches + 1), config.hidden_size, config.num_attention_heads,
+    base = sizes_of(shape._replace(sequence_length=patches + 1), config.hidden_size, config.num_attention_heads,
                  config.intermediate_size, 0, config.num_labels)
     return ViTSizes(**vars(base), channels=config.num_channels, pixels=height * width, patch=patch, patches=patches,
                     qkv_bias=config.qkv_bias)
@@ -58,27 +58,29 @@ def vit_sizes(config: ModelConfig, shape: InputShape) -> ViTSizes:
 # --- the modules ----------------------------------------------------------------------------------------------------
 
 
-def vit_embeddings(z: ViTSizes) -> Sequential:
+def vit_embeddings(sizes: ViTSizes) -> Sequential:
     """The patches' projection (a convolution whose stride is its kernel), the class token before them, and a learned
     position for each."""
-    images = z.b * z.channels * z.pixels
+    images = sizes.b * sizes.channels * sizes.pixels
     return Sequential(
-        Convolution("patch_embeddings.projection", z.channels, z.h, z.patch, z.b, z.patches, "pixels", images),
-        Parameter("cls_token", (1, 1, z.h)),
-        Parameter("position_embeddings", (1, z.patches + 1, z.h)),
-        enters=(Saved("pixels", images),), leaves=hidden(z))
+        Convolution("patch_embeddings.projection", sizes.channels, sizes.h, sizes.patch, sizes.b, sizes.patches,
+                    "pixels", images),
+        Parameter("cls_token", (1, 1, sizes.h)),
+        Parameter("position_embeddings", (1, sizes.patches + 1, sizes.h)),
+        enters=(Saved("pixels", images),), leaves=hidden(sizes))
 
 
-def vit_layer(z: ViTSizes, at: At) -> Sequential:
-    return pre_norm_layer(LAYER, "layernorm_before", z, projection_bias=z.qkv_bias)
+def vit_layer(sizes: ViTSizes, at: Position) -> Sequential:
+    return pre_norm_layer(LAYER, "layernorm_before", sizes, projection_bias=sizes.qkv_bias)
 
 
-def classifier(z: ViTSizes) -> Sequential:
+def classifier(sizes: ViTSizes) -> Sequential:
     """A linear layer on the class token (a view of the hidden state, kept whole), and the loss over the labels. A
     config of no labels has `nn.Identity` instead, with no parameters."""
-    tokens = z.b * z.s * z.h
-    return Sequential(Linear("", z.h, z.n, z.b, "hidden", storage=tokens) if z.n else Keeps("hidden", tokens),
-                      CrossEntropy("loss", z.b, z.n), enters=hidden(z))
+    tokens = sizes.b * sizes.s * sizes.h
+    return Sequential(Linear("", sizes.h, sizes.n, sizes.b, "hidden", storage=tokens) if sizes.n
+                      else Keeps("hidden", tokens),
+                      CrossEntropy("loss", sizes.b, sizes.n), enters=hidden(sizes))
 
 
 # --- the row --------------------------------------------------------------------------------------------------------

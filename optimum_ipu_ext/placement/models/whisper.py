@@ -12,17 +12,19 @@ optimum-graphcore 0.7.1's `models/whisper`.
 from dataclasses import dataclass
 from typing import Dict
 
-from .blocks import INTEGER, Activation, Convolution, Embedding, LayerNorm, Saved, Sequential
+from .blocks import INTEGER, Activation, Convolution, Embedding, Saved, Sequential
 from .rules import (
+    DECODER,
+    ENCODER,
     SPEECH_RECOGNITION,
     Architecture,
-    At,
     Block,
     FirstSplitIPU,
     InputShape,
     LayerIPU,
     Layers,
     ModelConfig,
+    Position,
     Run,
 )
 from .transformer import (
@@ -30,6 +32,7 @@ from .transformer import (
     decoder_layer,
     encoder_decoder_names,
     encoder_decoder_sizes,
+    final_norm,
     hidden,
     lm_head,
     pre_norm_layer,
@@ -68,60 +71,57 @@ def whisper_sizes(config: ModelConfig, shape: InputShape) -> WhisperSizes:
 # --- the modules ----------------------------------------------------------------------------------------------------
 
 
-def first_convolution(z: WhisperSizes) -> Sequential:
+def first_convolution(sizes: WhisperSizes) -> Sequential:
     """A convolution of the features' frames to h channels, and gelu."""
-    features = Saved("features", z.b * z.mels * z.frames)
-    return Sequential(Convolution("", z.mels, z.h, (KERNEL,), z.b, z.frames, features.name, features.elements),
-                      Activation("convolved", z.b * z.h * z.frames), enters=(features,),
-                      leaves=(Saved("activated", z.b * z.h * z.frames),))
+    features = Saved("features", sizes.b * sizes.mels * sizes.frames)
+    return Sequential(Convolution("", sizes.mels, sizes.h, (KERNEL,), sizes.b, sizes.frames, features.name,
+                                  features.elements),
+                      Activation("convolved", sizes.b * sizes.h * sizes.frames), enters=(features,),
+                      leaves=(Saved("activated", sizes.b * sizes.h * sizes.frames),))
 
 
-def second_convolution(z: WhisperSizes) -> Sequential:
+def second_convolution(sizes: WhisperSizes) -> Sequential:
     """A convolution of stride 2 to the encoder's positions, and gelu."""
-    activated = Saved("activated", z.b * z.h * z.frames)
-    return Sequential(Convolution("", z.h, z.h, (KERNEL,), z.b, z.s, activated.name, activated.elements),
-                      Activation("convolved", z.b * z.h * z.s), enters=(activated,), leaves=hidden(z))
+    activated = Saved("activated", sizes.b * sizes.h * sizes.frames)
+    return Sequential(Convolution("", sizes.h, sizes.h, (KERNEL,), sizes.b, sizes.s, activated.name,
+                                  activated.elements),
+                      Activation("convolved", sizes.b * sizes.h * sizes.s), enters=(activated,), leaves=hidden(sizes))
 
 
-def encoder_positions(z: WhisperSizes) -> Sequential:
+def encoder_positions(sizes: WhisperSizes) -> Sequential:
     """Never called: the encoder adds its weight."""
-    return Sequential(Embedding("", z.source_positions, z.h))
+    return Sequential(Embedding("", sizes.source_positions, sizes.h))
 
 
 # a pre-norm layer: the self-attention's norm on the layer's input, the final norm on the attention's sum
 ENCODER_LAYER_NAMES = encoder_decoder_names("self_attn", key_bias=False)._replace(attention_norm="final_layer_norm")
 
 
-def encoder_layer(z: WhisperSizes, at: At) -> Sequential:
-    return pre_norm_layer(ENCODER_LAYER_NAMES, "self_attn_layer_norm", z)
+def encoder_layer(sizes: WhisperSizes, at: Position) -> Sequential:
+    return pre_norm_layer(ENCODER_LAYER_NAMES, "self_attn_layer_norm", sizes)
 
 
-def encoder_norm(z: WhisperSizes) -> Sequential:
-    return Sequential(LayerNorm("", z.h, z.b * z.s, "hidden"), enters=hidden(z), leaves=hidden(z))
+def token_embedding(sizes: WhisperSizes) -> Sequential:
+    own = sizes.decoder
+    return Sequential(Embedding("", sizes.v, sizes.h, "ids", own.b * own.s),
+                      enters=(Saved("ids", own.b * own.s, INTEGER),), leaves=hidden(own))
 
 
-def token_embedding(z: WhisperSizes) -> Sequential:
-    own = z.decoder
-    return Sequential(Embedding("", z.v, z.h, "ids", own.b * own.s), enters=(Saved("ids", own.b * own.s, INTEGER),),
-                      leaves=hidden(own))
-
-
-def decoder_positions(z: WhisperSizes) -> Sequential:
+def decoder_positions(sizes: WhisperSizes) -> Sequential:
     """A slice of its weight, added to the embeddings: it keeps nothing."""
-    return Sequential(Embedding("", z.target_positions, z.h))
+    return Sequential(Embedding("", sizes.target_positions, sizes.h))
 
 
-def whisper_decoder_layer(z: WhisperSizes, at: At) -> Sequential:
-    return decoder_layer(z.decoder, z.s, pre_norm=True, key_bias=False)
+def whisper_decoder_layer(sizes: WhisperSizes, at: Position) -> Sequential:
+    return decoder_layer(sizes.decoder, sizes.s, pre_norm=True, key_bias=False)
 
 
-def decoder_norm(z: WhisperSizes) -> Sequential:
-    own = z.decoder
-    return Sequential(LayerNorm("", z.h, own.b * own.s, "hidden"), enters=hidden(own), leaves=hidden(own))
+def decoder_norm(sizes: WhisperSizes) -> Sequential:
+    return final_norm(sizes.decoder)
 
 
-def projection(z: WhisperSizes) -> Sequential:
-    return lm_head(z.decoder, z.tied)
+def projection(sizes: WhisperSizes) -> Sequential:
+    return lm_head(sizes.decoder, sizes.tied)
 
 
 # --- the row --------------------------------------------------------------------------------------------------------
@@ -134,22 +134,22 @@ WHISPER: Dict[str, Architecture] = {
     "WhisperForConditionalGeneration": Architecture(
         "WhisperForConditionalGeneration", ("whisper",), "model",
         (
-            Block("Conv1", "model.encoder.conv1", executor="encoder", module=first_convolution),
-            Block("Conv2", "model.encoder.conv2", executor="encoder", module=second_convolution),
-            Block("Embed Positions", "model.encoder.embed_positions", called=False, executor="encoder",
+            Block("Conv1", "model.encoder.conv1", executor=ENCODER, module=first_convolution),
+            Block("Conv2", "model.encoder.conv2", executor=ENCODER, module=second_convolution),
+            Block("Embed Positions", "model.encoder.embed_positions", called=False, executor=ENCODER,
                   module=encoder_positions),
-            Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor="encoder",
+            Layers("encoder", "Encoder{i}", "model.encoder.layers.{i}", "encoder_layers", executor=ENCODER,
                    module=encoder_layer),
-            Block("Encoder Layer Norm", "model.encoder.layer_norm", LayerIPU("encoder", -1), executor="encoder",
-                  module=encoder_norm),
-            Block("Decoder Embedding", "model.decoder.embed_tokens", PROJECTION_IPU, executor="decoder",
+            Block("Encoder Layer Norm", "model.encoder.layer_norm", LayerIPU("encoder", -1), executor=ENCODER,
+                  module=final_norm),
+            Block("Decoder Embedding", "model.decoder.embed_tokens", PROJECTION_IPU, executor=DECODER,
                   module=token_embedding),
-            Run("model.decoder.embed_positions", executor="decoder", module=decoder_positions),
-            Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor="decoder",
+            Run("model.decoder.embed_positions", executor=DECODER, module=decoder_positions),
+            Layers("decoder", "Decoder{i}", "model.decoder.layers.{i}", "decoder_layers", executor=DECODER,
                    module=whisper_decoder_layer),
-            Block("Decoder Layer Norm", "model.decoder.layer_norm", LayerIPU("decoder", -1), executor="decoder",
+            Block("Decoder Layer Norm", "model.decoder.layer_norm", LayerIPU("decoder", -1), executor=DECODER,
                   module=decoder_norm),
-            Block("Output Projection", "proj_out", PROJECTION_IPU, executor="decoder", module=projection, head=True),
+            Block("Output Projection", "proj_out", PROJECTION_IPU, executor=DECODER, module=projection, head=True),
         ),
         DEFAULTS, ties={"proj_out.weight": ("model.decoder.embed_tokens.weight", "tie_word_embeddings")},
         kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder"),

@@ -9,18 +9,13 @@ Drawn from the dicts the JSON holds (`Placement.to_dict()`, a plan's), as the pi
 import json
 from typing import Any, List, Mapping, Optional, Sequence
 
-from .pictures import (
-    HTML_MARK,
-    esc,
-    legend_names,
-    placement_svg,
-    placement_table,
-    plan_svg,
-    plan_table,
-    plan_title,
-    title_line,
-)
-from .placement import compress
+from ..estimate.memory import Verdict
+from .placement_picture import placement_svg
+from .plan_picture import plan_svg
+from .sentences import compress, plan_title, title_line
+from .svg import HTML_MARK, esc
+from .tables import placement_table, plan_table
+from .view import BAR_PARTS, PlacementView, placement_view, plan_view
 
 # the plan table's columns of figures, right-aligned
 NUMBERS = {"Rank", "IPUs a replica", "Replicas", "Micro-batch", "G", "Device iterations", "Largest IPU",
@@ -62,64 +57,68 @@ def _document(title: str, sections: Sequence[str]) -> str:
     ])
 
 
-def plan_page(plan: Mapping[str, Any]) -> str:
+def plan_page(data: Mapping[str, Any]) -> str:
     """A plan as one HTML page: its picture (`plan_svg`), its candidates' table, then the best candidate's placement
     as `placement_page` shows it, and the plan's JSON.
 
     Args:
-        plan (`dict`): the JSON `plan --json` prints (`candidates`, `pareto`, `reference`).
+        data (`dict`): the JSON `plan --json` prints (`candidates`, `pareto`, `reference`).
     """
+    plan = plan_view(data)
     headers, rows = plan_table(plan)
-    sections = [f"<figure>{plan_svg(plan)}</figure>", "<h2>Candidates</h2>",
+    sections = [f"<figure>{plan_svg(data)}</figure>", "<h2>Candidates</h2>",
                 _table(headers, rows, {index for index, header in enumerate(headers) if header in NUMBERS})]
-    best = plan["candidates"][0]["placement"] if plan["candidates"] else None
+    best = plan.candidates[0].placement if plan.candidates else None
     if best is not None:
         sections += ["<h2>The best candidate's placement</h2>", *_placement_sections(best, None)[:-2]]
     sections += ["<details><summary>The plan as JSON (<code>plan --json</code>)</summary>",
-                 f"<pre>{esc(json.dumps(plan, indent=2))}</pre></details>"]
+                 f"<pre>{esc(json.dumps(data, indent=2))}</pre></details>"]
     title = f"Plan: {plan_title(plan)}"
     return _document(title, sections)
 
 
-def placement_page(placement: Mapping[str, Any], config: Optional[str] = None) -> str:
+def placement_page(data: Mapping[str, Any], config: Optional[str] = None) -> str:
     """The placement as one HTML page: its picture (`placement_svg`, whose header says the model, the config, the
     shape and the verdict), its table, its stages, its step's time and its JSON.
 
     Args:
-        placement (`dict`): `Placement.to_dict()`, or the JSON `place --json` printed, read back.
+        data (`dict`): `Placement.to_dict()`, or the JSON `place --json` printed, read back.
         config (`str`, *optional*): where the config came from, named in the summary.
     """
+    placement = placement_view(data)
     return _document(title_line(placement), _placement_sections(placement, config))
 
 
-def _placement_sections(placement: Mapping[str, Any], config: Optional[str]) -> List[str]:
+def _placement_sections(placement: PlacementView, config: Optional[str]) -> List[str]:
     """The picture, the tables and (the last two sections) the JSON of a placement."""
     sections = [
-        f"<figure>{placement_svg(placement, config)}</figure>",
+        f"<figure>{placement_svg(placement.data, config)}</figure>",
         "<h2>IPUs</h2>",
         _ipu_table(placement),
-        "<p>" + esc("; ".join(f"{letter}: {name}" for letter, name in legend_names())) + ". Backward FLOPs count the "
+        "<p>" + esc("; ".join(f"{letter}: {name}" for name, letter in BAR_PARTS)) + ". Backward FLOPs count the "
         "recomputation; pace: the share of the slowest IPU's FLOPs.</p>",
         "<h2>Pipeline stages</h2>",
         _table(["Stage", "IPU", "Blocks", "Stash depth, micro-batches"],
-               [[str(number), str(stage["ipu"]), compress(stage["blocks"]),
-                 str(stage["stash_depth"])] for number, stage in enumerate(placement["stages"])], {0, 1, 3}),
+               [[str(number), str(stage.ipu), compress(stage.blocks), str(stage.stash_depth)]
+                for number, stage in enumerate(placement.stages)], {0, 1, 3}),
     ]
-    if placement["step_parts"] is not None:
+    if placement.time is not None:
         sections += ["<h2>A step's time</h2>",
                      _table(["Part", "Seconds"], [[name.replace("_", " "), f"{value:.4g}"]
-                                                  for name, value in placement["step_parts"].items()], {1})]
+                                                  for name, value in placement.time.parts.items()], {1})]
     return sections + ["<details><summary>The placement as JSON (<code>place --json</code>)</summary>",
-                       f"<pre>{esc(json.dumps(placement, indent=2))}</pre></details>"]
+                       f"<pre>{esc(json.dumps(placement.data, indent=2))}</pre></details>"]
 
 
-def _ipu_table(placement: Mapping[str, Any]) -> str:
+# the class of an IPU's row, by its verdict: its share cell is marked where the IPU is tight or over its memory
+_MARKS = {Verdict.FITS: "", Verdict.TIGHT: "tight", Verdict.DOES_NOT_FIT: "over"}
+
+
+def _ipu_table(placement: PlacementView) -> str:
     """The text report's table, a row per IPU, its share cell marked where the IPU is tight or over."""
     headers, rows = placement_table(placement)
     numbers = {index for index, header in enumerate(headers) if header not in ("Blocks", "Layers")}
-    memory, reserve = placement["ipu_memory_bytes"], placement["reserve_bytes"]
-    marks = ["over" if ipu["on_chip_bytes"] > memory else "tight" if ipu["on_chip_bytes"] > memory - reserve else ""
-             for ipu in placement["ipus"]]
+    marks = [_MARKS[ipu.verdict] for ipu in placement.ipus]
     return _table(headers, rows, numbers, marks, headers.index("Share"))
 
 

@@ -18,6 +18,14 @@ def figures(cost, split):
     return [cost(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for ipu in range(len(split))]
 
 
+def best_split(layers, ipus, cost, current, some_layer_within=0):
+    """The split of `layers` over `ipus` IPUs with the smallest largest `cost`, ties to the closest to `current`, the
+    first `some_layer_within` IPUs taking a layer between them; and that largest cost."""
+    split, bounds = balance.best_of([balance.Section(balance.Splits(layers, ipus, some_layer_within), (cost,),
+                                                     current)])
+    return split, bounds[0]
+
+
 def brute_force_split(layers, ipus, cost, current, some_layer_within=0):
     """Of every split (the first `some_layer_within` IPUs taking a layer between them), the one with the smallest
     largest cost, then the closest to `current`, then the least; with that cost."""
@@ -38,18 +46,18 @@ def test_the_best_split_of_any_costs_is_the_brute_force_s(seed):
     def cost(ipu, first, end):
         return fixed[ipu] + sum(weights[first:end])
 
-    assert (balance.best_split(layers, ipus, cost, current, some_layer_within=some_layer_within)
+    assert (best_split(layers, ipus, cost, current, some_layer_within=some_layer_within)
             == brute_force_split(layers, ipus, cost, current, some_layer_within))
 
 
 def test_the_first_ipus_take_a_layer_between_them_not_each():
     def cost(ipu, first, end):
         return [0, 0, 9][ipu] + (end - first) * 10
-    assert balance.best_split(2, 3, cost, [0, 2, 0]) == ([1, 1, 0], 10)
-    assert balance.best_split(1, 3, cost, [0, 1, 0], some_layer_within=2) == ([0, 1, 0], 10)
-    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=2) == ([0, 1, 0], 10)
-    assert balance.best_split(1, 3, cost, [0, 0, 1], some_layer_within=1) == ([1, 0, 0], 10)
-    assert balance.best_split(1, 3, cost, [0, 0, 1]) == ([0, 1, 0], 10)
+    assert best_split(2, 3, cost, [0, 2, 0]) == ([1, 1, 0], 10)
+    assert best_split(1, 3, cost, [0, 1, 0], some_layer_within=2) == ([0, 1, 0], 10)
+    assert best_split(1, 3, cost, [0, 0, 1], some_layer_within=2) == ([0, 1, 0], 10)
+    assert best_split(1, 3, cost, [0, 0, 1], some_layer_within=1) == ([1, 0, 0], 10)
+    assert best_split(1, 3, cost, [0, 0, 1]) == ([0, 1, 0], 10)
 
 
 def test_of_equally_good_and_close_splits_the_one_with_fewer_layers_first_is_chosen():
@@ -100,7 +108,7 @@ def test_the_best_of_several_costs_parts_and_bounds_is_the_brute_force_s(seed):
         splits = balance.Splits(layers, ipus, within, least)
         if bound is not None:
             splits = splits.within(costs[-1], bound)
-        parts.append(balance.Part(splits, costs[:objectives], current))
+        parts.append(balance.Section(splits, costs[:objectives], current))
     split, largest = balance.best_of(parts)
     expected = brute_force_of_parts(shapes, range(objectives), None if bound is None else (objectives, bound))
     if expected is None:
@@ -112,7 +120,7 @@ def test_the_best_of_several_costs_parts_and_bounds_is_the_brute_force_s(seed):
 def test_a_split_beyond_every_bound_is_none():
     splits = balance.Splits(2, 2).within(lambda ipu, first, end: 10 * (end - first), 5)
     assert splits.counts(0, 0) == [0] and splits.counts(1, 0) == []
-    assert balance.best_of([balance.Part(splits, (lambda ipu, first, end: 0,), [1, 1])]) == (None,
+    assert balance.best_of([balance.Section(splits, (lambda ipu, first, end: 0,), [1, 1])]) == (None,
                                                                                             (balance.UNREACHABLE,))
 
 
@@ -192,13 +200,13 @@ def test_the_same_splits_answer_each_cost_and_each_config_s_split_on_its_own():
 
 
 def test_a_second_cost_decides_between_splits_equal_in_the_first():
-    part = balance.Part(balance.Splits(2, 2), (nothing, ten_a_layer_on_ipu_0), [2, 0])
+    part = balance.Section(balance.Splits(2, 2), (nothing, ten_a_layer_on_ipu_0), [2, 0])
     assert balance.best_of([part]) == ([0, 2], (0, 0))
 
 
 def test_each_part_need_only_be_as_good_as_the_worst_part_and_is_then_closest_to_the_config_s():
-    encoder = balance.Part(balance.Splits(2, 2), (layer_count,), [2, 0])
-    decoder = balance.Part(balance.Splits(3, 1), (layer_count,), [3])
+    encoder = balance.Section(balance.Splits(2, 2), (layer_count,), [2, 0])
+    decoder = balance.Section(balance.Splits(3, 1), (layer_count,), [3])
     assert balance.best_of([encoder, decoder]) == ([2, 0, 3], (3,))
 
 

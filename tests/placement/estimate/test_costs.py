@@ -7,8 +7,9 @@ The comparison with optimum-graphcore's own pipelined models is in test_upstream
 import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement.estimate.costs import StepCost, block_costs, ipu_costs
+from optimum_ipu_ext.placement.estimate.costs import StepCost, block_costs
 from optimum_ipu_ext.placement.estimate.layout import lay_out
+from optimum_ipu_ext.placement.estimate.pipeline import Execution, ipu_work, stages_of
 from optimum_ipu_ext.placement.models import ARCHITECTURES, resolve_shape
 from optimum_ipu_ext.placement.models.rules import Block, InputShape, Run
 
@@ -167,7 +168,7 @@ def test_every_step_the_placement_runs_has_a_cost(architecture):
     layout = lay_out("m", row, config, settings, False)
     called = {step.path for step in row.steps if isinstance(step, Block) and not step.called}
     costs = costs_of(architecture, {})
-    assert set(costs) == set(layout.claims["model"]) - called
+    assert set(costs) == set(layout.uses["model"]) - called
     assert sum(cost.forward_flops for cost in costs.values()) > 0
     assert sum(cost.activation_bytes for cost in costs.values()) > 0
 
@@ -195,18 +196,30 @@ def test_a_step_without_a_module_is_a_bug_named():
         block_costs(row, row.config({}), InputShape(1, 8, 8), False)
 
 
+def ipu_totals(layout, costs):
+    """Each IPU's (activation bytes, forward FLOPs): the sums of the steps it runs, as a training build that is not
+    pipelined (nothing stashed, every activation kept for the backward pass) counts them."""
+    execution = Execution(True, False, False, False, 1, "gradient_accumulation_steps")
+    return [(work.activation_bytes, work.forward_flops)
+            for work in ipu_work(layout.ipus, stages_of(layout, execution), costs, execution)]
+
+
+def summed(costs):
+    return (sum(cost.activation_bytes for cost in costs), sum(cost.forward_flops for cost in costs))
+
+
 def test_an_ipu_costs_the_sum_of_the_steps_it_runs():
     """BERT's MLM head is tied back to IPU 0, with the embeddings; the layers 3, 7, 7, 7."""
     row = ARCHITECTURES["BertForPreTraining"]
     config = row.config(BERT_LARGE)
     costs = costs_of("BertForPreTraining", BERT_LARGE, 2, 512)
     layout = lay_out("m", row, config, vars(PlainIPUConfig(ipus_per_replica=4, layers_per_ipu=[3, 7, 7, 7])), False)
-    per_ipu = ipu_costs(layout, costs)
+    per_ipu = ipu_totals(layout, costs)
     layer = costs["bert.encoder.layer.0"]
     first = [costs[path] for path in ("bert.embeddings", "bert.encoder.layer.0", "bert.encoder.layer.1",
                                       "bert.encoder.layer.2", "bert.pooler", "cls")]
-    assert per_ipu[0] == StepCost(*(sum(values) for values in zip(*first)))
-    assert per_ipu[1] == per_ipu[2] == per_ipu[3] == StepCost(*(7 * value for value in layer))
+    assert per_ipu[0] == summed(first)
+    assert per_ipu[1] == per_ipu[2] == per_ipu[3] == summed([layer] * 7)
 
 
 def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
@@ -216,12 +229,11 @@ def test_a_generation_build_costs_a_shared_step_on_each_executors_ipu():
                                    inference_parallelize_kwargs={"for_generation": True}))
     layout = lay_out("m", row, config, settings, True)
     costs = block_costs(row, config, InputShape(1, 8, 8), False)
-    per_ipu = ipu_costs(layout, costs)
+    per_ipu = ipu_totals(layout, costs)
     encoder = [costs[path] for path in ("shared", "encoder.block.0", "encoder.block.1", "encoder.final_layer_norm")]
     decoder = [costs[path] for path in ("shared", "decoder.block.0", "decoder.block.1", "decoder.final_layer_norm",
                                         "lm_head")]
-    assert per_ipu == [StepCost(*(sum(values) for values in zip(*encoder))),
-                       StepCost(*(sum(values) for values in zip(*decoder)))]
+    assert per_ipu == [summed(encoder), summed(decoder)]
 
 
 # --- the input shape ------------------------------------------------------------------------------------------------

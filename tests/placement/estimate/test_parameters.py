@@ -15,7 +15,7 @@ from optimum_ipu_ext.placement.estimate.parameters import (
     parallelized,
 )
 from optimum_ipu_ext.placement.models import ARCHITECTURES
-from optimum_ipu_ext.placement.placement import _frozen
+from optimum_ipu_ext.placement.placer import placer_of
 from support.placement_fixtures import BERT_BASE, TINY_BERT, bert_base, settings
 
 # --- the parameters, named as transformers loads them ---------------------------------------------------------
@@ -182,8 +182,13 @@ def test_the_pipelined_mpnet_mlm_keeps_a_copy_of_its_word_embeddings_unless_seri
     ("DistilBertForMaskedLM", {}, "distilbert.embeddings.position_embeddings.weight", False),
 ])
 def test_a_parameter_is_frozen_in_a_frozen_module_where_its_condition_holds(architecture, config, name, frozen):
-    row = ARCHITECTURES[architecture]
-    assert _frozen(row, row.config(config), name) is frozen
+    def shapes(row, model_config):  # the model's parameters, and `name` among them
+        parameters = from_config(row, model_config)
+        return Parameters({**parameters.shapes, name: (2, 2)}, parameters.aliases)
+
+    configured = placer_of("m", ARCHITECTURES[architecture], config, settings(), shapes, False, False).configured
+    assert name in configured.parameters.shapes
+    assert (name in configured.frozen) is frozen
 
 
 # --- sizes of full-size models, known by their config.json alone -----------------------------------------------------

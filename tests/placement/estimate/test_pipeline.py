@@ -1,36 +1,37 @@
-"""The pipeline a placement runs: the build's rules read off its options, PopART's independent stages and their
+"""The pipeline a placement runs: how the build runs it read off its options, PopART's independent stages and their
 stash depths, what each IPU stashes and recomputes, the cycles of a step and what poptorch refuses."""
 
 import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.estimate.costs import StepCost
-from optimum_ipu_ext.placement.estimate.layout import ForwardStep, lay_out
+from optimum_ipu_ext.placement.estimate.layout import ForwardStep, OnIPU, lay_out
 from optimum_ipu_ext.placement.estimate.pipeline import (
-    Rules,
+    Execution,
+    PipelineWork,
     Schedule,
     Stage,
-    Work,
+    execution_of,
     ipu_work,
-    pipeline_rules,
     schedule,
     stages_of,
     stash_depth,
     work,
 )
 from optimum_ipu_ext.placement.models import ARCHITECTURES
+from optimum_ipu_ext.placement.models.rules import DECODER, ENCODER, MODEL
 
-TRAINING = Rules(True, True, False, False, 8, "gradient_accumulation_steps")
+TRAINING = Execution(True, True, False, False, 8, "gradient_accumulation_steps")
 RECOMPUTING = TRAINING._replace(recomputes=True)
 CHECKPOINTING = RECOMPUTING._replace(checkpoints_every_layer=True)
 SHARDED = TRAINING._replace(pipelined=False)
-INFERENCE = Rules(False, True, False, False, 4, "inference_device_iterations")
+INFERENCE = Execution(False, True, False, False, 4, "inference_device_iterations")
 
 
-# --- the build's rules, read off its options -------------------------------------------------------------------------
+# --- how the build runs its pipeline, read off its options -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("values, for_inference, rules", [
+@pytest.mark.parametrize("values, for_inference, execution", [
     ({"gradient_accumulation_steps": 8}, False, TRAINING),
     # poptorch's default: the pipeline's recomputation, with more than one IPU
     ({"gradient_accumulation_steps": 8, "ipus_per_replica": 2}, False, RECOMPUTING),
@@ -51,8 +52,8 @@ INFERENCE = Rules(False, True, False, False, 4, "inference_device_iterations")
     ({"inference_device_iterations": 4, "inference_execution_strategy": "pipelined", "recomputation_mode": "pipeline",
       "recompute_checkpoint_every_layer": True, "ipus_per_replica": 2}, True, INFERENCE),
 ])
-def test_the_rules_are_read_off_the_build_s_options(values, for_inference, rules):
-    assert pipeline_rules(vars(PlainIPUConfig(**values)), for_inference) == rules
+def test_how_the_build_runs_its_pipeline_is_read_off_its_options(values, for_inference, execution):
+    assert execution_of(vars(PlainIPUConfig(**values)), for_inference) == execution
 
 
 # --- stages ----------------------------------------------------------------------------------------------------------
@@ -60,11 +61,11 @@ def test_the_rules_are_read_off_the_build_s_options(values, for_inference, rules
 TINY_BERT = {"num_hidden_layers": 3}
 
 
-def stages(architecture, split, rules=TRAINING, for_inference=False, config=TINY_BERT, **values):
+def stages(architecture, split, execution=TRAINING, for_inference=False, config=TINY_BERT, **values):
     row = ARCHITECTURES[architecture]
     setting = "inference_layers_per_ipu" if for_inference else "layers_per_ipu"
     layout = lay_out("m", row, row.config(config), vars(PlainIPUConfig(**{setting: split}, **values)), for_inference)
-    return [(stage.ipu, stage.blocks, stage.stash_depth) for stage in stages_of(layout, rules)]
+    return [(stage.ipu, stage.blocks, stage.stash_depth) for stage in stages_of(layout, execution)]
 
 
 @pytest.mark.parametrize("architecture, split, expected", [
@@ -102,19 +103,19 @@ def test_a_generation_build_s_encoder_and_decoder_run_stages_of_their_own():
                      (2, ("LM Head Output",), 0)]
 
 
-@pytest.mark.parametrize("stage, count, rules, depth", [
+@pytest.mark.parametrize("stage, count, execution, depth", [
     (0, 1, TRAINING, 1), (0, 5, TRAINING, 9), (2, 5, TRAINING, 5), (4, 5, TRAINING, 1), (0, 9, TRAINING, 17),
     (0, 5, SHARDED, 0), (0, 5, INFERENCE, 0),
 ])
-def test_the_stash_depth_of_each_stage(stage, count, rules, depth):
-    assert stash_depth(stage, count, rules) == depth
+def test_the_stash_depth_of_each_stage(stage, count, execution, depth):
+    assert stash_depth(stage, count, execution) == depth
 
 
 # --- what an IPU stashes, recomputes and computes --------------------------------------------------------------------
 
 
 def step(path, layer=None):
-    return ForwardStep("model", path, True, path, 0, layer, ("ipu", 0))
+    return ForwardStep(MODEL, path, True, path, 0, layer, OnIPU(0))
 
 
 EMBEDDING, LAYER0, LAYER1, HEAD = step("embedding"), step("layer0", 0), step("layer1", 1), step("head")
@@ -123,54 +124,56 @@ COSTS = {"embedding": StepCost(100, 4, 10, 0), "layer0": StepCost(300, 10, 10, 1
          "layer1": StepCost(200, 10, 10, 1000), "head": StepCost(250, 10, 1, 3000)}
 
 
-@pytest.mark.parametrize("rules, expected", [
+@pytest.mark.parametrize("execution, expected", [
     # stash: 3 x the stage's input; recomputed at once: the whole stage
-    (RECOMPUTING, Work(850, 3 * 4, 850, 5000, 10000, 5000)),
+    (RECOMPUTING, PipelineWork(850, 3 * 4, 850, 5000, 10000, 5000)),
     # stash: 3 x (the input and each layer's checkpointed output); recomputed at once: the embedding and the first
     # layer, the second layer, the head
-    (CHECKPOINTING, Work(850, 3 * (4 + 10 + 10), 100 + 300, 5000, 10000, 5000)),
+    (CHECKPOINTING, PipelineWork(850, 3 * (4 + 10 + 10), 100 + 300, 5000, 10000, 5000)),
     # every activation stashed, and those of the micro-batch run backward kept
-    (TRAINING, Work(850, 3 * 850, 850, 5000, 10000, 0)),
-    (SHARDED, Work(850, 0, 850, 5000, 10000, 0)),
+    (TRAINING, PipelineWork(850, 3 * 850, 850, 5000, 10000, 0)),
+    (SHARDED, PipelineWork(850, 0, 850, 5000, 10000, 0)),
     # inference keeps nothing for a backward pass
-    (INFERENCE, Work(0, 0, 0, 5000, 0, 0)),
+    (INFERENCE, PipelineWork(0, 0, 0, 5000, 0, 0)),
 ])
-def test_what_one_stage_stashes_and_recomputes(rules, expected):
-    depth = stash_depth(0, 2, rules)
-    assert work([(depth, [EMBEDDING, LAYER0, LAYER1, HEAD])], COSTS, rules) == expected
+def test_what_one_stage_stashes_and_recomputes(execution, expected):
+    depth = stash_depth(0, 2, execution)
+    assert work([(depth, [EMBEDDING, LAYER0, LAYER1, HEAD])], COSTS, execution) == expected
 
 
 def test_an_ipu_running_two_stages_stashes_for_both_and_recomputes_the_larger():
     found = work([(3, [EMBEDDING, LAYER0]), (1, [HEAD])], COSTS, RECOMPUTING)
-    assert found == Work(650, 3 * 4 + 1 * 10, 400, 4000, 8000, 4000)
+    assert found == PipelineWork(650, 3 * 4 + 1 * 10, 400, 4000, 8000, 4000)
     found = work([(3, [EMBEDDING, LAYER0]), (1, [HEAD])], COSTS, TRAINING)
-    assert found == Work(650, 3 * 400 + 1 * 250, 650, 4000, 8000, 0)
+    assert found == PipelineWork(650, 3 * 400 + 1 * 250, 650, 4000, 8000, 0)
 
 
 def test_a_module_wrapped_but_never_called_costs_nothing():
-    uncalled = ForwardStep("model", "unused", False, None, 0, None, ("ipu", 0))
-    assert work([(1, [uncalled, LAYER1])], COSTS, RECOMPUTING) == Work(200, 0, 200, 1000, 2000, 1000)
+    uncalled = ForwardStep(MODEL, "unused", False, None, 0, None, OnIPU(0))
+    assert work([(1, [uncalled, LAYER1])], COSTS, RECOMPUTING) == PipelineWork(200, 0, 200, 1000, 2000, 1000)
 
 
 def test_each_ipu_does_the_work_of_its_stages():
     first = Stage(0, ("embedding",), 3, (EMBEDDING, LAYER0))
     second = Stage(1, ("layer1",), 1, (LAYER1._replace(ipu=1),))
     assert ipu_work(3, [first, second], COSTS, TRAINING) == (
-        Work(400, 1200, 400, 1000, 2000, 0), Work(200, 200, 200, 1000, 2000, 0), Work(0, 0, 0, 0, 0, 0))
+        PipelineWork(400, 1200, 400, 1000, 2000, 0), PipelineWork(200, 200, 200, 1000, 2000, 0),
+        PipelineWork(0, 0, 0, 0, 0, 0))
     # an IPU running no stage recomputes nothing either
     assert ipu_work(3, [first, second], COSTS, RECOMPUTING) == (
-        Work(400, 3 * 4, 400, 1000, 2000, 1000), Work(200, 10, 200, 1000, 2000, 1000), Work(0, 0, 0, 0, 0, 0))
-    assert Work(1, 2, 3, 4, 5, 6).flops == 4 + 5 + 6
+        PipelineWork(400, 3 * 4, 400, 1000, 2000, 1000), PipelineWork(200, 10, 200, 1000, 2000, 1000),
+        PipelineWork(0, 0, 0, 0, 0, 0))
+    assert PipelineWork(1, 2, 3, 4, 5, 6).flops == 4 + 5 + 6
 
 
 # --- the cycles of a step --------------------------------------------------------------------------------------------
 
 
-def pipeline_of(ipus, rules):
-    return [Stage(ipu, (), 0, (ForwardStep("model", "x", True, "x", ipu, None, ("ipu", ipu)),)) for ipu in ipus]
+def pipeline_of(ipus, execution):
+    return [Stage(ipu, (), 0, (ForwardStep(MODEL, "x", True, "x", ipu, None, OnIPU(ipu)),)) for ipu in ipus]
 
 
-@pytest.mark.parametrize("ipus, rules, expected", [
+@pytest.mark.parametrize("ipus, execution, expected", [
     ([0, 1, 2, 3, 0], TRAINING._replace(micro_batches=2048), Schedule(5, 2048 + 8, 2048 / 2056, ())),
     ([0, 1, 2, 3, 4, 5, 6, 7, 0], TRAINING._replace(micro_batches=17), Schedule(9, 33, 17 / 33, ())),
     ([0, 1, 2, 3, 4, 5, 6, 7, 0], TRAINING._replace(micro_batches=16), Schedule(9, 32, 16 / 32, (
@@ -182,11 +185,11 @@ def pipeline_of(ipus, rules):
         "`inference_device_iterations` is 3, and a pipeline of 4 stages needs at least 4: set it to 4 or more",))),
     ([0, 1, 2, 3], SHARDED, Schedule(4, None, None, ())),
 ])
-def test_a_step_takes_the_micro_batches_and_the_pipeline_s_fill_and_flush(ipus, rules, expected):
-    assert schedule(pipeline_of(ipus, rules), rules) == expected
+def test_a_step_takes_the_micro_batches_and_the_pipeline_s_fill_and_flush(ipus, execution, expected):
+    assert schedule(pipeline_of(ipus, execution), execution) == expected
 
 
 def test_a_generation_build_s_step_is_that_of_its_longest_executor():
     stages_ = [stage._replace(steps=(stage.steps[0]._replace(executor=executor),))
-               for stage, executor in zip(pipeline_of([0, 1, 2], INFERENCE), ["encoder", "decoder", "decoder"])]
+               for stage, executor in zip(pipeline_of([0, 1, 2], INFERENCE), [ENCODER, DECODER, DECODER])]
     assert schedule(stages_, INFERENCE) == Schedule(2, 4 + 1, 4 / 5, ())

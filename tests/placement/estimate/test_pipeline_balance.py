@@ -6,9 +6,10 @@ import dataclasses
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig
-from optimum_ipu_ext.placement import placement as placement_module
 from optimum_ipu_ext.placement.estimate import balance
-from optimum_ipu_ext.placement.placement import SplitCosts
+from optimum_ipu_ext.placement.estimate.layer_runs import LayerRunCosts
+from optimum_ipu_ext.placement.hardware import IPU_MEMORY_BYTES
+from optimum_ipu_ext.placement.placer import Placer
 from support.placement_fixtures import tiny_model
 from support.splits import compositions
 
@@ -17,13 +18,16 @@ from support.splits import compositions
 TRAINING = {"gradient_accumulation_steps": 16}
 
 
-def placed(architecture, model_config, ipu_settings, for_inference=False, reserve=None):
-    """The placement of a tiny model, activations counted for micro-batches of 2 x 16 tokens (Whisper: the frames
-    its encoder takes)."""
+def placer(architecture, model_config, ipu_settings, for_inference=False, fitting_bytes=None):
+    """The placer of a tiny model, activations counted for micro-batches of 2 x 16 tokens (Whisper: the frames its
+    encoder takes); where `fitting_bytes` is given, each IPU's reserve leaves it exactly that many bytes."""
     config = dict(tiny_model(architecture).config.to_dict(), **model_config)
     length = None if architecture.startswith("Whisper") else 16
-    return PlainIPUConfig(**ipu_settings).placement(config, architecture=architecture, for_inference=for_inference,
-                                                    micro_batch_size=2, sequence_length=length, reserve=reserve)
+    found = PlainIPUConfig(**ipu_settings).placer(config, architecture=architecture, for_inference=for_inference,
+                                                  micro_batch_size=2, sequence_length=length)
+    if fitting_bytes is None:
+        return found
+    return Placer(dataclasses.replace(found.configured, reserve_bytes=IPU_MEMORY_BYTES - fitting_bytes))
 
 
 def same_stages(placement, other):
@@ -32,15 +36,15 @@ def same_stages(placement, other):
     return [stage.ipu for stage in other.stages] == [stage.ipu for stage in placement.stages]
 
 
-def best_by_brute_force(placement, objective, every_stage=True):
+def best_by_brute_force(placer, placement, objective, every_stage=True):
     """The split a brute force over every split upstream accepts (`every_stage`: keeping the even split's stages)
-    finds best for `objective`."""
+    finds best for `objective` (time: among those whose every IPU keeps its reserve)."""
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
     found = []
-    even = placement.with_layers_per_ipu([-1] * len(placement.ipus)) if every_stage else None
+    even = placer.place([-1] * len(placement.ipus)) if every_stage else None
     for split in compositions(layers, len(placement.ipus)):
         try:
-            other = placement.with_layers_per_ipu(split)
+            other = placer.place(split)
         except PlacementError:
             continue  # an encoder-decoder cut upstream refuses
         if every_stage and not same_stages(even, other):
@@ -48,7 +52,7 @@ def best_by_brute_force(placement, objective, every_stage=True):
         memory = max(ipu.on_chip_bytes for ipu in other.ipus)
         flops = max(ipu.work.flops for ipu in other.ipus)
         if objective == "time":
-            if memory <= other.ipu_memory_bytes:
+            if memory <= other.ipu_memory_bytes - other.reserve_bytes:
                 found.append((split, (flops, memory)))
         else:
             found.append((split, (memory,)))
@@ -70,13 +74,14 @@ BALANCED_CASES = [
 @pytest.mark.parametrize("objective", ["memory", "time"])
 @pytest.mark.parametrize("architecture, model_config, ipu_settings", BALANCED_CASES)
 def test_the_balanced_split_is_the_best_a_brute_force_finds(architecture, model_config, ipu_settings, objective):
-    placement = placed(architecture, model_config, ipu_settings)
-    balanced = placement.balanced(objective)
-    best = best_by_brute_force(placement, objective)
+    found = placer(architecture, model_config, ipu_settings)
+    placement = found.place()
+    balanced = found.balanced(placement, objective)
+    best = best_by_brute_force(found, placement, objective)
     memory = max(ipu.on_chip_bytes for ipu in balanced.ipus)
     flops = max(ipu.work.flops for ipu in balanced.ipus)
     assert (list(balanced.layers_per_ipu), (flops, memory) if objective == "time" else (memory,)) == best
-    assert balanced.to_dict() == placement.with_layers_per_ipu(best[0]).to_dict()
+    assert balanced.to_dict() == found.place(best[0]).to_dict()
 
 
 SHARDED = ("BertForMaskedLM", {"num_hidden_layers": 2},
@@ -91,18 +96,19 @@ def test_the_costs_the_balance_weighs_are_those_of_each_split_s_placement(case, 
     stages, are those of the placement of every split it weighs (a pipelined training build keeps the even split's
     stages: an IPU takes a layer unless a block of its own runs a stage there; a sharded one, whose even split leaves
     an IPU without, stashes nothing; an inference one neither), and it weighs exactly those."""
-    placement = placed(*case)
-    costs = SplitCosts(placement._planner, None)
+    found = placer(*case)
+    placement = found.place()
+    costs = LayerRunCosts(found.configured, None)
     least = costs.least_layers()
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
     for split in compositions(layers, len(placement.ipus)):
-        other = placement.with_layers_per_ipu(split)
+        other = found.place(split)
         weighed = all(count >= minimum for count, minimum in zip(split, least))
         assert weighed == (not every_stage or same_stages(placement, other)), split
         if not weighed:
             continue
         firsts = [sum(split[:ipu]) for ipu in range(len(split))]
-        weighed = [(costs.memory(ipu, first, first + count), costs.flops(ipu, first, first + count))
+        weighed = [(costs.on_chip_bytes(ipu, first, first + count), costs.cycle_load(ipu, first, first + count))
                    for ipu, (first, count) in enumerate(zip(firsts, split))]
         placed_ = [(ipu.on_chip_bytes, ipu.work.flops) for ipu in other.ipus]
         assert weighed == placed_, split
@@ -125,78 +131,82 @@ GENERATION_CASES = [
 @pytest.mark.parametrize("architecture, model_config, ipu_settings", GENERATION_CASES)
 def test_a_generation_build_is_balanced_over_every_cut_upstream_accepts(architecture, model_config, ipu_settings,
                                                                          objective):
-    placement = placed(architecture, model_config, ipu_settings, for_inference=True)
-    balanced = placement.balanced(objective)
-    best = best_by_brute_force(placement, objective, every_stage=False)
+    found = placer(architecture, model_config, ipu_settings, for_inference=True)
+    placement = found.place()
+    balanced = found.balanced(placement, objective)
+    best = best_by_brute_force(found, placement, objective, every_stage=False)
     memory = max(ipu.on_chip_bytes for ipu in balanced.ipus)
     flops = max(ipu.work.flops for ipu in balanced.ipus)
     assert (list(balanced.layers_per_ipu), (flops, memory) if objective == "time" else (memory,)) == best
 
 
 @pytest.mark.parametrize("architecture, model_config, ipu_settings", BALANCED_CASES)
-def test_the_time_objective_keeps_to_the_splits_that_fit(monkeypatch, architecture, model_config, ipu_settings):
-    placement = placed(architecture, model_config, ipu_settings)
+def test_the_time_objective_keeps_to_the_splits_that_fit(architecture, model_config, ipu_settings):
+    found = placer(architecture, model_config, ipu_settings)
+    placement = found.place()
     layers = sum(len(ipu.layers) for ipu in placement.ipus)
-    largest = sorted(max(ipu.on_chip_bytes for ipu in placement.with_layers_per_ipu(split).ipus)
+    largest = sorted(max(ipu.on_chip_bytes for ipu in found.place(split).ipus)
                      for split in compositions(layers, len(placement.ipus)) if all(split))
-    monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", largest[len(largest) // 2])  # half the splits fit
-    placement = placed(architecture, model_config, ipu_settings, reserve=0)
-    balanced = placement.balanced("time")
+    found = placer(architecture, model_config, ipu_settings, fitting_bytes=largest[len(largest) // 2])  # half fit
+    placement = found.place()
+    balanced = found.balanced(placement, "time")
     assert balanced.fits
-    best = best_by_brute_force(placement, "time")
+    best = best_by_brute_force(found, placement, "time")
     assert list(balanced.layers_per_ipu) == best[0]
 
 
-def test_the_time_objective_passes_over_the_fastest_split_where_it_does_not_fit(monkeypatch):
-    """The QA model's fastest split, [3, 2], needs 132,896 bytes on an IPU: on IPUs of a byte less, the fastest
-    split that fits is [2, 3]."""
-    fastest = placed(*BALANCED_CASES[1]).with_layers_per_ipu([3, 2])
+def test_the_time_objective_passes_over_the_fastest_split_where_it_does_not_fit():
+    """The QA model's fastest split, [3, 2], needs 132,896 bytes on an IPU: where the reserve leaves a byte less,
+    the fastest split that fits is [2, 3]."""
+    fastest = placer(*BALANCED_CASES[1]).place([3, 2])
     assert max(ipu.on_chip_bytes for ipu in fastest.ipus) == 132_896
-    monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", 132_895)
-    balanced = placed(*BALANCED_CASES[1], reserve=0).balanced("time")
+    found = placer(*BALANCED_CASES[1], fitting_bytes=132_895)
+    balanced = found.balanced(found.place(), "time")
     assert (balanced.layers_per_ipu, balanced.fits) == ((2, 3), True)
     assert max(ipu.work.flops for ipu in balanced.ipus) > max(ipu.work.flops for ipu in fastest.ipus)
 
 
-def test_the_time_objective_keeps_each_ipu_s_reserve(monkeypatch):
-    """With IPUs of 132,896 bytes, the fastest split [3, 2] fits them exactly, and leaves no reserve: kept a byte's
-    reserve, the time objective takes [2, 3]."""
-    monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", 132_896)
-    assert placed(*BALANCED_CASES[1], reserve=0).balanced("time").layers_per_ipu == (3, 2)
-    planner = placed(*BALANCED_CASES[1], reserve=0)._planner
-    reserved = dataclasses.replace(planner, reserve_bytes=1).placement(None)
-    assert reserved.balanced("time").layers_per_ipu == (2, 3)
+def test_the_time_objective_keeps_each_ipu_s_reserve():
+    """Where the reserve leaves 132,896 bytes, the fastest split [3, 2] fits them exactly: a byte more of reserve,
+    and the time objective takes [2, 3] (the reserve is kept, not the IPU's memory alone)."""
+    exact = placer(*BALANCED_CASES[1], fitting_bytes=132_896)
+    assert exact.balanced(exact.place(), "time").layers_per_ipu == (3, 2)
+    reserved = placer(*BALANCED_CASES[1], fitting_bytes=132_895)
+    placement = reserved.place()
+    assert placement.ipu_memory_bytes - placement.reserve_bytes == 132_895
+    assert reserved.balanced(placement, "time").layers_per_ipu == (2, 3)
 
 
-def test_the_time_objective_falls_back_to_memory_where_no_split_fits(monkeypatch):
+def test_the_time_objective_falls_back_to_memory_where_no_split_fits():
     """The QA model's fastest split is [3, 2], the one needing the least memory [2, 3]."""
-    monkeypatch.setattr(placement_module, "IPU_MEMORY_BYTES", 1)
-    placement = placed(*BALANCED_CASES[1])
-    assert placement.balanced("time").to_dict() == placement.balanced("memory").to_dict()
-    assert (placement.balanced("time").layers_per_ipu, placement.balanced("time").fits) == ((2, 3), False)
+    found = placer(*BALANCED_CASES[1], fitting_bytes=1)
+    placement = found.place()
+    assert found.balanced(placement, "time").to_dict() == found.balanced(placement, "memory").to_dict()
+    assert (found.balanced(placement, "time").layers_per_ipu, found.balanced(placement, "time").fits) == ((2, 3),
+                                                                                                           False)
 
 
 def test_an_ipu_running_a_block_of_its_own_may_take_no_layer_and_the_others_take_one():
     """BERT's IPU 0 runs the embeddings and the head: 2 layers go on IPUs 1 and 2; 1 layer cannot run a stage on
     both."""
-    placement = placed("BertForMaskedLM", {"num_hidden_layers": 2}, {"layers_per_ipu": [-1, -1, -1], **TRAINING})
-    assert placement.balanced().layers_per_ipu == (0, 1, 1)
-    placement = placed("BertForMaskedLM", {"num_hidden_layers": 1}, {"layers_per_ipu": [-1, -1, 1], **TRAINING})
+    found = placer("BertForMaskedLM", {"num_hidden_layers": 2}, {"layers_per_ipu": [-1, -1, -1], **TRAINING})
+    assert found.balanced(found.place()).layers_per_ipu == (0, 1, 1)
+    found = placer("BertForMaskedLM", {"num_hidden_layers": 1}, {"layers_per_ipu": [-1, -1, 1], **TRAINING})
     with pytest.raises(PlacementError) as raised:
-        placement.balanced()
+        found.balanced(found.place())
     assert str(raised.value) == "Cannot place the model config: no split gives every IPU a stage of the pipeline."
 
 
 def test_the_objective_is_memory_or_time_and_time_needs_the_flops():
-    placement = placed(*BALANCED_CASES[0])
+    found = placer(*BALANCED_CASES[0])
     with pytest.raises(InvalidSettingError) as raised:
-        placement.balanced("speed")
+        found.balanced(found.place(), "speed")
     assert str(raised.value) == '`objective="speed"` is invalid: allowed values are "memory", "time".'
     config = dict(tiny_model("BertForMaskedLM").config.to_dict(), num_hidden_layers=6)
-    uncounted = PlainIPUConfig(layers_per_ipu=[-1, -1, -1], **TRAINING).placement(config,
-                                                                                 architecture="BertForMaskedLM")
+    uncounted = PlainIPUConfig(layers_per_ipu=[-1, -1, -1], **TRAINING).placer(config, architecture="BertForMaskedLM")
+    placement = uncounted.place()
     with pytest.raises(PlacementError) as raised:
-        uncounted.balanced("time")
+        uncounted.balanced(placement, "time")
     assert "balancing for time needs the FLOPs of a micro-batch: give its size or its sequence length" in str(
         raised.value)
-    assert uncounted.balanced("memory").layers_per_ipu == uncounted.balanced().layers_per_ipu
+    assert uncounted.balanced(placement, "memory").layers_per_ipu == uncounted.balanced(placement).layers_per_ipu

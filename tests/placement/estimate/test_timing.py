@@ -5,7 +5,8 @@ the gradients within and between Pods, the overhead; inference without the last 
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlainIPUConfig
-from optimum_ipu_ext.placement.estimate.timing import IPUShare, Job, StepTime, reduction_seconds, step_time
+from optimum_ipu_ext.placement.estimate.pipeline import PipelineWork
+from optimum_ipu_ext.placement.estimate.timing import Job, StepTime, TimeModel, reduction_seconds
 from optimum_ipu_ext.placement.hardware import (
     BOW,
     COMPUTE_EFFICIENCY,
@@ -18,13 +19,27 @@ from optimum_ipu_ext.placement.hardware import (
 )
 from support.placement_fixtures import bert_base
 
-SHARES = [IPUShare(3 * 10**12, 4 * 10**8, 6 * 10**8), IPUShare(5 * 10**12, 2 * 10**8, 0)]
+
+def step_time(job, ipu, cycles):
+    """The step of `job` on IPUs of type `ipu`, in `cycles` (None: not pipelined), of a pipeline of two IPUs: 3 and 5
+    x 10^12 FLOPs a micro-batch, 4 and 2 x 10^8 bytes of gradients (2 and 1 x 10^8 fp16 parameters trained), 6 x 10^8
+    and no bytes of optimizer state in Streaming Memory."""
+    model = TimeModel(ipu, job, weight_bytes=2)
+    times = [model.ipu_time(flops(3 * 10**12), 2 * 10**8, 6 * 10**8), model.ipu_time(flops(5 * 10**12), 10**8, 0)]
+    return model.step(times, cycles)
+
+
+def flops(count):
+    """The work of an IPU computing `count` FLOPs a micro-batch: a quarter forward, half backward, a quarter
+    recomputed."""
+    return PipelineWork(0, 0, 0, count // 4, count // 2, count // 4)
 
 
 def test_a_pipelined_step_is_its_cycles_paced_by_the_slowest_ipu_plus_its_update_reduction_and_overhead():
-    job = Job(training=True, micro_batches=16, cycles=22, replicas=1, ipus_per_replica=2, samples_per_micro_batch=4)
-    time = step_time(SHARES, job, GC200)
+    job = Job(training=True, micro_batches=16, replicas=1, ipus_per_replica=2, samples_per_micro_batch=4)
+    time = step_time(job, GC200, 22)
     assert time.pipeline_seconds == pytest.approx(22 * 5 * 10**12 / (250e12 * COMPUTE_EFFICIENCY))
+    assert time.pipeline_seconds == pytest.approx(TimeModel(GC200, job, 2).cycle_scale(22) * 5 * 10**12)
     assert time.weight_update_seconds == pytest.approx(2 * 6 * 10**8 / STREAMING_BYTES_PER_SECOND)
     assert (time.reduction_seconds, time.overhead_seconds, time.samples_per_step) == (0, STEP_OVERHEAD_SECONDS, 64)
     assert time.step_seconds == pytest.approx(time.pipeline_seconds + time.weight_update_seconds
@@ -33,19 +48,19 @@ def test_a_pipelined_step_is_its_cycles_paced_by_the_slowest_ipu_plus_its_update
 
 
 def test_a_build_that_is_not_pipelined_runs_each_micro_batch_through_every_ipu():
-    job = Job(True, 16, None, 1, 2, 1)
-    assert step_time(SHARES, job, GC200).pipeline_seconds == pytest.approx(
+    job = Job(True, 16, 1, 2, 1)
+    assert step_time(job, GC200, None).pipeline_seconds == pytest.approx(
         16 * 8 * 10**12 / (250e12 * COMPUTE_EFFICIENCY))
 
 
 def test_an_inference_step_is_its_pipeline_alone():
-    time = step_time(SHARES, Job(False, 4, 5, 2, 2, 3), BOW)
+    time = step_time(Job(False, 4, 2, 2, 3), BOW, 5)
     assert time == StepTime("bow", pytest.approx(5 * 5 * 10**12 / (350e12 * COMPUTE_EFFICIENCY)), 0, 0, 0, 24)
 
 
 def test_bow_ipus_are_faster_by_their_peak():
-    job = Job(True, 16, 22, 1, 2, 1)
-    ratio = step_time(SHARES, job, GC200).pipeline_seconds / step_time(SHARES, job, BOW).pipeline_seconds
+    job = Job(True, 16, 1, 2, 1)
+    ratio = step_time(job, GC200, 22).pipeline_seconds / step_time(job, BOW, 22).pipeline_seconds
     assert ratio == pytest.approx(350 / 250)
     assert sorted(IPU_TYPES) == ["bow", "gc200"] and (GC200.clock_hz, BOW.clock_hz) == (1.33e9, 1.85e9)
 
@@ -67,7 +82,7 @@ def test_the_gradients_are_summed_in_a_ring_within_each_pod_then_between_pods(re
 
 
 def test_the_step_s_reduction_is_its_slowest_ipu_s():
-    time = step_time(SHARES, Job(True, 16, 22, 4, 2, 1), GC200)
+    time = step_time(Job(True, 16, 4, 2, 1), GC200, 22)
     assert time.reduction_seconds == pytest.approx(reduction_seconds(4 * 10**8, 4, 2))
 
 

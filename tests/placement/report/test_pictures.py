@@ -1,9 +1,10 @@
-"""`report/pictures.py` and `report/page.py`: the picture of a placement parses, and carries every figure
+"""`report/placement_picture.py` and `report/page.py`: the picture of a placement parses, and carries every figure
 `--json` gives, read back out of its text and attributes: each IPU's parts, total, share, pace, parameters,
 Streaming Memory, layers and blocks; the lines of the IPU's memory and of its reserve; the verdict; the schedule's
 stages, micro-batches and cycles. The page holds the picture and the tables and loads nothing from elsewhere.
 How a browser draws them: test_pictures_browser.py."""
 
+import collections
 import html.parser
 import json
 import re
@@ -13,29 +14,17 @@ import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.report.page import placement_page
-from optimum_ipu_ext.placement.report.pictures import (
-    BACKWARD,
-    FORWARD,
-    MIB,
-    PART_STYLES,
-    RECOMPUTE,
-    SVG_MARK,
-    VERDICT_COLOURS,
-    cycle_work,
-    drawn_cycles,
-    esc,
-    placement_svg,
-    placement_table,
-    schedule,
-    wrap,
-    written_here,
-)
-from optimum_ipu_ext.placement.report.placement import BAR_PARTS, compress, mib, parts
+from optimum_ipu_ext.placement.report.placement_picture import placement_svg
+from optimum_ipu_ext.placement.report.sentences import compress, mib
+from optimum_ipu_ext.placement.report.svg import SVG_MARK, esc, wrap, written_here
+from optimum_ipu_ext.placement.report.tables import placement_table
+from optimum_ipu_ext.placement.report.view import BAR_PARTS, ScheduleView, placement_view
 from support import PRESET, REPOSITORY
 from support.corpus import FULL_SIZE, PUBLISHED_CONFIGS
 from support.placement_fixtures import DOCUMENTED_CONFIG, documented_placement
 
 SVG = "{http://www.w3.org/2000/svg}"
+MIB = 1 << 20
 DOCUMENTED_PICTURE = REPOSITORY / "docs" / "images" / "placement.svg"
 
 
@@ -113,9 +102,9 @@ def test_each_ipu_carries_its_parts_total_share_and_labels_as_json_gives_them(pl
     groups = ipu_groups(root)
     assert sorted(groups) == [ipu["ipu"] for ipu in placement["ipus"]]
     memory = placement["ipu_memory_bytes"]
-    for ipu in placement["ipus"]:
+    for ipu, view in zip(placement["ipus"], placement_view(placement).ipus):
         group = groups[ipu["ipu"]]
-        expected = {letter: mib(size) for (_, letter), size in zip(BAR_PARTS, parts(ipu)) if size}
+        expected = {letter: mib(size) for (_, letter), size in zip(BAR_PARTS, view.parts) if size}
         drawn_parts = {rect.get("data-part"): rect.get("data-mib") for rect in group.iter(f"{SVG}rect")
                        if rect.get("data-part")}
         assert drawn_parts == expected
@@ -162,27 +151,40 @@ def test_the_bars_heights_are_their_bytes_on_the_scale_of_the_ipu_s_memory(place
         base = max(float(rect.get("y")) + float(rect.get("height")) for rect in rects)
         scale = (base - memory_y) / (memory / MIB)
         assert base - reserve_y == pytest.approx((memory - reserve) / MIB * scale, abs=0.15)
-        sizes = dict(zip((letter for _, letter in BAR_PARTS), parts(placement["ipus"][ipu])))
+        sizes = dict(zip((letter for _, letter in BAR_PARTS), placement_view(placement).ipus[ipu].parts))
         for rect in rects:
             assert float(rect.get("height")) == pytest.approx(sizes[rect.get("data-part")] / MIB * scale, abs=0.15)
         top = min(float(rect.get("y")) for rect in rects)
         assert base - top == pytest.approx(placement["ipus"][ipu]["on_chip_bytes"] / MIB * scale, abs=0.15)
 
 
+def badge_of(root):
+    """The badge of the verdict: its words and its colour."""
+    badge = [group for group in root.iter(f"{SVG}g") if group.get("data-verdict")][0]
+    return texts(badge), badge.find(f"{SVG}rect").get("fill")
+
+
+def inks(root, *beginnings):
+    """The colour of each line of the header that begins with one of `beginnings`, by its first words."""
+    return {node.text.split(":")[0]: node.get("fill") for node in root.iter(f"{SVG}text")
+            if node.text and node.text.startswith(beginnings)}
+
+
 def test_the_verdict_is_on_the_badge_and_its_reasons_in_the_header():
     fits, over, refused = bert_large(), mt5_small(), parameters_only()
-    badge = {name: [g for g in drawn(p).iter(f"{SVG}g") if g.get("data-verdict")][0]
-             for name, p in (("fits", fits), ("over", over), ("refused", refused))}
-    assert [texts(badge[name]) for name in ("fits", "over", "refused")] == [["FITS"], ["DOES NOT FIT"],
-                                                                            ["DOES NOT RUN"]]
+    badge = {name: badge_of(drawn(p)) for name, p in (("fits", fits), ("over", over), ("refused", refused))}
+    assert [badge[name][0] for name in ("fits", "over", "refused")] == [["FITS"], ["DOES NOT FIT"], ["DOES NOT RUN"]]
     header = " ".join(texts(drawn(over)))
     assert "Does not fit: IPU 0 (1,221.3 MiB), IPU 3 (1,282.6 MiB) over the 897.0 MiB of an IPU." in header
     refusal = " ".join(texts(drawn(refused)))
     assert ("Does not run: `gradient_accumulation_steps` is 1, and a pipeline of 3 stages needs at least 2 x 3 - 1 = "
             "5: set it to 5 or more.") in refusal
-    inks = {node.text.split(":")[0]: node.get("fill") for node in drawn(refused).iter(f"{SVG}text")
-            if node.text and node.text.startswith(("Fits:", "Does not run:"))}
-    assert inks == {"Fits": VERDICT_COLOURS["fits"], "Does not run": VERDICT_COLOURS["does not fit"]}
+    # each reason in the colour of its verdict's badge: what poptorch refuses in that of a placement that does not fit
+    colour = {name: fill for name, (_, fill) in badge.items()}
+    assert len({colour["fits"], colour["over"]}) == 2 and colour["refused"] == colour["over"]
+    assert inks(drawn(refused), "Fits:", "Does not run:") == {"Fits": colour["fits"], "Does not run": colour["over"]}
+    assert inks(drawn(over), "Does not fit:") == {"Does not fit": colour["over"]}
+    assert inks(drawn(fits), "Fits:") == {"Fits": colour["fits"]}
     states = {number: texts(group, "state") for number, group in ipu_groups(drawn(over)).items()}
     assert states == {0: ["over the IPU's memory"], 1: [], 2: [], 3: ["over the IPU's memory"]}
 
@@ -196,6 +198,9 @@ def test_a_tight_ipu_is_named_in_the_reserve():
     assert texts(ipu_groups(root)[3], "state") == []
     assert ("Tight: IPU 1 (502.4 MiB), IPU 2 (470.4 MiB) over the 470.0 MiB a reserve of 427.0 MiB leaves of an "
             "IPU's 897.0 MiB.") in " ".join(texts(root))
+    words, colour = badge_of(root)
+    assert words == ["TIGHT"] and inks(root, "Tight:") == {"Tight": colour}
+    assert colour not in (badge_of(drawn(bert_large()))[1], badge_of(drawn(mt5_small()))[1])
 
 
 def test_the_time_of_a_step_is_in_the_header(fitting):
@@ -226,16 +231,45 @@ def lightness(colour):
     return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 2.55
 
 
+def paint(root, fill):
+    """What a fill paints, as a grey-scale print shows it: (its colour, its pattern: None, "stripes" or "dots"); a
+    pattern's colour is its ground's."""
+    if not fill.startswith("url(#"):
+        return fill, None
+    pattern = next(node for node in root.iter(f"{SVG}pattern") if node.get("id") == fill[len("url(#"):-1])
+    kind = "stripes" if pattern.find(f"{SVG}path") is not None else "dots"
+    return pattern.find(f"{SVG}rect").get("fill"), kind
+
+
 def test_the_colours_survive_a_grey_scale_print():
+    painted, legend = {}, {}  # each part's paint, as its bars and as its legend's swatch show it
+    for placement in (bert_large(), mt5_small(), parameters_only()):
+        root = drawn(placement)
+        for group in ipu_groups(root).values():
+            for rect in group.iter(f"{SVG}rect"):
+                if rect.get("data-part"):
+                    painted.setdefault(rect.get("data-part"), set()).add(paint(root, rect.get("fill")))
+        for swatch, label in zip(root, list(root)[1:]):  # each name of the legend, after its swatch
+            if label.get("data-role") == "legend" and swatch.tag == f"{SVG}rect":
+                legend[label.text.split()[0]] = paint(root, swatch.get("fill"))
+    letters = [letter for _, letter in BAR_PARTS]
+    assert sorted(painted) == sorted(letters) and all(len(paints) == 1 for paints in painted.values())
+    styles = [painted[letter].pop() for letter in letters]
+    assert legend == dict(zip(letters, styles))  # the legend tells the parts as the bars draw them
     # any two parts a bar may stack next to each other differ by 15 % of grey, or one of them is patterned
-    for first, (fill, pattern, _, _) in enumerate(PART_STYLES):
-        for other, (other_fill, other_pattern, _, _) in enumerate(PART_STYLES[first + 1:], first + 1):
+    for first, (fill, pattern) in enumerate(styles):
+        for other, (other_fill, other_pattern) in enumerate(styles[first + 1:], first + 1):
             assert abs(lightness(fill) - lightness(other_fill)) >= 15 or pattern or other_pattern, (first, other)
     # the parameters' parts, plain, from dark to light; the pipeline's and the update's patterned
-    assert [pattern for _, pattern, _, _ in PART_STYLES] == [None, None, None, "stripes", "stripes", "dots"]
-    assert lightness(PART_STYLES[0][0]) + 15 <= lightness(PART_STYLES[1][0]) <= lightness(PART_STYLES[2][0]) - 15
+    assert [pattern for _, pattern in styles] == [None, None, None, "stripes", "stripes", "dots"]
+    assert lightness(styles[0][0]) + 15 <= lightness(styles[1][0]) <= lightness(styles[2][0]) - 15
     # the schedule: forward light, backward dark, the recomputation between them striped
-    assert lightness(FORWARD) - lightness(BACKWARD) >= 40 and lightness(RECOMPUTE) - lightness(BACKWARD) >= 40
+    root = drawn(bert_large())
+    work = {rect.get("data-work"): paint(root, rect.get("fill")) for group in stage_groups(root)
+            for rect in group.iter(f"{SVG}rect") if rect.get("data-work")}
+    (forward, _), (backward, _), (recompute, striped) = (work[kind] for kind in ("forward", "backward", "recompute"))
+    assert lightness(forward) - lightness(backward) >= 40 and lightness(recompute) - lightness(backward) >= 40
+    assert striped == "stripes" and work["forward"][1] is None and work["backward"][1] is None
 
 
 def test_every_text_is_escaped():
@@ -313,32 +347,80 @@ def test_a_long_step_shows_its_ramps_and_hides_steady_cycles():
     assert work_of(groups[1], "recompute") == work_of(groups[1], "backward")
 
 
-@pytest.mark.parametrize("cycles, fill, drawn_all", [(24, 8, True), (40, 6, True), (46, 14, True),
-                                                    (134, 6, False), (538, 26, False)])
-def test_which_cycles_are_drawn(cycles, fill, drawn_all):
-    columns = drawn_cycles(cycles, fill)
+def pipelined(placement, stages, batches, training=True):
+    """`placement` as a pipeline of `stages` stages (on its IPUs in turn) that runs `batches` micro-batches a step."""
+    cycles = batches + (2 if training else 1) * (stages - 1)
+    return dict(placement, build="training" if training else "inference", pipeline_cycles=cycles,
+                pipeline_efficiency=batches / cycles,
+                stages=[{"ipu": number % len(placement["ipus"]), "blocks": [], "stash_depth": 1}
+                        for number in range(stages)])
+
+
+def columns_of(group):
+    """The x of each cycle a stage's row draws, left to right: of the cells of its tracks, idle or not (a mark of
+    the slowest IPU beside the row is narrower)."""
+    cells = [rect for rect in group.iter(f"{SVG}rect") if not rect.get("data-work")]
+    width = collections.Counter(rect.get("width") for rect in cells).most_common(1)[0][0]
+    return sorted({float(rect.get("x")) for rect in cells if rect.get("width") == width})
+
+
+@pytest.mark.parametrize("stages, batches, drawn_all", [(5, 16, True), (4, 34, True), (8, 32, True),
+                                                        (4, 128, False), (14, 512, False)])
+def test_which_cycles_are_drawn(fitting, stages, batches, drawn_all):
+    # 24, 40, 46, 134 and 538 cycles, of which 8, 6, 14, 6 and 26 fill and flush the pipeline
+    cycles, fill = batches + 2 * (stages - 1), 2 * (stages - 1)
+    root = drawn(pipelined(fitting, stages, batches))
+    first = stage_groups(root)[0]
+    columns = columns_of(first)
+    cell = columns[1] - columns[0]
+    steps = [round((after - before) / cell, 1) for before, after in zip(columns, columns[1:])]
+    hidden = [text for text in texts(root) if text and text.endswith(" more")]
     if drawn_all:
-        assert columns == list(range(cycles))
+        assert len(columns) == cycles and set(steps) == {1} and not hidden
+        assert work_of(first, "forward") == list(range(batches)) == work_of(first, "backward")
         return
-    gap = columns.index(None)
-    assert columns[:gap] == list(range(gap)) and columns[gap + 1:] == list(range(cycles - gap, cycles))
+    # the first cycles, a gap a cell and a half wide that stands for the steady ones, and as many last cycles
+    assert steps.count(2.5) == 1
+    gap = steps.index(2.5) + 1
+    assert set(steps[:gap - 1] + steps[gap:]) == {1} and len(columns) == 2 * gap
+    assert hidden == [f"{cycles - 2 * gap:,} more"]
     assert gap >= fill + 3
+    # stage 0 takes micro-batch m forward in cycle m, and back 2(S-1) cycles later
+    assert work_of(first, "forward") == [*range(gap), *range(cycles - gap, batches)]
+    assert work_of(first, "backward") == [*range(gap - fill), *range(cycles - gap - fill, batches)]
 
 
-def test_each_stage_takes_a_micro_batch_forward_k_cycles_after_the_first_and_back_2_s_2_k_after():
+def runs_of(group, cycles):
+    """The micro-batch a stage's row runs forward and backward (None: none) in each cycle, all drawn."""
+    columns = columns_of(group)
+    assert len(columns) == cycles
+    runs = [[None, None] for _ in columns]
+    for rect in group.iter(f"{SVG}rect"):
+        if rect.get("data-work") in ("forward", "backward"):
+            cycle = max(index for index, x in enumerate(columns) if x <= float(rect.get("x")))
+            runs[cycle][rect.get("data-work") == "backward"] = int(rect.get("data-micro-batch"))
+    return [tuple(run) for run in runs]
+
+
+def test_each_stage_takes_a_micro_batch_forward_k_cycles_after_the_first_and_back_2_s_2_k_after(fitting):
     # 3 stages, 5 micro-batches: 9 cycles
-    runs = [[cycle_work(stage, 3, 5, cycle, True) for cycle in range(9)] for stage in range(3)]
+    runs = [runs_of(group, 9) for group in stage_groups(drawn(pipelined(fitting, 3, 5)))]
     assert runs[0] == [(0, None), (1, None), (2, None), (3, None), (4, 0), (None, 1), (None, 2), (None, 3), (None, 4)]
     assert runs[2] == [(None, None), (None, None), (0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (None, None),
                        (None, None)]
-    assert [cycle_work(1, 3, 5, cycle, False) for cycle in (0, 1, 5, 6)] == [(None, None), (0, None), (4, None),
-                                                                             (None, None)]
+    # inference: forward only, 7 cycles
+    inference = runs_of(stage_groups(drawn(pipelined(fitting, 3, 5, training=False)))[1], 7)
+    assert [inference[cycle] for cycle in (0, 1, 5, 6)] == [(None, None), (0, None), (4, None), (None, None)]
+
+
+def schedule(placement):
+    return placement_view(placement).schedule
 
 
 def test_the_schedule_is_read_off_the_cycles_and_the_efficiency(fitting):
-    assert schedule(fitting) == (5, 16, True)
+    assert schedule(fitting) == ScheduleView(5, 16, 24, True)
     inference = dict(fitting, build="inference", pipeline_cycles=12, pipeline_efficiency=8 / 12)
-    assert schedule(inference) == (5, 8, False)
+    assert schedule(inference) == ScheduleView(5, 8, 12, False)
     assert schedule(dict(fitting, pipeline_cycles=None, pipeline_efficiency=None)) is None
     # a generation build's encoder and decoder run as two pipelines: its stages are not one pipeline's
     assert schedule(dict(fitting, build="inference", pipeline_cycles=10, pipeline_efficiency=8 / 10)) is None
@@ -374,14 +456,14 @@ def test_a_file_is_known_as_one_place_wrote_by_its_first_lines(fitting):
 # the table and the page
 
 def test_the_table_is_the_text_report_s_with_each_part_of_the_memory(fitting):
-    headers, rows = placement_table(fitting)
+    headers, rows = placement_table(placement_view(fitting))
     assert headers == ["IPU", "Blocks", "Layers", "Parameters", "On chip, MiB of 897.0", "Share", "W, MiB", "A, MiB",
                        "O, MiB", "S, MiB", "R, MiB", "U, MiB", "Streaming, MiB", "Forward, GFLOP", "Backward, GFLOP",
                        "Pace"]
     assert rows[0] == ["0", "Embedding, Encoder0-2, Pooler, Classifier", "0-2", "71,705,404", "452.4", "50%", "136.8",
                        "136.8", "0.0", "0.0", "0.0", "178.8", "410.3", "149.9", "449.7", "77%"]
     assert [row[-1] for row in rows] == ["77%", "100%", "100%", "100%"]
-    assert placement_table(parameters_only())[0][-1] == "Streaming, MiB"
+    assert placement_table(placement_view(parameters_only()))[0][-1] == "Streaming, MiB"
 
 
 class Page(html.parser.HTMLParser):
@@ -424,7 +506,7 @@ def test_the_page_holds_the_picture_and_the_tables_and_loads_nothing(fitting):
         in page
     # every address in it is the SVG namespace, which names and loads nothing
     assert set(re.findall(r"https?://[^\s\"'<]+", page)) == {"http://www.w3.org/2000/svg"}
-    headers, rows = placement_table(fitting)
+    headers, rows = placement_table(placement_view(fitting))
     assert parser.rows[0] == headers and parser.rows[1:5] == rows
     assert parser.rows[5] == ["Stage", "IPU", "Blocks", "Stash depth, micro-batches"]
     assert parser.rows[6] == ["0", "0", "Embedding, Encoder0-2", "9"]

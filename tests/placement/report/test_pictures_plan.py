@@ -1,4 +1,4 @@
-"""`report/pictures.py`'s plan picture and `page.py`'s plan page, on a plan written by hand in the shape
+"""`report/plan_picture.py`'s plan picture and `page.py`'s plan page, on a plan written by hand in the shape
 `ipu-config plan --json` gives (`candidates` best first, `pareto`, `reference`): a point per candidate at its speed
 and its largest IPU's share of its memory, shaped by its verdict; the frontier through the candidates on it, in
 order of memory; the best and the base config marked and named in the key; the reserve's and the memory's lines
@@ -11,7 +11,10 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from optimum_ipu_ext.placement.report.page import plan_page
-from optimum_ipu_ext.placement.report.pictures import candidate_label, plan_svg, plan_table
+from optimum_ipu_ext.placement.report.plan_picture import plan_svg
+from optimum_ipu_ext.placement.report.sentences import candidate_label
+from optimum_ipu_ext.placement.report.tables import plan_table
+from optimum_ipu_ext.placement.report.view import plan_view
 from support import REPOSITORY
 from support.placement_fixtures import documented_plan, plan_candidate as candidate, written_plan
 
@@ -96,15 +99,20 @@ def test_a_plan_without_a_reference_or_candidates_still_draws(plan):
     assert empty.get("aria-label") == TITLE
 
 
+def label(found):
+    """The few words that name a candidate, read as a plan's reports read it."""
+    return candidate_label(plan_view(dict(written_plan(), candidates=[found], pareto=[])).candidates[0])
+
+
 def test_a_candidate_in_a_few_words():
-    assert candidate_label(candidate(8, 2, 1, 128, 0.3, "fits", 1.0, offchip=False, sharding=True)) == \
+    assert label(candidate(8, 2, 1, 128, 0.3, "fits", 1.0, offchip=False, sharding=True)) == \
         "8 IPUs x 2, micro-batch 1, G 128, checkpoints, RTS"
-    assert candidate_label(candidate(2, 1, 4, 8, 0.3, "fits", 1.0, recompute=False, offchip=False)) == \
+    assert label(candidate(2, 1, 4, 8, 0.3, "fits", 1.0, recompute=False, offchip=False)) == \
         "2 IPUs x 1, micro-batch 4, G 8"
 
 
 def test_the_candidates_table_lists_them_best_first_then_the_reference(plan):
-    headers, rows = plan_table(plan)
+    headers, rows = plan_table(plan_view(plan))
     assert headers[0] == "Rank" and headers[-1] == "Frontier"
     assert [row[0] for row in rows] == ["1", "2", "3", "4", "5", "6", "7", "8", "base"]
     assert rows[0] == ["1", "4", "4", "[3, 7, 7, 7]", "2", "64", "yes", "yes", "no", "56%", "fits", "330.2",

@@ -1,14 +1,24 @@
-"""`placement/report.py`: a placement as text: one row per IPU, block names compressed, the memory bar, the
-verdict and the assumptions; colour and bold through a styler; the balanced split beside the config's."""
+"""`report/text.py` (with `sentences.py` and `view.py`): a placement as text: one row per IPU, block names
+compressed, the memory bar, the verdict and the assumptions; colour and bold through a styler; the balanced split
+beside the config's."""
 
 import dataclasses
+import json
 
 import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.placement.estimate.pipeline import Work
-from optimum_ipu_ext.placement.report.placement import bar, compress, gflop, parts, render, render_comparison
+from optimum_ipu_ext.placement.estimate.memory import Verdict
+from optimum_ipu_ext.placement.estimate.pipeline import PipelineWork
+from optimum_ipu_ext.placement.report.sentences import compress, gflop
+from optimum_ipu_ext.placement.report.text import bar, comparison_text
+from optimum_ipu_ext.placement.report.view import placement_view
 from support.placement_fixtures import bert_base
+
+
+def views(placement):
+    """The view of each IPU of `placement`, as every report reads it."""
+    return placement_view(placement.to_dict()).ipus
 
 
 @pytest.mark.parametrize("names, compressed", [
@@ -42,24 +52,27 @@ def test_the_parts_of_an_ipu_or_of_its_json_add_up_to_its_on_chip_figure(tmp_pat
     config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
     counted = config.placement(bert_base(tmp_path / "bert"), micro_batch_size=2)
     update = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8, optimizer_state_offchip=True)
-    for ipu in counted.ipus:
-        assert parts(ipu) == parts(ipu.to_dict())
-        assert parts(ipu)[5] == 0 and parts(ipu)[3] == ipu.work.stash_bytes > 0
-        assert sum(parts(ipu)) == ipu.on_chip_bytes
-    for ipu in update.placement(str(tmp_path / "bert")).ipus:  # without the activations: the update's part, if any
-        data = ipu.to_dict()
-        assert data["stash_bytes"] is None and parts(data)[2:] == [0, 0, 0, data["update_bytes"]]
-        assert data["update_bytes"] > 0 and sum(parts(data)) == data["on_chip_bytes"]
+    # the JSON read back gives the same parts
+    assert placement_view(json.loads(counted.to_json_string())).ipus == views(counted)
+    for ipu, view in zip(counted.ipus, views(counted)):
+        assert view.parts[5] == 0 and view.parts[3] == ipu.work.stash_bytes > 0
+        assert sum(view.parts) == ipu.on_chip_bytes
+    uncounted = update.placement(str(tmp_path / "bert")).to_dict()  # without the activations: the update's part
+    for data, view in zip(uncounted["ipus"], placement_view(uncounted).ipus):
+        assert data["stash_bytes"] is None and view.parts[2:] == (0, 0, 0, data["update_bytes"])
+        assert data["update_bytes"] > 0 and sum(view.parts) == data["on_chip_bytes"]
     # IPU 0 brings in the embedding's state for its update, more than its stash and recomputation; IPU 1 less
-    first, second = update.placement(str(tmp_path / "bert"), micro_batch_size=1, sequence_length=32).ipus
+    placed = update.placement(str(tmp_path / "bert"), micro_batch_size=1, sequence_length=32)
+    (first, second), (first_parts, second_parts) = placed.ipus, (view.parts for view in views(placed))
     assert first.update_bytes > first.work.stash_bytes + first.work.recompute_bytes > 0
-    assert parts(first)[3:] == [0, 0, first.update_bytes] and sum(parts(first)) == first.on_chip_bytes
+    assert first_parts[3:] == (0, 0, first.update_bytes) and sum(first_parts) == first.on_chip_bytes
     assert 0 < second.update_bytes < second.work.stash_bytes + second.work.recompute_bytes
-    assert parts(second)[3:] == [second.work.stash_bytes, second.work.recompute_bytes, 0]
-    assert sum(parts(second)) == second.on_chip_bytes
+    assert second_parts[3:] == (second.work.stash_bytes, second.work.recompute_bytes, 0)
+    assert sum(second_parts) == second.on_chip_bytes
     # inference keeps nothing for a backward pass and updates nothing
-    for ipu in config.placement(str(tmp_path / "bert"), for_inference=True, micro_batch_size=2).ipus:
-        assert parts(ipu)[1:] == [0, 0, 0, 0, 0] and sum(parts(ipu)) == ipu.on_chip_bytes
+    inference = config.placement(str(tmp_path / "bert"), for_inference=True, micro_batch_size=2)
+    for ipu, view in zip(inference.ipus, views(inference)):
+        assert view.parts[1:] == (0, 0, 0, 0, 0) and sum(view.parts) == ipu.on_chip_bytes
 
 
 def test_the_text_has_one_row_per_ipu_a_verdict_and_the_assumptions(tmp_path):
@@ -85,25 +98,25 @@ def test_an_ipu_over_its_memory_is_named_in_red_and_one_over_its_reserve_in_yell
     config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
     placement = config.placement(bert_base(tmp_path / "bert"))
     over = dataclasses.replace(placement, ipu_memory_bytes=600 << 20, reserve_bytes=200 << 20)
-    over_text = render(over, tagged)
+    over_text = over.text(tagged)
     assert "<red>  0</red>  Embedding, Encoder0-5" in over_text and "<yellow>  1</yellow>  Encoder6-11" in over_text
     assert over_text.splitlines()[-2] == ("<red>Does not fit</red>: <red>IPU 0</red> (638.8 MiB) over the 600.0 MiB "
                                           "of an IPU.")
-    assert (over.verdict, over.fits) == ("does not fit", False)
+    assert (over.verdict, over.to_dict()["verdict"], over.fits) == (Verdict.DOES_NOT_FIT, "does not fit", False)
     tight = dataclasses.replace(placement, ipu_memory_bytes=700 << 20, reserve_bytes=100 << 20)
-    text = render(tight, tagged)
+    text = tight.text(tagged)
     assert "<yellow>  0</yellow>  Embedding, Encoder0-5" in text and "\n  1  Encoder6-11" in text
     assert text.splitlines()[-2] == ("<yellow>Tight</yellow>: <yellow>IPU 0</yellow> (638.8 MiB) over the 600.0 MiB a "
                                      "reserve of 100.0 MiB leaves of an IPU's 700.0 MiB.")
-    assert (tight.verdict, tight.fits) == ("tight", False)
+    assert (tight.verdict, tight.to_dict()["verdict"], tight.fits) == (Verdict.TIGHT, "tight", False)
     assert all(line.startswith("<bold>IPU  Blocks") for line in (over_text.splitlines()[2],
                                                                   text.splitlines()[2]))  # the header is no IPU's
     # an IPU full to its memory's last byte is over its reserve, not over its memory; one full to what the reserve
     # leaves is over neither
     full = dataclasses.replace(placement, ipu_memory_bytes=placement.ipus[0].on_chip_bytes,
                                reserve_bytes=placement.ipus[0].on_chip_bytes - placement.ipus[1].on_chip_bytes)
-    text = render(full, tagged)
-    assert full.verdict == "tight" and "<yellow>  0</yellow>  Embedding" in text and "\n  1  Encoder6-11" in text
+    text = full.text(tagged)
+    assert full.verdict == Verdict.TIGHT and "<yellow>  0</yellow>  Embedding" in text and "\n  1  Encoder6-11" in text
     assert text.splitlines()[-2].startswith("<yellow>Tight</yellow>: <yellow>IPU 0</yellow> (638.8 MiB) over the "
                                             "405.6 MiB a reserve")
 
@@ -111,7 +124,7 @@ def test_an_ipu_over_its_memory_is_named_in_red_and_one_over_its_reserve_in_yell
 def test_what_poptorch_refuses_is_listed_before_the_memory_s_verdict(tmp_path):
     placement = PlainIPUConfig(layers_per_ipu=[6, 6]).placement(bert_base(tmp_path / "bert"))
     refused = dataclasses.replace(placement, schedule=placement.schedule._replace(problems=("one", "two")))
-    assert render(refused, tagged).splitlines()[-2] == (
+    assert refused.text(tagged).splitlines()[-2] == (
         "<red>Does not run</red>: one; two; memory fits: every IPU's on-chip figure is within the 672.8 MiB a "
         "reserve of 224.2 MiB leaves of an IPU's 897.0 MiB.")
 
@@ -119,7 +132,7 @@ def test_what_poptorch_refuses_is_listed_before_the_memory_s_verdict(tmp_path):
 def test_the_model_and_the_headers_are_bold_and_an_ipu_full_to_its_reserve_s_last_byte_is_not_over(tmp_path):
     placement = PlainIPUConfig(layers_per_ipu=[12, 0]).placement(bert_base(tmp_path / "bert"))
     exactly = dataclasses.replace(placement, ipu_memory_bytes=placement.ipus[0].on_chip_bytes + 10, reserve_bytes=10)
-    lines = render(exactly, tagged).splitlines()
+    lines = exactly.text(tagged).splitlines()
     assert lines[0] == f"<bold>{tmp_path / 'bert'}</bold>: BertForMaskedLM, training, layers_per_ipu [12, 0]"
     assert lines[2].startswith("<bold>IPU  Blocks") and lines[2].endswith("Streaming, MiB</bold>")
     assert [number for number, line in enumerate(lines) if "<" in line] == [0, 2, len(lines) - 2]
@@ -131,48 +144,51 @@ def test_the_model_and_the_headers_are_bold_and_an_ipu_full_to_its_reserve_s_las
 
 
 def test_the_comparison_s_verdict_and_headers_are_bold(tmp_path):
-    placement = PlainIPUConfig(layers_per_ipu=[6, 6]).placement(bert_base(tmp_path / "bert"))
-    balanced = placement.balanced()
-    lines = render_comparison(placement, balanced, tagged).splitlines()
+    placer = PlainIPUConfig(layers_per_ipu=[6, 6]).placer(bert_base(tmp_path / "bert"))
+    placement = placer.place()
+    balanced = placer.balanced(placement)
+    lines = comparison_text(placement.to_dict(), balanced.to_dict(), tagged).splitlines()
     assert lines[0] == f"<bold>Balanced: layers_per_ipu {list(balanced.layers_per_ipu)} (the config's: [6, 6])</bold>"
     assert lines[1] == "<bold>IPU  Layers  Balanced  On chip, MiB  Balanced, MiB</bold>"
     assert not any("<" in line for line in lines[2:])
-    assert render_comparison(balanced, balanced, tagged) == (
+    assert comparison_text(balanced.to_dict(), balanced.to_dict(), tagged) == (
         "<bold>Balanced: the config's layers_per_ipu already makes the largest on-chip figure smallest.</bold>")
 
 
 def test_the_balanced_split_is_shown_beside_the_config_s(tmp_path):
     config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
-    placement = config.placement(bert_base(tmp_path / "bert"))
-    balanced = placement.balanced()
+    placer = config.placer(bert_base(tmp_path / "bert"))
+    placement = placer.place()
+    balanced = placer.balanced(placement)
     # per layer 7,087,872 parameters, and on IPU 0 the embeddings and the head: 24,459,834
     assert balanced.layers_per_ipu == (4, 8)
-    assert render_comparison(placement, balanced) == """\
+    assert comparison_text(placement.to_dict(), balanced.to_dict()) == """\
 Balanced: layers_per_ipu [4, 8] (the config's: [6, 6])
 IPU  Layers  Balanced  On chip, MiB  Balanced, MiB
   0       6         4         638.8          503.6
   1       6         8         405.6          540.8
 The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; it fits."""
-    assert render_comparison(balanced, balanced.balanced()) == (
+    assert comparison_text(balanced.to_dict(), placer.balanced(balanced).to_dict()) == (
         "Balanced: the config's layers_per_ipu already makes the largest on-chip figure smallest.")
     tight = dataclasses.replace(balanced, reserve_bytes=balanced.ipu_memory_bytes - (500 << 20))
-    assert render_comparison(placement, tight).endswith("The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; "
-                                                        "it is tight.")
+    assert comparison_text(placement.to_dict(), tight.to_dict()).endswith(
+        "The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; it is tight.")
 
 
 def test_balanced_for_time_each_ipu_s_flops_are_shown_and_the_slowest_named_first(tmp_path):
     config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
-    placement = config.placement(bert_base(tmp_path / "bert"))
+    placer = config.placer(bert_base(tmp_path / "bert"))
+    placement = placer.place()
 
     def computing(placement, forward_flops):
         """The placement with each IPU computing its forward FLOPs and twice as many backward."""
         return dataclasses.replace(placement, ipus=tuple(
-            dataclasses.replace(ipu, work=Work(0, 0, 0, flops, 2 * flops, 0))
+            dataclasses.replace(ipu, work=PipelineWork(0, 0, 0, flops, 2 * flops, 0))
             for ipu, flops in zip(placement.ipus, forward_flops)))
 
     current = computing(placement, [3 * 10**9, 1_500_000_000])
-    balanced = computing(placement.with_layers_per_ipu([4, 8]), [2 * 10**9, 2_500_000_000])
-    assert render_comparison(current, balanced, objective="time") == """\
+    balanced = computing(placer.place([4, 8]), [2 * 10**9, 2_500_000_000])
+    assert comparison_text(current.to_dict(), balanced.to_dict(), objective="time") == """\
 Balanced: layers_per_ipu [4, 8] (the config's: [6, 6])
 IPU  Layers  Balanced  On chip, MiB  Balanced, MiB  GFLOP  Balanced, GFLOP
   0       6         4         638.8          503.6    9.0              6.0

@@ -1,8 +1,9 @@
-"""`report/plan.py`: a plan as text, on a plan written by hand in the shape `ipu-config plan --json` gives."""
+"""`report/text.py`'s `plan_text`: a plan as text, on a plan written by hand in the shape `ipu-config plan --json`
+gives."""
 
 import pytest
 
-from optimum_ipu_ext.placement.report.plan import plan_text
+from optimum_ipu_ext.placement.report.text import plan_text
 from support.placement_fixtures import plan_candidate, written_plan
 
 

@@ -1,0 +1,134 @@
+"""A model under one build of an IPU config (`ConfiguredModel`): what every placement of it, with any split of its
+layers, is worked out from, and each IPU's load (`IPULoad`) in a placement; `configure()` makes it from a model's
+`config.json` and parameters and a config's settings, refusing what upstream refuses."""
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ...errors import PlacementError
+from ...settings.mode import Mode
+from ..hardware import IPU_MEMORY_BYTES, IPUType
+from ..models.rules import Architecture, InputShape, ModelConfig, Split
+from .cost import CostModel, IPULoad
+from .layout import FirstUse, Layout, first_uses, lay_out, layer_paths, split_shares
+from .memory import memory_model
+from .parameters import Parameters, parallelized
+from .pipeline import Costs, Execution, Stage, execution_of, ipu_work
+from .timing import Job, TimeModel
+
+# `measure(architecture, config)`: the micro-batch the activations are counted for, and the costs of each step
+Measure = Callable[[Architecture, ModelConfig], Tuple[InputShape, Costs]]
+# `shapes(architecture, config)`: the model's parameters
+Shapes = Callable[[Architecture, ModelConfig], Parameters]
+
+
+@dataclass(frozen=True)
+class ConfiguredModel:
+    """A model under one build of an IPU config: its name, architecture and `config.json`, the config's `settings`
+    (its `vars()`) and build, the model's parameters as that build holds them (`frozen`: those that do not train),
+    how the build runs its pipeline, the micro-batch the activations are counted for with each step's cost (None:
+    not counted), how an IPU is costed, and the memory each IPU keeps in reserve."""
+
+    model: str
+    architecture: Architecture
+    config: ModelConfig
+    settings: Mapping[str, Any]
+    for_inference: bool
+    parameters: Parameters
+    frozen: frozenset
+    execution: Execution
+    shape: Optional[InputShape]
+    step_costs: Optional[Costs]
+    cost_model: CostModel
+    reserve_bytes: int
+
+    @property
+    def mode(self) -> Mode:
+        return Mode.of(self.for_inference)
+
+    @property
+    def fitting_bytes(self) -> int:
+        """What the reserve leaves of an IPU's memory: a placement fits where every IPU's on-chip bytes are within."""
+        return IPU_MEMORY_BYTES - self.reserve_bytes
+
+    def layout(self, layers_per_ipu: Optional[Sequence[int]] = None) -> Layout:
+        """The layout with `layers_per_ipu` (None: the config's)."""
+        return lay_out(self.model, self.architecture, self.config, self.settings, self.for_inference, layers_per_ipu)
+
+    def first_uses(self, layout: Layout) -> Dict[str, List[FirstUse]]:
+        """`{parameter: where each executor using it first uses it}` in `layout`."""
+        return first_uses(layout, list(self.parameters.shapes), self.parameters.aliases)
+
+    def loads(self, layout: Layout, stages: Sequence[Stage]) -> List[IPULoad]:
+        """What each IPU of `layout` holds, keeps and computes, its pipeline running `stages`."""
+        counts = [[0, 0] for _ in range(layout.ipus)]  # [trained, frozen] parameters of each IPU
+        largest = [0] * layout.ipus
+        for name, uses in self.first_uses(layout).items():
+            for use in uses:
+                counts[use.ipu][name in self.frozen] += self.parameters.elements(name)
+                if name not in self.frozen:
+                    largest[use.ipu] = max(largest[use.ipu], self.updated_elements(name))
+        works = (ipu_work(layout.ipus, stages, self.step_costs, self.execution) if self.step_costs is not None
+                 else [None] * layout.ipus)
+        return [IPULoad(trained, frozen, most, work)
+                for (trained, frozen), most, work in zip(counts, largest, works)]
+
+    def updated_elements(self, name: str) -> int:
+        """The elements of the largest part of parameter `name` the weight update takes at once: a weight
+        `parallelize()` serializes, in its factor's parts (a split weight's parts are parameters of their own)."""
+        return -(-self.parameters.elements(name) // self._serialized.get(name, 1))
+
+    @property
+    def _serialized(self) -> Dict[str, int]:
+        """`{parameter: the parts parallelize() serializes it into}`."""
+        factor = self.settings["embedding_serialization_factor"] or 1
+        found = {self.architecture.serialized_embedding: factor, self.architecture.padded_embedding: factor}
+        for step in self.architecture.steps:
+            if isinstance(step, Split) and split_shares(step, self.settings, self.mode) is None:
+                found[f"{step.path}.weight"] = self.settings[self.mode.setting(step.factor)] or 1
+        return found
+
+
+def configure(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
+              shapes: Shapes, for_inference: bool, fp32: bool, measure: Optional[Measure], ipu: IPUType,
+              reserve: float) -> ConfiguredModel:
+    """`architecture`, configured by `values` (its `config.json`), under the build of a config whose `settings` are
+    its `vars()`. `shapes` gives its parameters; it is called only once the config's layers are found to fit the
+    model, so a wrong `layers_per_ipu` is reported before any weight header is read. `measure`, where given, gives
+    the micro-batch and the costs of each step: the activations are counted, and a step is timed on IPUs of type
+    `ipu`. `reserve`: the share of each IPU's memory kept for what is not counted.
+
+    Raises:
+        PlacementError: where optimum-graphcore refuses the config for this model.
+    """
+    config = architecture.config(values, model)
+    lay_out(model, architecture, config, settings, for_inference)
+    shape, step_costs = measure(architecture, config) if measure is not None else (None, None)
+    parameters = parallelized(model, architecture, shapes(architecture, config), settings, for_inference)
+    _check_layers(model, architecture, config, parameters)
+    frozen = frozenset(name for name in parameters.shapes if _frozen(architecture, config, name))
+    execution = execution_of(settings, for_inference)
+    memory = memory_model(dict(settings), for_inference, fp32)
+    time = None
+    if shape is not None:
+        mode = Mode.of(for_inference)
+        job = Job(execution.training, execution.micro_batches, settings[mode.setting("replication_factor")],
+                  settings[mode.setting("ipus_per_replica")], shape.micro_batch_size)
+        time = TimeModel(ipu, job, memory.weight_bytes)
+    return ConfiguredModel(model, architecture, config, settings, for_inference, parameters, frozen, execution,
+                           shape, step_costs, CostModel(memory, time), round(reserve * IPU_MEMORY_BYTES))
+
+
+def _check_layers(model: str, architecture: Architecture, config: ModelConfig, parameters: Parameters) -> None:
+    """Every layer the config has holds parameters: a checkpoint without one is not this config's."""
+    names = [alias for name in parameters.shapes for alias in (name, *parameters.aliases.get(name, ()))]
+    paths = layer_paths(architecture, config)
+    for path in paths:
+        if not any(name.startswith(path + ".") or name == path for name in names):
+            raise PlacementError(model, f"its checkpoint holds no parameter of `{path}`, one of the {len(paths)} "
+                                 "layers its config.json gives it: the checkpoint is not this config's")
+
+
+def _frozen(architecture: Architecture, config: ModelConfig, name: str) -> bool:
+    return any((name == path or name.startswith(path + ".")) and config.holds(condition)
+               for path, condition in architecture.frozen.items())

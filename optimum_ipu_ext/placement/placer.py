@@ -1,0 +1,222 @@
+"""`Placer`: the engine that places one model under one build of a config, with the config's split or any other, and
+balances the split; `model_placer()`, what `IPUConfig.placer()` and `IPUConfig.placement()` call: the model read
+from where it is, its placer made."""
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import InvalidSettingError, PlacementError
+from ..settings.rules import check_rules
+from .estimate import balance
+from .estimate.configured import ConfiguredModel, Measure, Shapes, configure
+from .estimate.costs import block_costs
+from .estimate.layer_runs import LayerRunCosts
+from .estimate.layout import fixed_layer_groups, generation_split, layer_counts
+from .estimate.parameters import Parameters, from_checkpoint, from_config
+from .estimate.pipeline import schedule, stages_of
+from .hardware import GC200, IPU_MEMORY_BYTES, IPU_TYPES, RESERVE, IPUType
+from .models import architecture_of, resolve_shape
+from .models.rules import Architecture, ModelConfig, Word
+from .placement import IPUPlacement, Placement
+from .source.model import ModelSource, read_model
+
+
+class Objective(Word):
+    """What a balanced split makes smallest: the largest on-chip figure (`MEMORY`), or the slowest IPU's time among
+    the splits that fit (`TIME`)."""
+
+    MEMORY = "memory"
+    TIME = "time"
+
+    @staticmethod
+    def named(value: Any) -> "Objective":
+        if value not in [objective.value for objective in Objective]:
+            raise InvalidSettingError("objective", value, "allowed values are " + ", ".join(
+                f'"{objective.value}"' for objective in Objective))
+        return Objective(value)
+
+
+class Placer:
+    """Places one model under one build of a config (`configured`): with the config's split or any other, and
+    balanced."""
+
+    def __init__(self, configured: ConfiguredModel):
+        self.configured = configured
+
+    def place(self, layers_per_ipu: Optional[Sequence[int]] = None) -> Placement:
+        """The placement with `layers_per_ipu` (None: the config's)."""
+        configured = self.configured
+        layout = configured.layout(layers_per_ipu)
+        stages = stages_of(layout, configured.execution)
+        cost_model = configured.cost_model
+        loads = configured.loads(layout, stages)
+        costs = [cost_model.ipu(load) for load in loads]
+        ipus = []
+        for ipu, (load, cost) in enumerate(zip(loads, costs)):
+            layers = tuple(index for index, on in enumerate(layout.layer_ipus) if on == ipu)
+            parameters = cost.parameters
+            ipus.append(IPUPlacement(ipu, tuple(layout.blocks[ipu]), layers, load.trained + load.frozen,
+                                     cost.on_chip_bytes, cost.streaming_bytes, parameters.weights.on_chip,
+                                     parameters.accumulators.on_chip, parameters.optimizer.on_chip, cost.update_bytes,
+                                     cost.work))
+        steps = schedule(stages, configured.execution)
+        parameter_ipus = {name: tuple(use.ipu for use in uses)
+                          for name, uses in configured.first_uses(layout).items()}
+        return Placement(configured.model, configured.architecture.name, configured.mode.name,
+                         tuple(layout.layers_per_ipu), IPU_MEMORY_BYTES, configured.reserve_bytes, tuple(ipus),
+                         cost_model.memory.describe(configured.shape is not None), configured.shape, stages, steps,
+                         cost_model.step(costs, steps.cycles), parameter_ipus)
+
+    def balanced(self, current: Placement, objective: Any = Objective.MEMORY) -> Placement:
+        """The placement with the `layers_per_ipu` (same number of IPUs) that balances the pipeline, among the
+        splits upstream accepts, ties to the split closest to `current`'s. `objective`: "memory", the smallest
+        largest on-chip figure; "time" (activations counted), the slowest IPU fastest among the splits that fit,
+        then the smallest largest on-chip figure.
+
+        Raises:
+            PlacementError: for an architecture whose `parallelize()` places its layers itself.
+            InvalidSettingError: for another objective, or "time" without activations counted.
+        """
+        objective = Objective.named(objective)
+        configured = self.configured
+        if objective == Objective.TIME and configured.step_costs is None:
+            raise PlacementError(configured.model, "balancing for time needs the FLOPs of a micro-batch: give its "
+                                 "size or its sequence length (micro_batch_size=, --micro-batch-size)")
+        if fixed_layer_groups(configured.architecture):
+            raise PlacementError(configured.model, f"{configured.architecture.name}'s parallelize() places its "
+                                 "layers on IPUs of its own choosing, whatever `layers_per_ipu` says: there is no "
+                                 "split to balance")
+        if len(current.ipus) == 1:
+            return current
+        # the time objective needs a split that fits; else the least memory
+        for goal in (objective, Objective.MEMORY):
+            found = [split for split in (self._best_for(current, cut, goal) for cut in self.cuts(len(current.ipus)))
+                     if split[0] is not None]
+            if found:
+                return self.place(balance.chosen(found, current.layers_per_ipu)[0])
+        raise PlacementError(configured.model, "no split gives every IPU a stage of the pipeline")
+
+    def cuts(self, ipus: int) -> List[Optional[int]]:
+        """The numbers of IPUs the encoder may take in a generation build (powers of two); [None] for others."""
+        configured = self.configured
+        kwargs = configured.settings[configured.mode.setting("parallelize_kwargs")] or {}
+        if not generation_split(configured.architecture, kwargs):
+            return [None]
+        return [cut for cut in (1 << power for power in range(ipus.bit_length())) if cut < ipus]
+
+    def _best_for(self, current: Placement, cut: Optional[int],
+                  objective: Objective) -> Tuple[Optional[List[int]], Tuple[float, ...]]:
+        """The best split with the encoder on `cut` IPUs (None: no encoder-decoder cut), and its largest costs."""
+        configured = self.configured
+        counts = layer_counts(configured.architecture, configured.config)
+        layers = sum(counts.values())
+        split = list(current.layers_per_ipu)
+        runs = LayerRunCosts(configured, cut)
+        objectives = ((runs.on_chip_bytes,) if objective == Objective.MEMORY
+                      else (runs.cycle_load, runs.on_chip_bytes))
+        least = runs.least_layers()
+
+        def splits(count: int, ipus: slice, some_layer_within: int = 0) -> balance.Splits:
+            found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus])
+            return found.within(runs.on_chip_bytes, configured.fitting_bytes) if objective == Objective.TIME \
+                else found
+
+        if cut is None:
+            return balance.best_of([balance.Section(splits(layers, slice(None)), objectives, split)])
+        encoder = counts[configured.architecture.generation[0]]
+        # the decoder's first `cut` IPUs take a layer between them: else the cut would fall after them
+        decoder = [runs.shifted(cost, cut, encoder) for cost in objectives]
+        return balance.best_of([balance.Section(splits(encoder, slice(cut)), objectives, split[:cut]),
+                                balance.Section(splits(layers - encoder, slice(cut, None), cut), tuple(decoder),
+                                                split[cut:])])
+
+
+def placer_of(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
+              shapes: Shapes, for_inference: bool, fp32: bool, measure: Optional[Measure] = None,
+              ipu: IPUType = GC200, reserve: float = RESERVE) -> Placer:
+    """The placer of `architecture`, configured by `values` (its `config.json`), under the build of a config whose
+    `settings` are its `vars()` (`estimate.configured.configure()`'s arguments).
+
+    Raises:
+        PlacementError: where optimum-graphcore refuses the config for this model.
+    """
+    return Placer(configure(model, architecture, values, settings, shapes, for_inference, fp32, measure, ipu,
+                            reserve))
+
+
+# --- a model read from its source, placed ----------------------------------------------------------------------------
+
+
+def parameter_shapes(source: ModelSource) -> Shapes:
+    """The function a placer calls for the parameters: from the checkpoint's headers, else from the config."""
+
+    def shapes(architecture: Architecture, config: ModelConfig) -> Parameters:
+        tensors = source.tensors()
+        if tensors is None:
+            return from_config(architecture, config)
+        return from_checkpoint(architecture, config, {name: tensor.shape for name, tensor in tensors.items()})
+
+    return shapes
+
+
+def cached_shapes(source: ModelSource) -> Shapes:
+    """`parameter_shapes(source)`, its checkpoint's headers read once for every placement that asks."""
+    shapes = parameter_shapes(source)
+    found: Dict[str, Parameters] = {}
+
+    def cached(architecture: Architecture, config: ModelConfig) -> Parameters:
+        if architecture.name not in found:
+            found[architecture.name] = shapes(architecture, config)
+        return found[architecture.name]
+
+    return cached
+
+
+# (micro_batch_size, sequence_length, decoder_sequence_length), each None where not given
+ShapeRequest = Tuple[Optional[int], Optional[int], Optional[int]]
+
+
+def measure(model: str, request: ShapeRequest, fp32: bool) -> Optional[Measure]:
+    """The function a placer calls for the micro-batch and the costs of each step; None where no part of the
+    micro-batch is given (the activations are not counted)."""
+    if request == (None, None, None):
+        return None
+    micro_batch_size, sequence_length, decoder_sequence_length = request
+
+    def measured(architecture: Architecture, config: ModelConfig):
+        shape = resolve_shape(model, architecture.name, config, 1 if micro_batch_size is None else micro_batch_size,
+                              sequence_length, decoder_sequence_length)
+        return shape, block_costs(architecture, config, shape, fp32)
+
+    return measured
+
+
+def model_placer(settings: Dict[str, Any], model: Any, architecture: Optional[str], for_inference: bool, fp32: bool,
+                 revision: Optional[str], token: Optional[str], request: ShapeRequest = (None, None, None),
+                 ipu: str = GC200.name, reserve: float = RESERVE) -> Placer:
+    """`IPUConfig.placer()`: the placer of `model` under a config whose settings are `settings`, its activations
+    counted for the micro-batch `request` gives, a step timed on IPUs of type `ipu`, `reserve` of each IPU's memory
+    kept for what is not counted.
+
+    Raises:
+        InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
+    """
+    ipu_type = ipu_type_of(ipu)
+    check_reserve(reserve)
+    check_rules(settings)
+    source = read_model(model, revision, token)
+    row = architecture_of(source.name, source.config, architecture)
+    return placer_of(source.name, row, source.config, settings, parameter_shapes(source), for_inference, fp32,
+                     measure(source.name, request, fp32), ipu_type, reserve)
+
+
+def ipu_type_of(name: Any) -> IPUType:
+    """The IPU generation named `name`."""
+    if name not in IPU_TYPES:
+        raise InvalidSettingError("ipu", name, "allowed values are " + ", ".join(f'"{name}"' for name in IPU_TYPES))
+    return IPU_TYPES[name]
+
+
+def check_reserve(reserve: Any) -> None:
+    if isinstance(reserve, bool) or not isinstance(reserve, (int, float)) or not 0 <= reserve < 1:
+        raise InvalidSettingError("reserve", reserve, "allowed values are shares of an IPU's memory, from 0 to less "
+                                  "than 1")

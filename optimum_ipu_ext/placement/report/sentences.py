@@ -1,0 +1,200 @@
+"""What every report of a placement or a plan says in words, said once: its title, its shape, its pipeline, its time,
+its verdict with the reasons, a plan's request and its candidates in a few words; and the numbers as they are
+written (MiB, GFLOP, seconds, shares, compressed names). Each format (text, picture, page, model card) lays them
+out its own way."""
+
+import re
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from ..estimate.memory import Verdict
+from .view import CandidateView, PlacementView, PlanView
+
+MIB = 1 << 20
+
+# `style(text, name)`: `text` styled by a format ("bold", or the name of a verdict's colour); plain by default
+Style = Callable[[str, str], str]
+
+
+def plain(text: str, name: str) -> str:
+    return text
+
+
+# --- numbers ---------------------------------------------------------------------------------------------------
+
+
+def mib(size: int) -> str:
+    return f"{size / MIB:,.1f}"
+
+
+def gflop(flops: int) -> str:
+    return f"{flops / 1e9:,.1f}"
+
+
+def seconds(value: float) -> str:
+    return f"{value:.3g} s"
+
+
+def percent(share: float) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def compress(names: Sequence[Optional[str]]) -> str:
+    """Block names, runs of consecutive numbers shortened: `Embedding, Encoder0-5`; unnamed blocks counted."""
+    parts: List[str] = []
+    run: Optional[Tuple[str, int, int]] = None  # (stem, first, last) of the run being read
+    unnamed = 0
+    for name in names:
+        if name is None:
+            unnamed += 1
+            continue
+        match = re.fullmatch(r"(.*?)(\d+)", name.strip())
+        if match and run and match.group(1) == run[0] and int(match.group(2)) == run[2] + 1:
+            run = (run[0], run[1], run[2] + 1)
+            continue
+        if run:
+            parts.append(_run(run))
+            run = None
+        if match:
+            run = (match.group(1), int(match.group(2)), int(match.group(2)))
+        else:
+            parts.append(name)
+    if run:
+        parts.append(_run(run))
+    if unnamed:
+        parts.append(f"{unnamed} unnamed" if parts else f"{unnamed} unnamed block{'s' if unnamed > 1 else ''}")
+    return ", ".join(parts) or "-"
+
+
+def _run(run: Tuple[str, int, int]) -> str:
+    stem, first, last = run
+    return f"{stem}{first}" if first == last else f"{stem}{first}-{last}"
+
+
+def ranges(numbers: Sequence[int]) -> str:
+    """Runs of consecutive integers shortened: `0-2, 5`."""
+    runs: List[List[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return ", ".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
+
+
+# --- a placement -----------------------------------------------------------------------------------------------
+
+
+def title_line(placement: PlacementView) -> str:
+    """The model, its architecture and the build."""
+    return f"{placement.model}: {placement.architecture}, {placement.build}"
+
+
+def shape_clause(placement: PlacementView) -> str:
+    """The split, and the micro-batch the activations are counted for."""
+    clause = f"layers_per_ipu {list(placement.layers_per_ipu)}"
+    if not placement.counted:
+        return clause
+    clause += f", micro-batch {placement.micro_batch_size}, sequence length {placement.sequence_length}"
+    if placement.decoder_sequence_length is not None:
+        clause += f", decoder sequence length {placement.decoder_sequence_length}"
+    return clause
+
+
+def shape_line(placement: PlacementView, config: Optional[str] = None) -> str:
+    """The config (where it came from, if given), its split and the micro-batch the activations are counted for."""
+    line = (f"config {config}, " if config else "") + shape_clause(placement)
+    return line if placement.counted else line + "; no micro-batch given: the parameters' memory only"
+
+
+def pipeline_line(placement: PlacementView) -> str:
+    """The stages, the cycles of a step, the share of them every stage works, and the IPU that sets the pace."""
+    stages = placement.stages
+    ipus = ", ".join(str(stage.ipu) for stage in stages)
+    slowest = placement.bottleneck_ipu
+    pace = f"; IPU {slowest} computes the most and sets the pace" if slowest is not None else ""
+    if placement.cycles is None:
+        return f"Not pipelined: the {len(stages)} stages (IPUs {ipus}) run one micro-batch at a time{pace}."
+    return (f"Pipeline: {len(stages)} stages (IPUs {ipus}), {placement.cycles:,} cycles a step, "
+            f"{100 * placement.efficiency:.1f}% of them with every stage busy{pace}.")
+
+
+def time_line(placement: PlacementView) -> Optional[str]:
+    """A step's time, by part, and its samples (None: activations not counted)."""
+    time = placement.time
+    if time is None:
+        return None
+    parts = ", ".join(f"{name.replace('_', ' ')} {seconds(value)}" for name, value in time.parts.items())
+    return (f"Time: {seconds(time.step_seconds)} a step on {time.ipu.label} IPUs ({parts}): "
+            f"{time.samples_per_step:,} samples, {time.samples_per_second:,.1f} a second.")
+
+
+def memory_reason(placement: PlacementView, style: Style = plain) -> str:
+    """Why the memory's verdict is what it is: every IPU within what the reserve leaves, or the IPUs over it (or
+    over the IPU's memory), `style` giving each its verdict's colour."""
+    memory, reserve = placement.memory_bytes, placement.reserve_bytes
+    leaves = f"the {mib(memory - reserve)} MiB a reserve of {mib(reserve)} MiB leaves of an IPU's {mib(memory)} MiB"
+    verdict = placement.verdict
+    if verdict == Verdict.FITS:
+        return f"every IPU's on-chip figure is within {leaves}"
+    limit = memory if verdict == Verdict.DOES_NOT_FIT else memory - reserve
+    named = ", ".join(style(f"IPU {ipu.ipu}", verdict.value) + f" ({mib(ipu.on_chip_bytes)} MiB)"
+                      for ipu in placement.ipus if ipu.on_chip_bytes > limit)
+    return f"{named} over " + (f"the {mib(memory)} MiB of an IPU" if verdict == Verdict.DOES_NOT_FIT else leaves)
+
+
+def verdict_lines(placement: PlacementView) -> List[str]:
+    """The verdict and its reasons, a line each: the memory's, then what poptorch refuses."""
+    return ([f"{placement.verdict.value.capitalize()}: {memory_reason(placement)}."]
+            + [f"Does not run: {problem}." for problem in placement.problems])
+
+
+def summary_lines(placement: PlacementView, config: Optional[str] = None) -> List[str]:
+    """What a picture's header and a page say in words: the shape, the pipeline, the time and the verdict."""
+    lines = [shape_line(placement, config), pipeline_line(placement)]
+    timed = time_line(placement)
+    return lines + ([timed] if timed else []) + verdict_lines(placement)
+
+
+# --- a plan ----------------------------------------------------------------------------------------------------
+
+# a plan's training builds: what each turns on, by the column that shows it and the word that names it
+SWITCHES = (("recompute_checkpoint_every_layer", "Checkpoint every layer", "checkpoints"),
+            ("optimizer_state_offchip", "State off chip", "state off chip"),
+            ("replicated_tensor_sharding", "RTS", "RTS"))
+
+
+def plan_title(plan: PlanView) -> str:
+    """What a plan is for, in a line: the model, its architecture, then `plan_request`."""
+    return f"{plan.model}: {plan.architecture} on {plan_request(plan)}"
+
+
+def plan_request(plan: PlanView) -> str:
+    """The IPUs, the batch and the lengths a plan is for."""
+    what = f"global batch {plan.global_batch_size:,}" if plan.training else "inference"
+    lengths = [f"{name} {value:,}" for name, value in (("sequence length", plan.sequence_length),
+                                                       ("decoder length", plan.decoder_sequence_length))
+               if value is not None]
+    return ", ".join([f"{plan.ipus} {plan.ipu.label} IPUs", what, *lengths])
+
+
+def candidate_label(candidate: CandidateView) -> str:
+    """A candidate in a few words: IPUs a replica x replicas, micro-batch, accumulation (or device iterations), and
+    what it turns on."""
+    build = candidate.build
+    ipus = build["ipus_per_replica"]
+    label = (f"{ipus} IPU{'s' if ipus > 1 else ''} x {build['replication_factor']}, micro-batch "
+             f"{candidate.micro_batch_size}")
+    if not candidate.training:
+        return label + f", {build['device_iterations']} device iterations"
+    flags = [word for name, _, word in SWITCHES if build[name]]
+    return label + f", G {build['gradient_accumulation_steps']}" + (f", {', '.join(flags)}" if flags else "")
+
+
+def candidate_sentence(candidate: CandidateView) -> str:
+    """A candidate's build and figures in a sentence."""
+    build = candidate.build
+    parts: List[str] = [candidate_label(candidate), f"layers_per_ipu {build['layers_per_ipu']}"]
+    if (build.get("embedding_serialization_factor") or 1) > 1:
+        parts.append(f"serialization factor {build['embedding_serialization_factor']}")
+    return (", ".join(parts) + f": {candidate.samples_per_second:,.1f} samples a second, "
+            f"{candidate.step_seconds:.3g} s a step, the largest IPU {percent(candidate.largest_share)} of its memory")
