@@ -53,7 +53,7 @@ $(MODERN):
 	$(PYTHON) -m venv .venv/modern
 	$(MODERN) -m pip install -q --upgrade pip
 	$(MODERN) -m pip install -q $(TORCH)
-	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "flit_core>=3.12,<4" $(RUFF_PIN)
+	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "vulture==2.16" "flit_core>=3.12,<4" $(RUFF_PIN)
 	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
 	$(MODERN) -m pip install -q $(LIGHTNING)
 
