@@ -48,7 +48,8 @@ class Placer:
         layout = configured.layout(layers_per_ipu)
         stages = stages_of(layout, configured.execution)
         cost_model = configured.cost_model
-        loads = configured.loads(layout, stages)
+        uses = configured.first_uses(layout)
+        loads = configured.loads(layout, stages, uses)
         costs = [cost_model.ipu(load) for load in loads]
         ipus = []
         for ipu, (load, cost) in enumerate(zip(loads, costs)):
@@ -57,10 +58,9 @@ class Placer:
             ipus.append(IPUPlacement(ipu, tuple(layout.blocks[ipu]), layers, load.trained + load.frozen,
                                      cost.on_chip_bytes, cost.streaming_bytes, parameters.weights.on_chip,
                                      parameters.accumulators.on_chip, parameters.optimizer.on_chip, cost.update_bytes,
-                                     cost.work))
+                                     cost.work, None if cost.time is None else cost.time.cycle_load))
         steps = schedule(stages, configured.execution)
-        parameter_ipus = {name: tuple(use.ipu for use in uses)
-                          for name, uses in configured.first_uses(layout).items()}
+        parameter_ipus = {name: tuple(use.ipu for use in found) for name, found in uses.items()}
         return Placement(configured.model, configured.architecture.name, configured.mode.name,
                          tuple(layout.layers_per_ipu), IPU_MEMORY_BYTES, configured.reserve_bytes, tuple(ipus),
                          cost_model.memory.describe(configured.shape is not None), configured.shape, stages, steps,
@@ -79,8 +79,11 @@ class Placer:
         objective = Objective.named(objective)
         configured = self.configured
         if objective == Objective.TIME and configured.step_costs is None:
-            raise PlacementError(configured.model, "balancing for time needs the FLOPs of a micro-batch: give its "
-                                 "size or its sequence length (micro_batch_size=, --micro-batch-size)")
+            raise PlacementError(
+                configured.model,
+                "balancing for time needs the operations of a micro-batch: give its size or its sequence length "
+                "(micro_batch_size=, --micro-batch-size)",
+            )
         if fixed_layer_groups(configured.architecture):
             raise PlacementError(configured.model, f"{configured.architecture.name}'s parallelize() places its "
                                  "layers on IPUs of its own choosing, whatever `layers_per_ipu` says: there is no "
@@ -117,8 +120,9 @@ class Placer:
 
         def splits(count: int, ipus: slice, some_layer_within: int = 0) -> balance.Splits:
             found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus])
-            return found.within(runs.on_chip_bytes, configured.fitting_bytes) if objective == Objective.TIME \
-                else found
+            if objective != Objective.TIME:
+                return found
+            return found.within(runs.on_chip_bytes, configured.fitting_bytes, growing=True)
 
         if cut is None:
             return balance.best_of([balance.Section(splits(layers, slice(None)), objectives, split)])
