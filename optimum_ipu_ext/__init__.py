@@ -6,6 +6,7 @@ from ._version import __version__
 from .errors import (
     ArchitectureError,
     BuilderError,
+    CalibrationFileError,
     ConfigFileError,
     ConfigMigrationWarning,
     HubAccessDeniedError,
@@ -58,6 +59,7 @@ __all__ = [
     "OutputExistsError",
     "PlacementError",
     "ArchitectureError",
+    "CalibrationFileError",
     "PoplarSDKNotFoundError",
     "HubError",
     "HubRepositoryNotFoundError",

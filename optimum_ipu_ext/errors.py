@@ -269,6 +269,30 @@ class PlacementError(IPUConfigError, ValueError):
         super().__init__(f"Cannot place {model}{on}: {problem}.")
 
 
+class CalibrationFileError(IPUConfigError, ValueError):
+    """A calibration file of the time model (`--calibration FILE`, `OPTIMUM_IPU_EXT_CALIBRATION`, `calibration=`) that
+    cannot be read: missing, not JSON, or a key missing or of a value it does not allow.
+
+    Attributes:
+        path: the file, as given.
+        key: the key at fault, dotted (`constants.call_seconds`); `None` for the file as a whole.
+        problem: what is wrong.
+        named_by: the environment variable that named the file, if one did.
+
+    Example message: ``Cannot read the calibration file 'mine.json': `constants.call_seconds` is "fast", expected a
+    number from 0.``
+    """
+
+    def __init__(self, path: str, problem: str, key: Optional[str] = None, named_by: Optional[str] = None):
+        self.path = path
+        self.key = key
+        self.problem = problem
+        self.named_by = named_by
+        at = f"`{key}` " if key else ""
+        by = f" (named by {named_by})" if named_by else ""
+        super().__init__(f"Cannot read the calibration file '{path}'{by}: {at}{problem}.")
+
+
 class ArchitectureError(PlacementError):
     """The model's architecture has no pipelined version in optimum-graphcore 0.7.1, or its `config.json` names
     several architectures or none (`--architecture` / `architecture=` picks one).

@@ -19,6 +19,8 @@ JSON_HELP = "print the same as JSON"
 DEBUG_HELP = "show the traceback of an error"
 TOKEN_NOTE = "The Hub token is the one `hf auth login` stores, or HF_TOKEN."
 IPU_HELP = "time a step on GC200 IPUs (IPU-M2000, the default) or Bow IPUs (Bow-2000)"
+CALIBRATION_HELP = ("time a step with the constants of FILE, a calibration `ipu-config calibrate` wrote (default: the "
+                    "file OPTIMUM_IPU_EXT_CALIBRATION names, else the constants shipped in the package)")
 RESERVE_HELP = ("the share of each IPU's memory kept for what is not counted (code, exchange buffers, temporaries); "
                 "the verdict is 'fits' where every IPU leaves it, 'tight' within the IPU's memory (default 0.25)")
 
@@ -149,6 +151,11 @@ def add_length_options(parser: argparse.ArgumentParser, kind: Callable[[str], in
                         "config.json's image_size")
     parser.add_argument("--decoder-sequence-length", type=kind, metavar="T",
                         help=help_prefix + "an encoder-decoder's decoder takes T tokens (default: S)")
+
+
+def add_calibration_option(parser: argparse.ArgumentParser, help: str = CALIBRATION_HELP) -> None:
+    """`--calibration FILE`: the time model's constants (`placement.estimate.calibration_file`)."""
+    parser.add_argument("--calibration", metavar="FILE", help=help)
 
 
 def add_reserve_option(parser: argparse.ArgumentParser, help: str = RESERVE_HELP) -> None:

@@ -150,6 +150,7 @@ class SettingsMixin:
         decoder_sequence_length: Optional[int] = None,
         ipu: str = "gc200",
         reserve: Optional[float] = None,
+        calibration: Any = None,
     ) -> "Placement":
         """Where optimum-graphcore 0.7.1's `parallelize()` puts `model` on this config's IPUs: the blocks, layers
         and parameters of each IPU, and the memory its parameters need as `IPUTrainer` builds the model. Needs no
@@ -173,18 +174,22 @@ class SettingsMixin:
             ipu: the IPU generation a step is timed on: `"gc200"` (IPU-M2000) or `"bow"` (Bow-2000).
             reserve: the share of each IPU's memory kept for what is not counted (code, exchange buffers,
                 temporaries), default 0.25; the verdict is "fits" where every IPU's on-chip figure leaves it.
+            calibration: the time model's constants: the path of a file `ipu-config calibrate` wrote, or a
+                `Calibration`; default the file the environment variable `OPTIMUM_IPU_EXT_CALIBRATION` names, else the
+                constants shipped in the package.
 
         Raises:
             PlacementError: where optimum-graphcore refuses this config for this model (`ArchitectureError` for an
                 architecture with no pipelined version).
             InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
+            CalibrationFileError: for a calibration file that cannot be read, naming the file and the key.
             ModelFileError: for a missing or malformed `config.json` or safetensors header, naming the file.
             HubError: where the Hub cannot give the model's files.
         """
         return self.placer(model, architecture=architecture, for_inference=for_inference, fp32=fp32,
                            revision=revision, token=token, micro_batch_size=micro_batch_size,
                            sequence_length=sequence_length, decoder_sequence_length=decoder_sequence_length, ipu=ipu,
-                           reserve=reserve).place()
+                           reserve=reserve, calibration=calibration).place()
 
     def placer(
         self,
@@ -200,6 +205,7 @@ class SettingsMixin:
         decoder_sequence_length: Optional[int] = None,
         ipu: str = "gc200",
         reserve: Optional[float] = None,
+        calibration: Any = None,
     ) -> "Placer":
         """The engine that places `model` under this config (the arguments are `placement()`'s), the model read
         once: `place()` gives the config's placement, `place(layers_per_ipu)` that of another split, and
@@ -214,7 +220,7 @@ class SettingsMixin:
 
         return model_placer(vars(self), model, architecture, for_inference, fp32, revision, token,
                             (micro_batch_size, sequence_length, decoder_sequence_length), ipu,
-                            RESERVE if reserve is None else reserve)
+                            RESERVE if reserve is None else reserve, calibration)
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None

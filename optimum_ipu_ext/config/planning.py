@@ -31,6 +31,7 @@ def plan(
     fp32: bool = False,
     revision: Optional[str] = None,
     token: Optional[str] = None,
+    calibration: Any = None,
 ) -> "Plan":
     """The fastest builds of `model` on `ipus` IPUs (or a `pod`'s) that fit, each placed and timed as
     `IPUConfig.placement()` places and times it, best first, with its config.
@@ -48,11 +49,15 @@ def plan(
         inference: plan the inference build: replicas and device iterations for throughput.
         fp32: weights in fp32, as `IPUTrainer` with `fp32=True`.
         revision, token: for a Hub model.
+        calibration: the time model's constants, as `placement()` takes them (a file `ipu-config calibrate`
+            wrote; default the file `OPTIMUM_IPU_EXT_CALIBRATION` names, else the shipped constants), read once.
 
     Raises:
         InvalidSettingError: for a request outside what it allows (naming the argument).
+        CalibrationFileError: for a calibration file that cannot be read.
         PlacementError: where no build runs, or the model cannot be placed.
     """
+    from ..placement.estimate.calibration_file import calibration_of
     from ..placement.hardware import RESERVE
     from ..placement.models import architecture_of
     from ..placement.placer import cached_shapes, check_reserve, ipu_type_of
@@ -67,7 +72,7 @@ def plan(
     check_reserve(reserve)
     request = Request(_ipus(ipus, pod), _global_batch(global_batch_size, inference),
                       _positive("micro_batch_size", micro_batch_size), sequence_length, decoder_sequence_length,
-                      ipu_type_of(ipu), reserve, inference, fp32)
+                      ipu_type_of(ipu), reserve, inference, fp32, calibration_of(calibration))
     source = read_model(model, revision, token)
     row = architecture_of(source.name, source.config, architecture)
     searched = Model(source.name, row, source.config, cached_shapes(source))
@@ -140,7 +145,7 @@ def _reference(model: Any, base: Any, request: Any) -> Optional["Candidate"]:
     try:
         placer = placer_of(model.name, model.architecture, model.values, settings, model.shapes,
                            request.for_inference, request.fp32, _measure(model, request, micro_batch), request.ipu,
-                           request.reserve)
+                           request.reserve, request.calibration)
     except PlacementError:
         return None
     return Candidate(build_of(settings, mode), micro_batch, placer.place(), base)

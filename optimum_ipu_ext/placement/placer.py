@@ -7,12 +7,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..errors import InvalidSettingError, PlacementError
 from ..settings.rules import check_rules
 from .estimate import balance
+from .estimate.calibration_file import CalibrationSource, calibration_of
 from .estimate.configured import ConfiguredModel, Measure, Shapes, configure
 from .estimate.costs import block_costs
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import fixed_layer_groups, generation_split, layer_counts
 from .estimate.parameters import Parameters, from_checkpoint, from_config
 from .estimate.pipeline import schedule, stages_of
+from .estimate.timing import Calibration
 from .hardware import GC200, IPU_MEMORY_BYTES, IPU_TYPES, RESERVE, IPUType
 from .models import architecture_of, resolve_shape
 from .models.rules import Architecture, ModelConfig, Word
@@ -136,15 +138,16 @@ class Placer:
 
 def placer_of(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
               shapes: Shapes, for_inference: bool, fp32: bool, measure: Optional[Measure] = None,
-              ipu: IPUType = GC200, reserve: float = RESERVE) -> Placer:
+              ipu: IPUType = GC200, reserve: float = RESERVE, calibration: Optional[Calibration] = None) -> Placer:
     """The placer of `architecture`, configured by `values` (its `config.json`), under the build of a config whose
-    `settings` are its `vars()` (`estimate.configured.configure()`'s arguments).
+    `settings` are its `vars()` (`estimate.configured.configure()`'s arguments: a step timed with the constants of
+    `calibration`, default the shipped ones).
 
     Raises:
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
     return Placer(configure(model, architecture, values, settings, shapes, for_inference, fp32, measure, ipu,
-                            reserve))
+                            reserve, calibration))
 
 
 # --- a model read from its source, placed ----------------------------------------------------------------------------
@@ -196,21 +199,24 @@ def measure(model: str, request: ShapeRequest, fp32: bool) -> Optional[Measure]:
 
 def model_placer(settings: Dict[str, Any], model: Any, architecture: Optional[str], for_inference: bool, fp32: bool,
                  revision: Optional[str], token: Optional[str], request: ShapeRequest = (None, None, None),
-                 ipu: str = GC200.name, reserve: float = RESERVE) -> Placer:
+                 ipu: str = GC200.name, reserve: float = RESERVE, calibration: CalibrationSource = None) -> Placer:
     """`IPUConfig.placer()`: the placer of `model` under a config whose settings are `settings`, its activations
-    counted for the micro-batch `request` gives, a step timed on IPUs of type `ipu`, `reserve` of each IPU's memory
-    kept for what is not counted.
+    counted for the micro-batch `request` gives, a step timed on IPUs of type `ipu` with the constants of
+    `calibration` (`calibration_file.calibration_of()`: a file, else the one `OPTIMUM_IPU_EXT_CALIBRATION` names, else
+    the shipped one), `reserve` of each IPU's memory kept for what is not counted.
 
     Raises:
         InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
+        CalibrationFileError: for a calibration file that cannot be read.
     """
     ipu_type = ipu_type_of(ipu)
     check_reserve(reserve)
+    constants = calibration_of(calibration)
     check_rules(settings)
     source = read_model(model, revision, token)
     row = architecture_of(source.name, source.config, architecture)
     return placer_of(source.name, row, source.config, settings, parameter_shapes(source), for_inference, fp32,
-                     measure(source.name, request, fp32), ipu_type, reserve)
+                     measure(source.name, request, fp32), ipu_type, reserve, constants)
 
 
 def ipu_type_of(name: Any) -> IPUType:

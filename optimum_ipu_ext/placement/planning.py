@@ -30,6 +30,7 @@ from .estimate.layout import fixed_layer_groups, layer_counts
 from .estimate.memory import MATMUL_PROPORTIONS, Verdict, matmul_proportions
 from .estimate.parameters import LARGEST_FACTOR
 from .estimate.pipeline import fewest_device_iterations
+from .estimate.timing import Calibration
 from .hardware import IPU_MEMORY_BYTES, IPUType
 from .models import resolve_shape
 from .models.rules import Architecture, Split
@@ -46,7 +47,8 @@ LARGEST_MICRO_BATCH = 1 << 15
 
 class Request(NamedTuple):
     """What a plan is for: `ipus` in all, a training step's `global_batch_size` (samples; None for inference), a
-    fixed `micro_batch_size` or None, the input's lengths, the IPU generation, the reserve, the build."""
+    fixed `micro_batch_size` or None, the input's lengths, the IPU generation, the reserve, the build, and the time
+    model's constants (None: the shipped ones)."""
 
     ipus: int
     global_batch_size: Optional[int]
@@ -57,6 +59,7 @@ class Request(NamedTuple):
     reserve: float
     for_inference: bool
     fp32: bool = False
+    calibration: Optional[Calibration] = None
 
 
 # what a build chooses, by the name of its training setting; `inference_device_iterations` is `device_iterations`.
@@ -261,7 +264,7 @@ class _Search:
         try:
             return placer_of(model.name, model.architecture, model.values, settings, model.shapes,
                              request.for_inference, request.fp32, lambda *_: self.costs(micro_batch), request.ipu,
-                             request.reserve)
+                             request.reserve, request.calibration)
         except PlacementError as refused:
             self.refused.append(refused)
             return None

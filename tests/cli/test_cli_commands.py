@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from optimum_ipu_ext.cli import build_parser, commands, main
-from optimum_ipu_ext.cli.arguments import IPU_HELP, RESERVE_HELP, assignment, share
+from optimum_ipu_ext.cli.arguments import CALIBRATION_HELP, IPU_HELP, RESERVE_HELP, assignment, share
 from optimum_ipu_ext.cli.output import Stream
 
 # as `ipu-config --help` lists them, with the module of each
@@ -84,6 +84,10 @@ SHARED_OPTIONS = {
     "--ipu": (
         ("store", None, None, "gc200"),
         {"place": "with the activations: " + IPU_HELP, "plan": IPU_HELP},
+    ),
+    "--calibration": (
+        ("store", None, "FILE", None),
+        {"place": CALIBRATION_HELP, "plan": CALIBRATION_HELP},
     ),
     "--reserve": (
         ("store", share, "SHARE", None),

@@ -352,3 +352,40 @@ def test_placing_without_a_picture_imports_no_drawing_code(bert):
             "'.svg', '.page'))))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+def _calibration_file(folder, factor=2.0):
+    """A calibration whose constants are `factor` times the shipped ones."""
+    from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
+
+    shipped = shipped_calibration()
+    path = folder / "mine.json"
+    path.write_text(json.dumps({
+        "constants": {name: factor * getattr(shipped, name)
+                      for name in ("operation_cycles", "elementwise_cycles", "call_seconds")},
+        "band": [-0.1, 0.3], "runs": 5, "coverage": {"model_types": ["bert"], "rows": [512, 512]}}))
+    return path
+
+
+def test_calibration_times_the_placement_with_the_file_s_constants(capsys, bert, tmp_path, monkeypatch):
+    mine = _calibration_file(tmp_path)
+    monkeypatch.delenv("OPTIMUM_IPU_EXT_CALIBRATION", raising=False)
+    arguments = ("place", PRESET, "--model", bert, "--micro-batch-size", "4", "--json")
+    code, out, err = run(capsys, *arguments, "--calibration", mine)
+    expected = PlainIPUConfig.from_json_file(PRESET).placement(bert, micro_batch_size=4, calibration=str(mine))
+    assert (code, json.loads(out), err) == (0, expected.to_dict(), "")
+    assert json.loads(out)["time_model"]["calibration"] == str(mine)
+    monkeypatch.setenv("OPTIMUM_IPU_EXT_CALIBRATION", str(mine))
+    assert json.loads(run(capsys, *arguments)[1]) == expected.to_dict()
+    text = run(capsys, *arguments[:-1])[1]
+    assert f"Timed with the calibration {mine}." in text
+
+
+def test_a_calibration_that_cannot_be_read_is_one_line_before_the_model_is_read(capsys, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"constants": {}}))
+    code, out, err = run(capsys, "place", PRESET, "--model", "no-such-org/no-such-model", "--micro-batch-size", "1",
+                         "--calibration", broken)
+    assert (code, out) == (1, "")
+    assert err == (f"ipu-config: error: Cannot read the calibration file '{broken}': `constants.operation_cycles` is "
+                   "missing.\n")

@@ -331,3 +331,26 @@ def test_the_help_names_the_reserve_and_the_ipu_as_place_does(capsys):
 def test_planning_imports_neither_torch_nor_transformers(model, base):
     assert run_alone("plan", "--model", model, *REQUEST) == "0 []"
     assert run_alone("plan", "--model", model, *REQUEST, "--from", base) == "0 []"
+
+
+def test_calibration_times_the_plan_with_the_file_s_constants(capsys, model, tmp_path, monkeypatch):
+    from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
+
+    shipped = shipped_calibration()
+    mine = tmp_path / "mine.json"
+    constants = {"operation_cycles": 0.0, "elementwise_cycles": shipped.elementwise_cycles,
+                 "call_seconds": shipped.call_seconds}
+    mine.write_text(json.dumps({"constants": constants, "band": [-0.5, 0.5], "runs": 7, "coverage": {}}))
+    monkeypatch.delenv("OPTIMUM_IPU_EXT_CALIBRATION", raising=False)
+    code, out, err = run(capsys, "plan", "--model", model, *REQUEST, "--calibration", mine, "--json")
+    expected = plan(model, base=PlainIPUConfig(), calibration=str(mine), **ARGUMENTS)
+    assert (code, json.loads(out), err) == (0, expected.to_dict(), "")
+    assert {candidate["placement"]["time_model"]["calibration"] for candidate in json.loads(out)["candidates"]} == {
+        str(mine)}
+    text = run(capsys, "plan", "--model", model, *REQUEST, "--calibration", mine)[1].splitlines()
+    assert text[-3] == (f"Speeds are the model's, with the calibration {mine}: runs measured 0.67 to 2.00 times its "
+                        "figure (7 runs, each left out of the fit in turn); it ranks builds of one model.")
+    gone = tmp_path / "gone.json"
+    code, out, err = run(capsys, "plan", "--model", model, *REQUEST, "--calibration", gone)
+    assert (code, out, err) == (1, "", f"ipu-config: error: Cannot read the calibration file '{gone}': no such file "
+                                       "(`ipu-config calibrate` writes one).\n")

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
+from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
 from optimum_ipu_ext.placement.estimate.costs import StepCost, block_costs
-from optimum_ipu_ext.placement.estimate.timing import shipped_calibration
 from optimum_ipu_ext.placement.hardware import GC200, IPU_LINK_BYTES_PER_SECOND
 from optimum_ipu_ext.placement.models import ARCHITECTURES, resolve_shape
 from optimum_ipu_ext.placement.models.blocks import Operations

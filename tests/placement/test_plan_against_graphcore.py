@@ -13,8 +13,8 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Union
 import pytest
 
 from optimum_ipu_ext import IPUConfig, plan
+from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
 from optimum_ipu_ext.placement.estimate.memory import Verdict
-from optimum_ipu_ext.placement.estimate.timing import shipped_calibration
 from support.corpus import FULL_SIZE, loaded
 from support.published_runs import OPTIMUM_POD16, OPTIMUM_RUNS, PUBLISHED_RUNS
 

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Tuple
 from ...errors import PlacementError, as_json
 from ..arguments import (
     IPU_HELP,
+    add_calibration_option,
     add_command_parser,
     add_force_option,
     add_ipu_option,
@@ -50,6 +51,7 @@ def register(subparsers) -> None:
                         "examples (default 1 when a sequence length is given)")
     add_length_options(parser, int, help_prefix="with the activations: ")
     add_ipu_option(parser, help="with the activations: " + IPU_HELP)
+    add_calibration_option(parser)
     add_reserve_option(parser)
     parser.add_argument("--balance", nargs="?", const="memory", choices=("memory", "time"),
                         help="propose the layers_per_ipu that makes the largest on-chip figure smallest (memory, the "
@@ -162,4 +164,4 @@ def _placer(args: argparse.Namespace, config, err: Stream):
                              fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None,
                              micro_batch_size=args.micro_batch_size, sequence_length=args.sequence_length,
                              decoder_sequence_length=args.decoder_sequence_length, ipu=args.ipu,
-                             reserve=args.reserve)
+                             reserve=args.reserve, calibration=args.calibration)

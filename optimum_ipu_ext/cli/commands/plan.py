@@ -8,6 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ..arguments import (
+    add_calibration_option,
     add_command_parser,
     add_force_option,
     add_ipu_option,
@@ -52,6 +53,7 @@ def register(subparsers) -> None:
     parser.add_argument("--architecture", metavar="NAME",
                         help="the class to plan for, e.g. BertForPreTraining (default: the one config.json names)")
     add_ipu_option(parser)
+    add_calibration_option(parser)
     add_reserve_option(parser)
     parser.add_argument("--from", dest="base", metavar="CONFIG",
                         help="a config (a JSON file, a directory holding ipu_config.json, or a Hub repository id) "
@@ -147,7 +149,7 @@ def _plan(args: argparse.Namespace, base, err: Stream) -> "Plan":
         "micro_batch_size": args.micro_batch_size, "sequence_length": args.sequence_length,
         "decoder_sequence_length": args.decoder_sequence_length, "architecture": args.architecture, "ipu": args.ipu,
         "reserve": args.reserve, "base": base, "inference": args.inference, "fp32": args.fp32,
-        "revision": args.revision, "token": get_token() if hub else None,
+        "revision": args.revision, "token": get_token() if hub else None, "calibration": args.calibration,
     }
     try:
         with progress(err, f"Planning {args.model}") if hub else contextlib.nullcontext():

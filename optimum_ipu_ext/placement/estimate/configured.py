@@ -9,12 +9,13 @@ from ...errors import PlacementError
 from ...settings.mode import Mode
 from ..hardware import IPU_MEMORY_BYTES, IPUType
 from ..models.rules import Architecture, InputShape, ModelConfig, Split
+from .calibration_file import shipped_calibration
 from .cost import CostModel, IPULoad
 from .layout import FirstUse, Layout, first_uses, lay_out, layer_paths, split_shares
 from .memory import memory_model
 from .parameters import Parameters, parallelized
 from .pipeline import Costs, Execution, Stage, execution_of, ipu_work
-from .timing import Calibration, Job, TimeModel, product_rows, shipped_calibration
+from .timing import Calibration, Job, TimeModel, product_rows
 
 # `measure(architecture, config)`: the micro-batch the activations are counted for, and the costs of each step
 Measure = Callable[[Architecture, ModelConfig], Tuple[InputShape, Costs]]

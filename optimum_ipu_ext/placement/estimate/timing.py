@@ -15,13 +15,11 @@ replica (its G micro-batches), an inference step one call of `inference_device_i
   micro-batches' inputs cross to each replica's first IPU. Loading the data is the user's, outside the step.
 
 The fitted constants (`Calibration`) are data: one file shipped in the package (`placement/data/calibration.json`),
-written by `placement.calibration` from the measured runs beside it; the hardware's are in hardware.py.
+written by `placement.calibration` from the measured runs beside it, or one `ipu-config calibrate` wrote from a user's
+runs (`calibration_file` reads them); the hardware's are in hardware.py.
 """
 
-import json
-from functools import lru_cache
 from math import ceil
-from pathlib import Path
 from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from ..hardware import (
@@ -40,7 +38,8 @@ from .pipeline import PipelineWork
 UPDATE_ELEMENTS = 4
 # the largest share of a training step a plan lets the host's calls take: it runs this many steps a call to keep it
 CALL_SHARE = 0.05
-CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "data" / "calibration.json"
+# the name of the calibration shipped in the package; one read from a file is named by its path
+SHIPPED = "shipped"
 
 
 class Calibration(NamedTuple):
@@ -55,7 +54,7 @@ class Calibration(NamedTuple):
     band: Tuple[float, float] = (0.0, 0.0)
     runs: int = 0
     coverage: Dict[str, Any] = {}
-    name: str = "shipped"
+    name: str = SHIPPED
 
     def outside(self, model_type: str, rows: Optional[int]) -> Tuple[str, ...]:
         """How a build of a `model_type` model, its products taking `rows` rows (None: not a text model), is outside
@@ -68,21 +67,6 @@ class Calibration(NamedTuple):
             notes.append(f"{rows:,} rows a matrix product, where the measured runs had {measured[0]:,} to "
                          f"{measured[1]:,}")
         return tuple(notes)
-
-    @staticmethod
-    def read(path: Optional[str] = None) -> "Calibration":
-        """The calibration in `path` (default: the one shipped in the package)."""
-        data = json.loads(Path(path or CALIBRATION_FILE).read_text(encoding="utf-8"))
-        constants = data["constants"]
-        return Calibration(constants["operation_cycles"], constants["elementwise_cycles"],
-                           constants["call_seconds"], tuple(data["band"]), data["runs"], data["coverage"],
-                           data.get("name", "shipped"))
-
-
-@lru_cache(maxsize=None)
-def shipped_calibration() -> Calibration:
-    """The calibration shipped in the package, read once."""
-    return Calibration.read()
 
 
 class Job(NamedTuple):

@@ -5,7 +5,7 @@ import math
 from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..estimate.memory import Verdict
-from .sentences import candidate_label, percent, plan_request, plan_title
+from .sentences import candidate_label, percent, plan_calibration_note, plan_request, plan_title
 from .svg import (
     FONT,
     INK,
@@ -62,7 +62,8 @@ def plan_svg(data: Mapping[str, Any]) -> str:
     body.append(text(MARGIN, 34, f"Plan: {plan.model}: {plan.architecture}", 17, weight="bold",
                      data_role="title"))
     body.append(text(MARGIN, 56, f"On {plan_request(plan)}: {len(candidates)} candidates, {len(plan.pareto)} on "
-                     "the frontier of speed against memory; the best first.", 12, fill=MUTED))
+                     f"the frontier of speed against memory; the best first.{plan_calibration_note(plan)}", 12,
+                     fill=MUTED))
     if len(timed) < len(candidates):
         body.append(text(MARGIN, 73, f"{len(candidates) - len(timed)} without a time (no activations counted) are "
                          "not drawn.", 12, fill=MUTED))

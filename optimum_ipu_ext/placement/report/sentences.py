@@ -7,7 +7,8 @@ import re
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from ..estimate.memory import Verdict
-from .view import CandidateView, PlacementView, PlanView
+from ..estimate.timing import SHIPPED
+from .view import CandidateView, PlacementView, PlanView, TimeView
 
 MIB = 1 << 20
 
@@ -134,7 +135,12 @@ def time_line(placement: PlacementView) -> Optional[str]:
             f"the model's error on {time.runs} measured runs (data loading not counted).")
     if time.outside:
         line += f" Outside the measured runs: {'; '.join(time.outside)}."
-    return line
+    return line + timed_with(time.calibration, " Timed with the calibration {}.")
+
+
+def timed_with(calibration: str, words: str) -> str:
+    """`words` naming `calibration` (`{}` stands for its name), or nothing for the shipped one."""
+    return "" if calibration == SHIPPED else words.format(calibration)
 
 
 def memory_reason(placement: PlacementView, style: Style = plain) -> str:
@@ -172,16 +178,27 @@ SWITCHES = (("recompute_checkpoint_every_layer", "Checkpoint every layer", "chec
             ("replicated_tensor_sharding", "RTS", "RTS"))
 
 
+def _plan_times(plan: PlanView) -> List[TimeView]:
+    return [candidate.placement.time for candidate in plan.candidates
+            if candidate.placement is not None and candidate.placement.time is not None]
+
+
+def plan_calibration_note(plan: PlanView) -> str:
+    """The calibration that timed a plan's candidates, in a sentence; nothing for the shipped one, or no time."""
+    timed = _plan_times(plan)
+    return timed_with(timed[0].calibration, " Timed with the calibration {}.") if timed else ""
+
+
 def band_line(plan: PlanView) -> Optional[str]:
     """What the speeds of a plan are worth: how measured runs compared with the model (None: no time)."""
-    timed = [candidate.placement.time for candidate in plan.candidates
-             if candidate.placement is not None and candidate.placement.time is not None]
+    timed = _plan_times(plan)
     if not timed:
         return None
     time = timed[0]
     low, high = (range_ / time.samples_per_second for range_ in time.samples_per_second_range)
-    return (f"Speeds are the model's: runs measured {low:.2f} to {high:.2f} times its figure ({time.runs} runs, each "
-            "left out of the fit in turn); it ranks builds of one model.")
+    return (f"Speeds are the model's{timed_with(time.calibration, ', with the calibration {}')}: runs measured "
+            f"{low:.2f} to {high:.2f} times its figure ({time.runs} runs, each left out of the fit in turn); it ranks "
+            "builds of one model.")
 
 
 def plan_title(plan: PlanView) -> str:

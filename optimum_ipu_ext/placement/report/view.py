@@ -7,6 +7,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..estimate.memory import Verdict, verdict_of
 from ..estimate.pipeline import fill_cycles
+from ..estimate.timing import SHIPPED
 from ..hardware import IPU_TYPES, IPUType
 
 # the parts of an IPU's on-chip memory, in the order its bar stacks them, and the letter each is drawn with: after
@@ -68,7 +69,8 @@ class StageView:
 @dataclass(frozen=True)
 class TimeView:
     """A step: its seconds by part on IPUs of type `ipu`, and its samples; the samples a second a run would measure
-    by the model's error on the `runs` measured runs of its calibration, and how the build is outside them."""
+    by the model's error on the `runs` measured runs of its calibration, how the build is outside them, and the
+    calibration that timed it (its name: "shipped", or the file it was read from)."""
 
     ipu: IPUType
     step_seconds: float
@@ -78,6 +80,7 @@ class TimeView:
     samples_per_second_range: Tuple[float, float]
     runs: int
     outside: Tuple[str, ...]
+    calibration: str = SHIPPED
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,7 @@ def placement_view(data: Mapping[str, Any]) -> PlacementView:
         model = data["time_model"]
         time = TimeView(IPU_TYPES[data["ipu"]], data["step_seconds"], data["samples_per_step"],
                         data["samples_per_second"], data["step_parts"], tuple(data["samples_per_second_range"]),
-                        model["runs"], tuple(model["outside"]))
+                        model["runs"], tuple(model["outside"]), model["calibration"])
     return PlacementView(
         data["model"], data["architecture"], data["build"], tuple(data["layers_per_ipu"]), data["micro_batch_size"],
         data["sequence_length"], data["decoder_sequence_length"], memory, reserve, Verdict(data["verdict"]),

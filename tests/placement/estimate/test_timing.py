@@ -4,17 +4,16 @@ elements) and the bytes it receives; the weight update (the optimizer's arithmet
 written back) and the ring sum of the gradients within and between Pods; the host's part, a call's cost shared by the
 steps of a call in training, PopTorch's call in inference, and the inputs over the host link; the pipeline paced by
 its slowest IPU, or not pipelined each micro-batch through every IPU; the steps a call a plan takes; the samples a
-second within the model's error band; the calibration, read from its file, and where a build is outside its runs.
+second within the model's error band; where a build is outside the runs of its calibration.
 Then a placement timed end to end with the shipped constants."""
 
-import json
 
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlainIPUConfig
+from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
 from optimum_ipu_ext.placement.estimate.pipeline import PipelineWork
 from optimum_ipu_ext.placement.estimate.timing import (
-    CALIBRATION_FILE,
     CALL_SHARE,
     UPDATE_ELEMENTS,
     Calibration,
@@ -23,7 +22,6 @@ from optimum_ipu_ext.placement.estimate.timing import (
     StepTime,
     TimeModel,
     reduction_seconds,
-    shipped_calibration,
 )
 from optimum_ipu_ext.placement.hardware import (
     BOW,
@@ -266,28 +264,6 @@ def test_a_build_outside_the_measured_runs_is_told(model_type, rows, notes):
 
 def test_a_calibration_covering_nothing_tells_nothing():
     assert Calibration(1.0, 1.0, 1.0).outside("t5", 1) == ()
-
-
-def test_a_calibration_is_read_from_its_file(tmp_path):
-    path = tmp_path / "calibration.json"
-    data = {"name": "mine", "constants": {"operation_cycles": 1000.0, "elementwise_cycles": 0.5, "call_seconds": 0.05},
-            "band": [-0.2, 0.5], "runs": 10, "coverage": {"model_types": ["bert", "gpt2"], "rows": [256, 4096]},
-            "errors": {"left_out": {}, "held_out": {}}}
-    path.write_text(json.dumps(data), encoding="utf-8")
-    assert Calibration.read(str(path)) == CONSTANTS._replace(name="mine")
-    del data["name"]
-    path.write_text(json.dumps(data), encoding="utf-8")
-    assert Calibration.read(str(path)).name == "shipped"
-
-
-def test_the_shipped_calibration_is_the_package_s_file():
-    data = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))
-    shipped = shipped_calibration()
-    assert shipped == Calibration.read()
-    assert (shipped.operation_cycles, shipped.elementwise_cycles, shipped.call_seconds) == tuple(
-        data["constants"][name] for name in ("operation_cycles", "elementwise_cycles", "call_seconds"))
-    assert (list(shipped.band), shipped.runs, shipped.name) == (data["band"], data["runs"], "shipped")
-    assert shipped.band[0] < 0 < shipped.band[1]
 
 
 def test_the_hardware_s_figures():
