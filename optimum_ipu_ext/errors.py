@@ -293,6 +293,26 @@ class CalibrationFileError(IPUConfigError, ValueError):
         super().__init__(f"Cannot read the calibration file '{path}'{by}: {at}{problem}.")
 
 
+class MeasuredRunError(IPUConfigError, ValueError):
+    """A measured run `ipu-config calibrate` cannot fit on: an output folder without a result, a model or architecture
+    the placement does not know, a config that does not place, a throughput the IPUs' peak does not allow, a row of a
+    runs file with a value it does not take.
+
+    Attributes:
+        run: the run, as its reader names it (a folder, or a runs file with its line or index).
+        problem: what is wrong, and what to do.
+
+    Example message: ``Cannot calibrate on runs.csv, line 3: `micro_batch_size="two"` is invalid: allowed values are
+    positive whole numbers.``
+    """
+
+    def __init__(self, run: str, problem: str):
+        self.run = run
+        self.problem = problem
+        end = "" if problem.endswith(".") else "."
+        super().__init__(f"Cannot calibrate on {run}: {problem}{end}")
+
+
 class ArchitectureError(PlacementError):
     """The model's architecture has no pipelined version in optimum-graphcore 0.7.1, or its `config.json` names
     several architectures or none (`--architecture` / `architecture=` picks one).

@@ -3,7 +3,8 @@ any constants (an operation's cycles, an element's cycles, a host call's seconds
 the least relative squares of the modelled steps against the measured ones, none negative.
 
 `MeasuredRun` is a run with its measurement and `timed_run()` the run ready to be timed; `fit()` gives the constants
-of some runs.
+of some runs; `fit_determined()` those some runs determine, the others kept (a user's runs, `ipu-config calibrate`);
+`fastest_possible()` the samples a second a run's IPUs allow at their peak.
 `config.calibration` fits the shipped constants on the shipped runs, with the model's error on each, and writes them
 as the file `estimate.timing.Calibration` reads.
 """
@@ -15,7 +16,9 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
 
 from .estimate.cost import CostModel, IPULoad
 from .estimate.timing import StepTime, product_rows
+from .hardware import IPU_TYPES, peak_flops
 from .models import architecture_of, resolve_shape
+from .placement import Placement
 
 DATA = Path(__file__).resolve().parent / "data"
 RUNS_FILE = DATA / "measured_runs.json"
@@ -54,11 +57,12 @@ def read_runs(path: Optional[str] = None) -> List[MeasuredRun]:
 
 class TimedRun(NamedTuple):
     """A run placed as `place` places it, to be timed at any constants: its cost model, what each of its IPUs holds,
-    keeps and computes, and its pipeline's cycles (None: not pipelined)."""
+    keeps and computes, its pipeline's cycles (None: not pipelined), and its placement."""
 
     cost_model: CostModel
     loads: Tuple[IPULoad, ...]
     cycles: Optional[int]
+    placement: Optional[Placement] = None
 
     def step(self, constants: Optional[Sequence[float]] = None) -> StepTime:
         """The step as `place` times it, with `constants` (`CONSTANTS`' order; None: the calibration's own)."""
@@ -82,7 +86,7 @@ def timed_run(run: MeasuredRun, settings: Mapping[str, Any]) -> TimedRun:
     configured = placer.configured
     layout = configured.layout()
     loads = configured.loads(layout, placement.stages, configured.first_uses(layout))
-    return TimedRun(configured.cost_model, tuple(loads), placement.schedule.cycles)
+    return TimedRun(configured.cost_model, tuple(loads), placement.schedule.cycles, placement)
 
 
 StepSeconds = Callable[[Sequence[float]], float]
@@ -168,9 +172,10 @@ START = (10000.0, 0.003, 0.05)
 SHIPPED = DATA / "calibration.json"
 
 
-def calibration_text(data: Mapping[str, Any]) -> str:
-    """A calibration as its file holds it, its figures to 6 significant digits."""
-    return json.dumps(_rounded(data), indent=1, sort_keys=True) + "\n"
+def calibration_text(data: Mapping[str, Any], exact: Sequence[str] = ()) -> str:
+    """A calibration as its file holds it, its figures to 6 significant digits but those under the keys `exact`."""
+    return json.dumps({key: value if key in exact else _rounded(value) for key, value in data.items()}, indent=1,
+                      sort_keys=True) + "\n"
 
 
 def _rounded(value: Any) -> Any:
@@ -181,3 +186,99 @@ def _rounded(value: Any) -> Any:
     if isinstance(value, list):
         return [_rounded(item) for item in value]
     return value
+
+
+# --- a user's runs: the constants they determine ---------------------------------------------------------------------
+
+# A constant is determined by runs where its term is at least this share of the step, at the shipped constants
+MIN_SHARE = 0.1
+# and by at least this many of them: one left out of the fit still leaves one
+MIN_RUNS = 2
+
+
+def shares(timed: TimedRun, constants: Sequence[float]) -> Tuple[float, ...]:
+    """The share of `timed`'s step each constant's term takes at `constants`: the step's relative change over the
+    constant's, for a small change."""
+    at = timed.step_seconds(constants)
+    found = []
+    for index, value in enumerate(constants):
+        moved = [*constants[:index], value * 1.001, *constants[index + 1:]]
+        found.append((timed.step_seconds(moved) - at) / at / 0.001)
+    return tuple(found)
+
+
+class Determined(NamedTuple):
+    """The constants of a fit on a user's runs (`CONSTANTS`' order): those the runs determine fitted on them
+    (`fitted`, by name), the others kept at the start's, each with why (`kept`)."""
+
+    constants: Tuple[float, ...]
+    fitted: Tuple[str, ...]
+    kept: Dict[str, str]
+
+
+def fit_determined(found: Sequence[Tuple[TimedRun, float]], start: Sequence[float]) -> Determined:
+    """The constants `found` (each run timed, and its measured seconds) determine, fitted from `start`, the others
+    kept at `start`'s. A constant is determined where at least `MIN_RUNS` runs spend `MIN_SHARE` of their step (at
+    `start`) on its term; of those, the runs fit at most one fewer than there are runs, those their steps spend the
+    most on first."""
+    spent = [shares(timed, start) for timed, _ in found]
+    count = len(found)
+    kept: Dict[str, str] = {}
+    determined = []
+    for index, name in enumerate(CONSTANTS):
+        where = sum(share[index] >= MIN_SHARE for share in spent)
+        if where >= MIN_RUNS:
+            determined.append(index)
+        else:
+            kept[name] = f"runs spending {MIN_SHARE:.0%} of their step on it: {where} of {count}; {MIN_RUNS} must"
+    # a constant is determined by 2 runs or more: there is room for one at least
+    determined.sort(key=lambda index: -sum(share[index] for share in spent))
+    room = count - 1
+    for index in determined[room:]:
+        kept[CONSTANTS[index]] = (f"{count} runs fit one constant fewer than there are runs, those they spend more of "
+                                  "their steps on first")
+    chosen = sorted(determined[:room])
+    constants = list(start)
+    if chosen:
+        def step_seconds(timed: TimedRun) -> StepSeconds:
+            def seconds(values: Sequence[float]) -> float:
+                full = list(start)
+                for index, value in zip(chosen, values):
+                    full[index] = value
+                return timed.step_seconds(full)
+
+            return seconds
+
+        fitted = fit([(step_seconds(timed), measured) for timed, measured in found], [start[i] for i in chosen])
+        for index, value in zip(chosen, fitted):
+            constants[index] = value
+    return Determined(tuple(constants), tuple(CONSTANTS[index] for index in chosen),
+                      {name: kept[name] for name in CONSTANTS if name in kept})
+
+
+class Bound(NamedTuple):
+    """The most samples a second a run's IPUs allow at their peak, and why: the IPU every micro-batch waits for (the
+    busiest of a pipeline; all of them, one after the other, where the build is not pipelined), its FLOPs a
+    micro-batch, and the replicas."""
+
+    samples_per_second: float
+    ipus: Tuple[int, ...]
+    flops: int
+    replicas: int
+
+
+def fastest_possible(run: MeasuredRun, timed: TimedRun) -> Bound:
+    """The samples a second `run`'s IPUs compute at most, each at its peak FLOPs: every micro-batch passes through
+    the busiest IPU of a pipeline (forward, backward and recomputation), through every IPU of a build that is not
+    pipelined, and each replica computes its own."""
+    ipus = timed.placement.ipus
+    if timed.cycles is None:
+        chosen = tuple(ipu.ipu for ipu in ipus)
+        flops = sum(ipu.work.flops for ipu in ipus)
+    else:
+        busiest = max(ipus, key=lambda ipu: ipu.work.flops)
+        chosen, flops = (busiest.ipu,), busiest.work.flops
+    replicas = timed.cost_model.time.job.replicas
+    peak = peak_flops(IPU_TYPES[run.ipu])
+    return Bound(replicas * run.micro_batch_size * peak / max(flops, 1), chosen, flops, replicas)
+

@@ -27,6 +27,17 @@ TILES = 1472
 TILE_BYTES = 638_976
 IPU_MEMORY_BYTES = TILES * TILE_BYTES
 
+# fp16 with fp16 partials, the most an IPU computes: 128 FLOPs a tile and a cycle, 1,472 x 128 x 1.33 GHz = 250 TFLOPS
+# for a GC200 ("1 petaFLOPS" for the 4 of an IPU-M2000, its datasheet) and 350 for a Bow IPU ("1.4 petaFLOPS" for the 4
+# of a Bow-2000); no run is faster than its IPUs' peak allows
+FLOPS_PER_TILE_CYCLE = 128
+
+
+def peak_flops(ipu: IPUType) -> float:
+    """The FLOPs a second an IPU of type `ipu` computes at most."""
+    return TILES * FLOPS_PER_TILE_CYCLE * ipu.clock_hz
+
+
 # What the placement does not count on an IPU (code, vertex state, exchange buffers, the temporaries
 # `matmul_proportion` allows) is kept as a reserve, a share of its memory: a placement fits where every IPU's
 # on-chip figure leaves it. Calibrated on the PopVision profile of the split that ran out of memory in

@@ -6,7 +6,7 @@ returns the exit code. A module imports only the standard library and the CLI's 
 `output`) at its top, so that `--help` and usage errors answer at once; `run` imports the rest of the package.
 """
 
-from . import diff, export, import_, new, place, plan, pull, push, schema, show, upgrade, validate
+from . import calibrate, diff, export, import_, new, place, plan, pull, push, schema, show, upgrade, validate
 
 # in the order `ipu-config --help` lists them
-COMMANDS = (show, place, plan, validate, diff, new, import_, export, schema, push, pull, upgrade)
+COMMANDS = (show, place, plan, calibrate, validate, diff, new, import_, export, schema, push, pull, upgrade)
