@@ -2,6 +2,7 @@
 (placement/planning.py searches; here the request is checked and each candidate's config built)."""
 
 import copy
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ..errors import InvalidSettingError, is_positive_whole
@@ -32,6 +33,7 @@ def plan(
     revision: Optional[str] = None,
     token: Optional[str] = None,
     calibration: Any = None,
+    trials: int = 0,
 ) -> "Plan":
     """The fastest builds of `model` on `ipus` IPUs (or a `pod`'s) that fit, each placed and timed as
     `IPUConfig.placement()` places and times it, best first, with its config.
@@ -51,6 +53,9 @@ def plan(
         revision, token: for a Hub model.
         calibration: the time model's constants, as `placement()` takes them (a file `ipu-config calibrate`
             wrote; default the file `OPTIMUM_IPU_EXT_CALIBRATION` names, else the shipped constants), read once.
+        trials: the builds worth measuring to calibrate the model, as the plan's `trials`: the best, and up to
+            `trials - 1` builds whose order against it the model is least sure of
+            (`placement.planning.choose_trials()`), each with its config; training plans only.
 
     Raises:
         InvalidSettingError: for a request outside what it allows (naming the argument).
@@ -61,7 +66,7 @@ def plan(
     from ..placement.hardware import RESERVE
     from ..placement.models import architecture_of
     from ..placement.placer import cached_shapes, check_reserve, ipu_type_of
-    from ..placement.planning import Model, Plan, Request, pareto, search, settings_of, with_config
+    from ..placement.planning import Model, Plan, Request, choose_trials, pareto, search, settings_of, with_config
     from ..placement.source.model import read_model
 
     if base is None:
@@ -70,6 +75,8 @@ def plan(
         base = IPUConfig()
     reserve = RESERVE if reserve is None else reserve
     check_reserve(reserve)
+    if _whole_from_0("trials", trials) and inference:
+        raise InvalidSettingError("trials", trials, "an inference plan has no trials: calibrate fits training runs")
     request = Request(_ipus(ipus, pod), _global_batch(global_batch_size, inference),
                       _positive("micro_batch_size", micro_batch_size), sequence_length, decoder_sequence_length,
                       ipu_type_of(ipu), reserve, inference, fp32, calibration_of(calibration))
@@ -80,7 +87,10 @@ def plan(
     candidates = [with_config(candidate, configured(base, settings_of(candidate.build, mode)))
                   for candidate in search(searched, vars(base), request)]
     reference = _reference(searched, base, request)
-    return Plan(source.name, row.name, request, tuple(candidates), tuple(pareto(candidates)), reference)
+    chosen = tuple(replace(trial, candidate=with_config(trial.candidate, configured(
+                       base, settings_of(trial.candidate.build, mode))))
+                   for trial in choose_trials(searched, vars(base), request, candidates, trials))
+    return Plan(source.name, row.name, request, tuple(candidates), tuple(pareto(candidates)), reference, chosen)
 
 
 def configured(base: Any, settings: Dict[str, Any]) -> Any:
@@ -104,6 +114,12 @@ def _ipus(ipus: Optional[int], pod: Optional[str]) -> int:
         raise InvalidSettingError("ipus", ipus, "allowed values are powers of two (1, 2, 4, ...), as IPU devices "
                                   "come")
     return ipus
+
+
+def _whole_from_0(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidSettingError(name, value, "allowed values are whole numbers from 0")
+    return value
 
 
 def _positive(name: str, value: Optional[int]) -> Optional[int]:

@@ -13,7 +13,10 @@ Its parts, lowest first (a part imports its own and those before it):
 - `report/`: the reports of a placement and of a plan, each format from one typed view;
 - `placement`: a placement as data (`Placement`);
 - `placer`: the engine that places a model under a config, any split, and balances it (`Placer`, `model_placer()`);
-- `planning`: the search for the fastest build (`search()`), on the placer.
+- `calibration`: the time model's constants fitted on measured runs, each placed by the placer (the shipped runs, or
+  a user's for `ipu-config calibrate`), and the share of a step each constant's term takes;
+- `planning`: the search for the fastest build (`search()`), on the placer, and the builds worth measuring
+  (`choose_trials()`).
 
 May import: `hub`, `options`, `settings`, `sdk`, `errors`, `_version`.
 """

@@ -12,13 +12,16 @@ as the file `estimate.timing.Calibration` reads.
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from .estimate.cost import CostModel, IPULoad
 from .estimate.timing import StepTime, product_rows
 from .hardware import IPU_TYPES, peak_flops
 from .models import architecture_of, resolve_shape
 from .placement import Placement
+
+if TYPE_CHECKING:
+    from .placer import Placer
 
 DATA = Path(__file__).resolve().parent / "data"
 RUNS_FILE = DATA / "measured_runs.json"
@@ -82,9 +85,14 @@ def timed_run(run: MeasuredRun, settings: Mapping[str, Any]) -> TimedRun:
     inference = run.build == "inference"
     placer = model_placer(settings, dict(run.model), run.architecture, inference, False, None, None,
                           (run.micro_batch_size, run.sequence_length, run.decoder_sequence_length), run.ipu)
-    placement = placer.place()
+    return timed_placement(placer)
+
+
+def timed_placement(placer: "Placer", layers_per_ipu: Optional[Sequence[int]] = None) -> TimedRun:
+    """The placement of `placer` with `layers_per_ipu` (None: the config's), to be timed at any constants."""
+    placement = placer.place(layers_per_ipu)
     configured = placer.configured
-    layout = configured.layout()
+    layout = configured.layout(layers_per_ipu)
     loads = configured.loads(layout, placement.stages, configured.first_uses(layout))
     return TimedRun(configured.cost_model, tuple(loads), placement.schedule.cycles, placement)
 

@@ -364,9 +364,10 @@ def with_config(candidate: Candidate, config: Any) -> Candidate:
 @dataclass(frozen=True)
 class Plan:
     """The builds a search found for a model on a number of IPUs, best first (`candidates`: those that fit first),
-    the frontier of speed against memory (`pareto`: indices into `candidates`), and the `reference` config (the base
-    config given) placed and timed the same way, where it runs on these IPUs and batch. `str()` is a report to read;
-    `to_dict()` the same as data."""
+    the frontier of speed against memory (`pareto`: indices into `candidates`), the `reference` config (the base
+    config given) placed and timed the same way, where it runs on these IPUs and batch, and the `trials` worth
+    measuring, where they were asked for (`choose_trials()`). `str()` is a report to read; `to_dict()` the same as
+    data."""
 
     model: str
     architecture: str
@@ -374,6 +375,7 @@ class Plan:
     candidates: Tuple[Candidate, ...]
     pareto: Tuple[int, ...]
     reference: Optional[Candidate] = None
+    trials: Tuple["Trial", ...] = ()
 
     @property
     def best(self) -> Optional[Candidate]:
@@ -388,7 +390,140 @@ class Plan:
                 "decoder_sequence_length": request.decoder_sequence_length,
                 "ipu_memory_bytes": IPU_MEMORY_BYTES, "reserve_bytes": round(request.reserve * IPU_MEMORY_BYTES),
                 "candidates": [candidate.to_dict() for candidate in self.candidates], "pareto": list(self.pareto),
-                "reference": None if self.reference is None else self.reference.to_dict()}
+                "reference": None if self.reference is None else self.reference.to_dict(),
+                "trials": [trial.to_dict() for trial in self.trials]}
 
     def __str__(self) -> str:
         return plan_text(self.to_dict())
+
+
+# --- the trials: the builds worth measuring --------------------------------------------------------------------------
+
+# what a trial differs from the others in (`_dimensions`): where the time model's constants weigh differently (an
+# operation's fixed cycles are shared by a micro-batch's samples; a host call by its device iterations; a replica's
+# IPUs set its ramp and what crosses between them)
+TRIAL_WORDS = {"ipus_per_replica": "IPUs a replica", "micro_batch_size": "micro-batch",
+               "device_iterations": "device iterations"}
+# a trial is taken where the shares of its step its constants' terms take differ from every trial's before it by this
+# much at least (summed over the constants): else its measurement would tell the fit what it is told already
+TRIAL_DISTANCE = 0.02
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A build worth measuring: its folder's `name`, its candidate, its `rank` in the plan (1: the best; None: the best
+    with one host call a step, a build the search does not list), the share of its step each constant's term takes
+    (`calibration.CONSTANTS`' order) and what it differs from the best in, in words."""
+
+    name: str
+    candidate: Candidate
+    rank: Optional[int]
+    shares: Tuple[float, ...]
+    differs: Tuple[str, ...]
+
+    def to_dict(self) -> Dict[str, Any]:
+        from .calibration import CONSTANTS
+
+        return {"name": self.name, "rank": self.rank, "differs": list(self.differs),
+                "shares": dict(zip(CONSTANTS, self.shares)), **self.candidate.to_dict()}
+
+
+def _dimensions(candidate: Candidate) -> Dict[str, int]:
+    return {"ipus_per_replica": candidate.build["ipus_per_replica"], "micro_batch_size": candidate.micro_batch_size,
+            "device_iterations": candidate.build["device_iterations"]}
+
+
+def choose_trials(model: Model, base: Dict[str, Any], request: Request, candidates: Sequence[Candidate],
+                  count: int) -> Tuple[Trial, ...]:
+    """The `count` builds of a training plan worth measuring: the best, then those whose order against it the model
+    is least sure of. A build is one where its speed's range (the calibration's band) reaches the best's and it
+    differs from every trial taken in its IPUs a replica, its micro-batch or its device iterations; of those, the one
+    whose step spends the most other shares of its time on the constants' terms (an operation's fixed cycles, the
+    elementwise work, the host's calls) than the nearest trial taken, faster first among equals: their measurements
+    tell the constants apart. The best with one host call a step is one of the builds weighed, where its own makes
+    more. Nothing where no build fits, or `count` is 0.
+    """
+    from .calibration import CONSTANTS, shares, timed_placement
+    from .estimate.calibration_file import shipped_calibration
+
+    if count < 1 or not candidates or not candidates[0].placement.fits:
+        return ()
+    best = candidates[0]
+    calibration = request.calibration or shipped_calibration()
+    constants = tuple(getattr(calibration, name) for name in CONSTANTS)
+    lowest = best.placement.time.samples_per_second_range[0]
+    costs = _MicroBatchCosts(model, request)
+    pool: List[Tuple[Optional[int], Candidate]] = [(1, best)]
+    if best.build["device_iterations"] > 1:
+        pool.append((None, _one_call_a_step(model, base, request, best, costs)))
+    pool += [(rank, candidate) for rank, candidate in enumerate(candidates[1:], start=2)
+             if candidate.placement.fits and candidate.placement.time.samples_per_second_range[1] >= lowest]
+    found_shares: Dict[int, Tuple[float, ...]] = {}
+
+    def spent(index: int) -> Tuple[float, ...]:
+        if index not in found_shares:
+            candidate = pool[index][1]
+            placer = _placer(model, base, request, candidate, costs)
+            found_shares[index] = shares(timed_placement(placer, candidate.build["layers_per_ipu"]), constants)
+        return found_shares[index]
+
+    chosen = [0]
+    while len(chosen) < count:
+        found = None
+        for index in range(1, len(pool)):
+            if index in chosen or any(_dimensions(pool[index][1]) == _dimensions(pool[other][1])
+                                      for other in chosen):
+                continue
+            distance = min(sum(abs(a - b) for a, b in zip(spent(index), spent(other))) for other in chosen)
+            if distance >= TRIAL_DISTANCE and (found is None or distance > found[0]):
+                found = (distance, index)
+        if found is None:
+            break
+        chosen.append(found[1])
+    return tuple(_trial(pool[index][0], pool[index][1], spent(index), best) for index in chosen)
+
+
+def _trial(rank: Optional[int], candidate: Candidate, spent: Tuple[float, ...], best: Candidate) -> Trial:
+    build = candidate.build
+    dimensions, best_dimensions = _dimensions(candidate), _dimensions(best)
+    differs = tuple(f"{TRIAL_WORDS[name]} {value} (the best's {best_dimensions[name]})"
+                    for name, value in dimensions.items() if value != best_dimensions[name])
+    shape = (f"{build['ipus_per_replica']}x{build['replication_factor']}-mb{candidate.micro_batch_size}"
+             f"-di{build['device_iterations']}")
+    name = f"rank{rank}-{shape}" if rank is not None else f"best-{shape}"
+    return Trial(name, candidate, rank, spent, differs)
+
+
+class _MicroBatchCosts:
+    """The shape and the costs of each step of a micro-batch of the plan's model, each worked out once."""
+
+    def __init__(self, model: Model, request: Request):
+        self.model, self.request = model, request
+        self.config = model.architecture.config(model.values, model.name)
+        self.found: Dict[int, Any] = {}
+
+    def __call__(self, micro_batch: int) -> Any:
+        if micro_batch not in self.found:
+            request = self.request
+            shape = resolve_shape(self.model.name, self.model.architecture.name, self.config, micro_batch,
+                                  request.sequence_length, request.decoder_sequence_length)
+            self.found[micro_batch] = shape, block_costs(self.model.architecture, self.config, shape, request.fp32)
+        return self.found[micro_batch]
+
+
+def _placer(model: Model, base: Dict[str, Any], request: Request, candidate: Candidate,
+            costs: _MicroBatchCosts) -> Placer:
+    """The placer of `candidate`'s build, its costs those of its micro-batch."""
+    settings = {**base, **settings_of(candidate.build, Mode.of(request.for_inference))}
+    return placer_of(model.name, model.architecture, model.values, settings, model.shapes, request.for_inference,
+                     request.fp32, lambda *_: costs(candidate.micro_batch_size), request.ipu, request.reserve,
+                     request.calibration)
+
+
+def _one_call_a_step(model: Model, base: Dict[str, Any], request: Request, best: Candidate,
+                     costs: _MicroBatchCosts) -> Candidate:
+    """The best build with one optimizer step a host call (`device_iterations` 1), its split the best's."""
+    build = {**best.build, "device_iterations": 1}
+    candidate = replace(best, build=build)
+    placement = _placer(model, base, request, candidate, costs).place(build["layers_per_ipu"])
+    return replace(candidate, placement=placement)

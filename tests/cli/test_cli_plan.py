@@ -354,3 +354,101 @@ def test_calibration_times_the_plan_with_the_file_s_constants(capsys, model, tmp
     code, out, err = run(capsys, "plan", "--model", model, *REQUEST, "--calibration", gone)
     assert (code, out, err) == (1, "", f"ipu-config: error: Cannot read the calibration file '{gone}': no such file "
                                        "(`ipu-config calibrate` writes one).\n")
+
+
+TRIALS = ["rank1-4x1-mb2-di8", "best-4x1-mb2-di1", "rank6-2x2-mb2-di8", "rank2-4x1-mb1-di8"]
+
+
+def test_trials_with_write_write_each_trial_s_config_and_the_command_that_measures_it(capsys, model, tmp_path):
+    out = tmp_path / "trials"
+    code, stdout, err = run(capsys, "plan", "--model", model, *REQUEST, "--trials", "4", "--write", out)
+    assert (code, err) == (0, f"Wrote 4 trials to {out}: each folder's ipu_config.json and command.txt\n")
+    found = plan(model, base=PlainIPUConfig(), trials=4, **ARGUMENTS)
+    assert sorted(path.name for path in out.iterdir()) == sorted(TRIALS)
+    assert not (out / "ipu_config.json").exists()  # with --trials, --write writes the trials alone
+    for trial in found.trials:
+        folder = out / trial.name
+        assert sorted(path.name for path in folder.iterdir()) == ["command.txt", "ipu_config.json"]
+        assert PlainIPUConfig.from_json_file(str(folder / "ipu_config.json")).to_dict() == \
+            trial.candidate.ipu_config.to_dict()
+        assert (folder / "command.txt").read_text() == (
+            f"python examples/measure_ipu_trainer.py --config {folder}/ipu_config.json --model {model} --architecture "
+            f"BertForPreTraining --micro-batch-size {trial.candidate.micro_batch_size} --sequence-length 512 --ipu "
+            f"gc200 --steps 20 --out {folder}/run\n")
+    lines = stdout.splitlines()
+    start = lines.index("Trials: 4 builds worth measuring, the best and those whose order against it the model is "
+                        "least sure of (their speeds within its band of the best's, their steps spending other shares "
+                        "on what calibrate fits):")
+    assert lines[start + 1:] == [
+        f"  rank1-4x1-mb2-di8: {found.trials[0].candidate.samples_per_second:,.1f} samples a second; the best",
+        f"  best-4x1-mb2-di1: {found.trials[1].candidate.samples_per_second:,.1f} samples a second; the best with "
+        "one optimizer step a host call",
+        f"  rank6-2x2-mb2-di8: {found.trials[2].candidate.samples_per_second:,.1f} samples a second; IPUs a replica 2 "
+        "(the best's 4)",
+        f"  rank2-4x1-mb1-di8: {found.trials[3].candidate.samples_per_second:,.1f} samples a second; micro-batch 1 "
+        "(the best's 2)",
+        f"Measure each, from the checkout on an IPU host: the command in {out}/NAME/command.txt, 20 steps; then:",
+        f"  ipu-config calibrate {out}/*/run --output calibration.json",
+        "  and plan again with --calibration calibration.json",
+    ]
+    assert HINT not in stdout
+
+
+def test_trials_never_overwrite_a_trial_s_file_without_force(capsys, model, tmp_path):
+    out = tmp_path / "trials"
+    (out / TRIALS[2]).mkdir(parents=True)
+    (out / TRIALS[2] / "command.txt").write_text("mine")
+    code, stdout, err = run(capsys, "plan", "--model", model, *REQUEST, "--trials", "4", "--write", out)
+    assert (code, stdout) == (1, "")
+    assert err == (f"ipu-config: error: {out / TRIALS[2] / 'command.txt'}: exists; pass --force to overwrite it (no "
+                   "trial was written)\n")
+    assert sorted(path.name for path in out.iterdir()) == [TRIALS[2]]
+    assert (out / TRIALS[2] / "command.txt").read_text() == "mine"
+    assert run(capsys, "plan", "--model", model, *REQUEST, "--trials", "4", "--write", out, "--force")[0] == 0
+    assert (out / TRIALS[2] / "command.txt").read_text().startswith("python examples/measure_ipu_trainer.py")
+
+
+def test_trials_without_write_are_listed_with_how_to_write_them(capsys, model):
+    code, stdout, err = run(capsys, "plan", "--model", model, *REQUEST, "--trials", "2")
+    lines = stdout.splitlines()
+    assert (code, err) == (0, "")
+    assert lines[-6:] == [
+        lines[-6],
+        lines[-5],
+        "Write them: add --write OUT_DIR (each OUT_DIR/NAME/ipu_config.json and command.txt).",
+        "Measure each, from the checkout on an IPU host: the command in OUT_DIR/NAME/command.txt, 20 steps; then:",
+        "  ipu-config calibrate OUT_DIR/*/run --output calibration.json",
+        "  and plan again with --calibration calibration.json",
+    ]
+    assert lines[-6].startswith("  rank1-4x1-mb2-di8: ") and lines[-5].startswith("  best-4x1-mb2-di1: ")
+    data = json.loads(run(capsys, "plan", "--model", model, *REQUEST, "--trials", "2", "--json")[1])
+    assert [trial["name"] for trial in data["trials"]] == TRIALS[:2]
+
+
+def test_trials_of_an_encoder_decoder_give_its_decoder_s_length_and_of_images_none(capsys, tmp_path):
+    t5 = model_folder(tmp_path / "t5", T5)
+    code, stdout, _ = run(capsys, "plan", "--model", t5, "--ipus", "2", "--global-batch-size", "8",
+                          "--sequence-length", "64", "--decoder-sequence-length", "16", "--trials", "1", "--write",
+                          tmp_path / "trials")
+    [folder] = list((tmp_path / "trials").iterdir())
+    assert code == 0 and "--sequence-length 64 --decoder-sequence-length 16 --ipu gc200" in (
+        folder / "command.txt").read_text()
+    vit = model_folder(tmp_path / "vit", dict(TINY_MODELS["ViTForImageClassification"].config,
+                                              architectures=["ViTForImageClassification"]))
+    code, stdout, _ = run(capsys, "plan", "--model", vit, "--ipus", "2", "--global-batch-size", "8", "--trials", "1",
+                          "--write", tmp_path / "images", "--ipu", "bow")
+    [folder] = list((tmp_path / "images").iterdir())
+    command = (folder / "command.txt").read_text()
+    assert code == 0 and "--sequence-length" not in command
+    assert "--architecture ViTForImageClassification --micro-batch-size 4 --ipu bow --steps 20" in command
+
+
+def test_trials_are_refused_for_inference_and_where_nothing_fits(capsys, model, tmp_path):
+    code, _, err = run(capsys, "plan", "--model", model, "--ipus", "4", "--inference", "--trials", "2")
+    assert code == 2 and "argument --trials: not allowed with --inference: calibrate fits training runs" in err
+    code, stdout, err = run(capsys, "plan", "--model", model, "--ipus", "1", "--global-batch-size", "32",
+                            "--sequence-length", "512", "--trials", "2", "--write", tmp_path / "none")
+    assert (code, err) == (1, "ipu-config: error: no build fits, so no trial is written: the plan lists the builds "
+                              "nearest to fitting first\n")
+    assert not (tmp_path / "none").exists()
+    assert run(capsys, "plan", "--model", model, *REQUEST, "--trials", "0")[0] == 2

@@ -11,6 +11,7 @@ import dataclasses
 import importlib
 import importlib.util
 import inspect
+import json
 import os
 import runpy
 import subprocess
@@ -182,3 +183,104 @@ def test_the_trainer_double_refuses_what_it_does_not_model(sdk):
         optimum_graphcore.IPUTrainer(model=torch.nn.Linear(1, 1), ipu_config=object(), args=args, callbacks=[])
     with pytest.raises(TypeError, match="do_eval"):
         optimum_graphcore.IPUTrainingArguments(output_dir="out", do_eval=True)
+
+
+# --- examples/measure_ipu_trainer.py: a trial of `plan --trials`, measured for `calibrate` --------------------------
+
+MEASURE = "measure_ipu_trainer.py"
+
+
+def measuring_script():
+    """examples/measure_ipu_trainer.py as a module, its `main()` not run."""
+    spec = importlib.util.spec_from_file_location("measure_ipu_trainer", EXAMPLES / MEASURE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def trial(tmp_path):
+    """A trial's folder (the preset on 4 replicas) and a folder holding a tiny BERT's config.json."""
+    from optimum_ipu_ext import IPUConfig
+    from support.placement_fixtures import tiny_model
+
+    IPUConfig.from_pretrained(str(PRESET), replication_factor=REPLICAS).save_pretrained(str(tmp_path / "trial"))
+    model = tiny_model("BertForQuestionAnswering")
+    model.config.architectures = ["BertForQuestionAnswering"]
+    model.config.save_pretrained(str(tmp_path / "model"))
+    return tmp_path / "trial", tmp_path / "model"
+
+
+def test_without_the_sdk_the_measuring_script_stops_with_one_line(trial, tmp_path):
+    config, model = trial
+    environment = {name: value for name, value in os.environ.items() if name != "OPTIMUM_IPU_EXT_TEST_BASE"}
+    result = subprocess.run([sys.executable, str(EXAMPLES / MEASURE), "--config", str(config), "--model", str(model),
+                             "--micro-batch-size", "2", "--sequence-length", "8", "--out", str(tmp_path / "run")],
+                            cwd=str(tmp_path), env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, timeout=300)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"{MEASURE}: needs the Poplar SDK (poptorch is not installed): run it on an IPU host "
+                             "with the SDK enabled; `ipu-config place CONFIG --model MODEL` times it on any "
+                             "machine\n")
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_measuring_script_trains_the_trial_s_config_with_ipu_trainer(ipu_trainer, run_example, trial):
+    config, model = trial
+    executor, wrappings = run_example(MEASURE, "--config", str(config), "--model", str(model), "--micro-batch-size",
+                                      "2", "--sequence-length", "8", "--steps", "1", "--out", "run")
+    training, _ = expected_states()
+    [wrapping] = wrappings
+    assert wrapping.training and executor.model is wrapping.model
+    assert state(wrapping.options) == training  # the config's seed kept
+    expected_model = "BertForQuestionAnswering"
+    if TEST_BASE == "upstream":
+        expected_model = "Pipelined" + expected_model
+    assert type(wrapping.model).__name__ == expected_model
+
+
+@pytest.mark.parametrize("architecture", ["BertForPreTraining", "BertForMaskedLM", "BertForQuestionAnswering",
+                                          "BertForSequenceClassification", "BertForTokenClassification",
+                                          "BertForMultipleChoice", "GPT2LMHeadModel", "T5ForConditionalGeneration",
+                                          "ViTForImageClassification", "HubertForSequenceClassification",
+                                          "Wav2Vec2ForCTC", "WhisperForConditionalGeneration"])
+def test_the_measuring_script_s_random_inputs_train_each_kind_of_model(architecture):
+    """A batch of two of its samples, through the model in training: a loss."""
+    from transformers import default_data_collator
+
+    from support.placement_fixtures import tiny_model
+
+    script = measuring_script()
+    model = tiny_model(architecture)
+    facts = {"micro_batch_size": 2, "sequence_length": 400 if "2Vec" in architecture or "Hubert" in architecture
+             else 8, "decoder_sequence_length": 4 if architecture.startswith("T5") else None}
+    data = script.RandomInputs(architecture, model.config, facts, 5)
+    assert len(data) == 5
+    batch = default_data_collator([data[0], data[1]])
+    output = model.train()(**batch)
+    assert output.loss.dim() == 0 and torch.isfinite(output.loss)
+
+
+def test_what_the_measuring_script_leaves_is_a_run_calibrate_reads(trial, tmp_path):
+    """The trainer's result files, then the script's own: calibrate reads the run with the script's facts."""
+    from transformers import AutoConfig
+
+    from optimum_ipu_ext import IPUConfig
+    from optimum_ipu_ext.config.measured_runs import read_measured_runs
+
+    config, model = trial
+    out = tmp_path / "run"
+    out.mkdir()
+    ipu_config = IPUConfig.from_pretrained(str(config))
+    # as IPUTrainer.save_metrics writes them: 1 host call a step of 2 x 128 x 4 samples
+    metrics = {"epoch": 1.0, "train_loss": 4.1, "train_runtime": 10.0, "train_samples_per_second": 204.8,
+               "train_steps_per_second": 0.2}
+    for name in ("train_results.json", "all_results.json"):
+        (out / name).write_text(json.dumps(metrics, indent=4, sort_keys=True))
+    facts = {"micro_batch_size": 2, "sequence_length": 8, "decoder_sequence_length": None,
+             "architecture": "BertForQuestionAnswering", "ipu": "bow"}
+    measuring_script().save_run(str(out), AutoConfig.from_pretrained(str(model)), ipu_config, facts)
+    assert json.loads((out / "ipu_run.json").read_text()) == {**facts, "written_by": "examples/measure_ipu_trainer.py"}
+    [run] = read_measured_runs([str(out)])
+    assert (run.architecture, run.micro_batch_size, run.sequence_length, run.ipu, run.measured_samples_per_second,
+            run.ipu_config["replication_factor"]) == ("BertForQuestionAnswering", 2, 8, "bow", 204.8, REPLICAS)

@@ -116,8 +116,8 @@ def test_the_layer_rule_refuses_an_import_upwards():
 
 
 # The placement's parts, lowest first: a module of one may import its own part and those before it.
-PLACEMENT_PARTS = ("hardware", "source", "models", "estimate", "report", "placement", "placer", "planning",
-                   "calibration")
+PLACEMENT_PARTS = ("hardware", "source", "models", "estimate", "report", "placement", "placer", "calibration",
+                   "planning")
 
 
 def placement_part(name: str) -> int:

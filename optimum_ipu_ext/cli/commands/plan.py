@@ -5,7 +5,7 @@ import argparse
 import contextlib
 import json
 import os
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from ..arguments import (
     add_calibration_option,
@@ -67,7 +67,12 @@ def register(subparsers) -> None:
     parser.add_argument("--top", type=positive, default=10, metavar="K",
                         help="show the K best candidates in the table (default 10)")
     parser.add_argument("--write", metavar="OUT_DIR",
-                        help="write the best candidate's config to OUT_DIR/ipu_config.json (refused where none fits)")
+                        help="write the best candidate's config to OUT_DIR/ipu_config.json (refused where none fits); "
+                        "with --trials, each trial's to OUT_DIR/NAME/ipu_config.json with its command")
+    parser.add_argument("--trials", type=positive, metavar="K",
+                        help="the K builds worth measuring to calibrate the time model: the best, and those whose "
+                        "order against it the model is least sure of; with --write, each with the command that "
+                        "measures it (examples/measure_ipu_trainer.py), whose output folder calibrate reads")
     add_picture_options(parser,
                         svg_help="also draw the plan as an SVG picture in FILE: each candidate's samples a second "
                         "against its largest IPU's share of its memory, the frontier, the best and rank base",
@@ -79,7 +84,6 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    from ...placement.report.text import plan_text
     from ..picture_files import picture_targets, write_pictures
     from ..sources import CONFIG_NAME, CommandError, refuse_to_overwrite, write_config
 
@@ -89,7 +93,9 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if not args.inference and args.global_batch_size is None:
         args.parser.error("the following argument is required for a training plan: --global-batch-size (the "
                           "samples of a step); or give --inference")
-    target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
+    if args.inference and args.trials is not None:
+        args.parser.error("argument --trials: not allowed with --inference: calibrate fits training runs")
+    target = os.path.join(args.write, CONFIG_NAME) if args.write is not None and args.trials is None else None
     if target is not None:  # before planning: the model may be on the Hub
         refuse_to_overwrite(target, args.force)
     pictures = picture_targets(args)
@@ -98,27 +104,44 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     best = found.best
     if target is not None and best is not None:  # before any output: a reader may go away
         write_config(best.ipu_config, args.write, args.force)
+    commands = _trial_commands(args, found)
+    if args.trials is not None and args.write is not None and best is not None:
+        _write_trials(args, found, commands)
     written = write_pictures(pictures, lambda kind: _drawing(kind, data))
     if args.json:
         out.write(json.dumps(data, indent=2))
     else:
-        out.write(plan_text(data, args.top))
-        if best is not None and target is None:
-            out.write()
-            out.write("Save the best: add --write OUT_DIR (it writes OUT_DIR/ipu_config.json).")
+        _report(args, found, data, commands, out)
     if args.base is not None and found.reference is None:
         err.write(f"{PROG}: note: {args.base} is not timed beside the candidates (no row base): its IPUs or batch "
                   "are not the plan's, or it cannot be placed; the candidates keep its other settings.")
     if target is not None and best is not None:
         err.write(f"Wrote {target}: the best build, rank 1")
+    if commands and args.write is not None:
+        err.write(f"Wrote {len(commands)} trial{'s' if len(commands) > 1 else ''} to {args.write}: each folder's "
+                  "ipu_config.json and command.txt")
     for path in written:
         err.write(f"Wrote {path}")
     if best is None:
-        if target is not None:
-            raise CommandError(f"no build fits, so {target} is not written: the plan lists the builds nearest to "
-                               "fitting first")
+        if args.write is not None:
+            what = f"{target} is not written" if target else "no trial is written"
+            raise CommandError(f"no build fits, so {what}: the plan lists the builds nearest to fitting first")
         return 1
     return 0
+
+
+def _report(args: argparse.Namespace, found: "Plan", data: Dict[str, Any], commands: Mapping[str, str],
+            out: Stream) -> None:
+    """The plan as text, then its trials, or how to save the best."""
+    from ...placement.report.text import plan_text
+
+    out.write(plan_text(data, args.top))
+    if found.trials:
+        out.write()
+        out.write(_trials_text(args, found, commands))
+    elif found.best is not None and args.write is None:
+        out.write()
+        out.write("Save the best: add --write OUT_DIR (it writes OUT_DIR/ipu_config.json).")
 
 
 def _base(args: argparse.Namespace):
@@ -150,6 +173,7 @@ def _plan(args: argparse.Namespace, base, err: Stream) -> "Plan":
         "decoder_sequence_length": args.decoder_sequence_length, "architecture": args.architecture, "ipu": args.ipu,
         "reserve": args.reserve, "base": base, "inference": args.inference, "fp32": args.fp32,
         "revision": args.revision, "token": get_token() if hub else None, "calibration": args.calibration,
+        "trials": args.trials or 0,
     }
     try:
         with progress(err, f"Planning {args.model}") if hub else contextlib.nullcontext():
@@ -170,3 +194,78 @@ def _drawing(kind: str, data: Dict[str, Any]) -> str:
     from ...placement.report.page import plan_page
 
     return plan_page(data)
+
+
+# --- trials ----------------------------------------------------------------------------------------------------------
+
+# what measures a trial: the example script of the checkout, for this many optimizer steps
+MEASURE_SCRIPT = "examples/measure_ipu_trainer.py"
+TRIAL_STEPS = 20
+COMMAND_FILE = "command.txt"
+
+
+def _trial_commands(args: argparse.Namespace, found: "Plan") -> Dict[str, str]:
+    """`{trial's name: the command measuring it}`, its files under `--write`'s folder (else OUT_DIR)."""
+    import shlex
+
+    from ...placement.models import ARCHITECTURES
+    from ...placement.models.rules import ENCODER_DECODER, IMAGE, SPEECH_RECOGNITION
+
+    folder = args.write or "OUT_DIR"
+    commands = {}
+    for trial in found.trials:
+        shape = trial.candidate.placement.shape
+        kind = ARCHITECTURES[found.architecture].inputs
+        lengths = [] if kind in (IMAGE, SPEECH_RECOGNITION) else ["--sequence-length", str(shape.sequence_length)]
+        if kind == ENCODER_DECODER:
+            lengths += ["--decoder-sequence-length", str(shape.decoder_sequence_length)]
+        here = os.path.join(folder, trial.name)
+        words = ["python", MEASURE_SCRIPT, "--config", os.path.join(here, CONFIG_FILE), "--model", args.model,
+                 "--architecture", found.architecture, "--micro-batch-size", str(trial.candidate.micro_batch_size),
+                 *lengths, "--ipu", args.ipu, "--steps", str(TRIAL_STEPS), "--out", os.path.join(here, "run")]
+        commands[trial.name] = " ".join(shlex.quote(word) for word in words)
+    return commands
+
+
+CONFIG_FILE = "ipu_config.json"
+
+
+def _write_trials(args: argparse.Namespace, found: "Plan", commands: Mapping[str, str]) -> None:
+    """Each trial's config and command in its folder under `--write`'s, none written where any is in the way."""
+    from ...settings.files import write_text_atomically
+    from ..sources import CommandError
+
+    targets = [os.path.join(args.write, trial.name, name) for trial in found.trials
+               for name in (CONFIG_FILE, COMMAND_FILE)]
+    if not args.force:
+        present = [path for path in targets if os.path.exists(path)]
+        if present:
+            raise CommandError(f"{present[0]}: exists; pass --force to overwrite it (no trial was written)")
+    for trial in found.trials:
+        here = os.path.join(args.write, trial.name)
+        os.makedirs(here, exist_ok=True)
+        trial.candidate.ipu_config.save_pretrained(here)
+        write_text_atomically(os.path.join(here, COMMAND_FILE), commands[trial.name] + "\n")
+
+
+def _trials_text(args: argparse.Namespace, found: "Plan", commands: Mapping[str, str]) -> str:
+    """The trials, a line each with what it differs from the best in, then how to measure them and calibrate."""
+    count = len(found.trials)
+    lines = [f"Trials: {count} build{'s' if count > 1 else ''} worth measuring, the best and those whose order "
+             "against it the model is least sure of (their speeds within its band of the best's, their steps "
+             "spending other shares on what calibrate fits):"]
+    for trial in found.trials:
+        what = ", ".join(trial.differs) if trial.rank != 1 else "the best"
+        if trial.rank is None:
+            what = "the best with one optimizer step a host call"
+        lines.append(f"  {trial.name}: {trial.candidate.samples_per_second:,.1f} samples a second; {what}")
+    folder = args.write or "OUT_DIR"
+    if args.write is None:
+        lines.append(f"Write them: add --write OUT_DIR (each OUT_DIR/NAME/{CONFIG_FILE} and {COMMAND_FILE}).")
+    command = os.path.join(folder, "NAME", COMMAND_FILE)
+    lines.append(f"Measure each, from the checkout on an IPU host: the command in {command}, {TRIAL_STEPS} steps; "
+                 "then:")
+    lines.append(f"  ipu-config calibrate {os.path.join(folder, '*', 'run')} --output calibration.json")
+    lines.append("  and plan again with --calibration calibration.json")
+    return "\n".join(lines)
+
