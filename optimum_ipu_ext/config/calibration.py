@@ -25,6 +25,7 @@ from ..placement.calibration import (
     percentile,
     read_runs,
     rows_of,
+    shares,
     timed_run,
 )
 from .measured_runs import MARKER, MARKER_VALUE, RUNS_KEY
@@ -90,8 +91,10 @@ def errors_table(data: Mapping[str, Any], runs: Sequence[MeasuredRun]) -> str:
 
 # --- a user's runs ---------------------------------------------------------------------------------------------------
 
-# the fewest runs whose errors, each left out of the fit in turn, make the band; fewer keep the shipped band
+# the fewest runs whose errors, each left out of the fit in turn, make the band; fewer keep the shipped band, and say
+# so in `band_from`
 BAND_RUNS = 5
+SHIPPED_BAND = "shipped"
 
 
 def calibrate(runs: Sequence[MeasuredRun], name: str) -> Dict[str, Any]:
@@ -108,7 +111,8 @@ def calibrate(runs: Sequence[MeasuredRun], name: str) -> Dict[str, Any]:
     shipped = shipped_calibration()
     start = tuple(getattr(shipped, constant) for constant in CONSTANTS)
     found = [(run, timed, measured_seconds(run, timed)) for run, timed in _timed(runs)]
-    determined = fit_determined([(timed, measured) for _, timed, measured in found], start)
+    spent = {run.name: shares(timed, start) for run, timed, _ in found}  # at the shipped constants, for every fit
+    determined = fit_determined([(timed, measured) for _, timed, measured in found], start, list(spent.values()))
 
     def error(timed: TimedRun, measured: float, constants: Sequence[float]) -> float:
         return measured / timed.step_seconds(constants) - 1
@@ -116,8 +120,11 @@ def calibrate(runs: Sequence[MeasuredRun], name: str) -> Dict[str, Any]:
     left_out = {}
     if len(found) > 1:
         for run, timed, measured in found:
-            others = [(other_timed, other) for other_run, other_timed, other in found if other_run is not run]
-            left_out[run.name] = error(timed, measured, fit_determined(others, start).constants)
+            others = [(other_run, other_timed, other) for other_run, other_timed, other in found
+                      if other_run is not run]
+            alone = fit_determined([(other_timed, other) for _, other_timed, other in others], start,
+                                   [spent[other_run.name] for other_run, _, _ in others])
+            left_out[run.name] = error(timed, measured, alone.constants)
     if len(found) >= BAND_RUNS:
         errors = list(left_out.values())
         band, counted, band_from = [percentile(errors, 0.1), percentile(errors, 0.9)], len(found), "left out"
@@ -134,10 +141,6 @@ def calibrate(runs: Sequence[MeasuredRun], name: str) -> Dict[str, Any]:
                                  for run, timed, measured in found},
                        "left_out": left_out},
             RUNS_KEY: [run_row(run) for run in runs]}
-
-
-# `band_from` where the runs are too few for a band of their own
-SHIPPED_BAND = "shipped"
 
 
 def _timed(runs: Sequence[MeasuredRun]) -> List[Tuple[MeasuredRun, TimedRun]]:

@@ -224,12 +224,13 @@ class Determined(NamedTuple):
     kept: Dict[str, str]
 
 
-def fit_determined(found: Sequence[Tuple[TimedRun, float]], start: Sequence[float]) -> Determined:
+def fit_determined(found: Sequence[Tuple[TimedRun, float]], start: Sequence[float],
+                   spent: Optional[Sequence[Sequence[float]]] = None) -> Determined:
     """The constants `found` (each run timed, and its measured seconds) determine, fitted from `start`, the others
     kept at `start`'s. A constant is determined where at least `MIN_RUNS` runs spend `MIN_SHARE` of their step (at
-    `start`) on its term; of those, the runs fit at most one fewer than there are runs, those their steps spend the
-    most on first."""
-    spent = [shares(timed, start) for timed, _ in found]
+    `start`: `spent`, each run's `shares()`, worked out here where not given) on its term; of those, the runs fit at
+    most one fewer than there are runs, those their steps spend the most on first."""
+    spent = spent if spent is not None else [shares(timed, start) for timed, _ in found]
     count = len(found)
     kept: Dict[str, str] = {}
     determined = []

@@ -3,7 +3,8 @@ the measured speed of a matrix product by its shape (`matmul_cycles`). The time 
 (placement/data/calibration.json, `estimate.timing.Calibration`)."""
 
 import math
-from typing import Dict, NamedTuple, Sequence, Tuple
+from functools import lru_cache
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 
 class IPUType(NamedTuple):
@@ -78,15 +79,24 @@ MATMUL_SWEEP_TFLOPS = {
 MATMUL_SWEEP_CLOCK_HZ = 1.85e9
 
 
-def _sweep_rate(size: int, rows: float) -> float:
+Measured = Dict[int, List[Tuple[float, float]]]
+
+
+@lru_cache(maxsize=4)
+def _measured(table: Tuple[Tuple[int, Tuple[Optional[float], ...]], ...]) -> Measured:
+    """Each size's points of the sweep `table` (`MATMUL_SWEEP_TFLOPS`' items), as (log2 of the rows, square root of
+    the FLOPs a cycle): worked out once for the table's values."""
+    return {size: [(math.log2(n), math.sqrt(tflops * 1e12 / MATMUL_SWEEP_CLOCK_HZ))
+                   for n, tflops in zip(MATMUL_SWEEP_ROWS, row) if tflops is not None]
+            for size, row in table}
+
+
+def _sweep_rate(size: int, rows: float, measured: Measured) -> float:
     """The FLOPs a cycle of the sweep's product with W of `size` x `size`, at `rows` rows: between the rows measured,
     the square root of the rate linear in the logarithm of the rows (the sweep's own curvature: each point is within
     a fifth of what its neighbours give, tests/placement/test_calibration.py); beyond the most measured, as the
     nearest smaller size's row rises from there (none: flat), up to the fastest point measured; below the fewest, the
     same time as at the fewest."""
-    measured = {size: [(math.log2(n), math.sqrt(tflops * 1e12 / MATMUL_SWEEP_CLOCK_HZ))
-                       for n, tflops in zip(MATMUL_SWEEP_ROWS, row) if tflops is not None]
-                for size, row in MATMUL_SWEEP_TFLOPS.items()}
     points, position = measured[size], math.log2(rows)
     if position <= points[0][0]:
         return points[0][1] ** 2 * 2 ** (position - points[0][0])
@@ -115,7 +125,8 @@ def matmul_cycles(batch: int, m: int, k: int, n: int) -> float:
     sizes = sorted(MATMUL_SWEEP_TFLOPS)
     elements = max(1, batch * m * k)
     position = min(max(math.log2(elements) / 2, math.log2(sizes[0])), math.log2(sizes[-1]))
-    rates = [(math.log2(size), math.log2(_sweep_rate(size, max(1, n)))) for size in sizes]
+    measured = _measured(tuple(MATMUL_SWEEP_TFLOPS.items()))
+    rates = [(math.log2(size), math.log2(_sweep_rate(size, max(1, n), measured))) for size in sizes]
     return 2 * batch * m * k * n / 2 ** _interpolated(rates, position)
 
 # A call of a compiled PopTorch model from the host, with next to no work: 0.50 ms (graphcore-research/notebooks,
