@@ -62,6 +62,8 @@ def sample(architecture: str, config: Any, facts: Dict[str, Any],
         choices = (MULTIPLE_CHOICES,) if architecture.endswith("ForMultipleChoice") else ()
         found = {"input_ids": integers(config.vocab_size, *choices, length),
                  "attention_mask": torch.ones(*choices, length, dtype=torch.long)}
+        if architecture == "BartForSequenceClassification":  # it classifies from each sentence's last end token
+            found["input_ids"][..., -1] = config.eos_token_id
         if architecture.endswith("ForQuestionAnswering"):
             return {**found, "start_positions": integers(length), "end_positions": integers(length)}
         if architecture.endswith("ForPreTraining"):
@@ -130,6 +132,8 @@ def main() -> None:
         sys.exit(f"{Path(__file__).name}: makes no inputs for {architecture} ({UNSUPPORTED[architecture]}): measure "
                  "it with a script of your own, and give calibrate its figures in a runs file")
     config.architectures = [architecture]
+    if getattr(config, "pad_token_id", 0) is None:  # GPT-2 classifies a batch of several sentences by its padding
+        config.pad_token_id = config.eos_token_id
     facts = {"micro_batch_size": args.micro_batch_size, "sequence_length": args.sequence_length,
              "decoder_sequence_length": args.decoder_sequence_length, "architecture": architecture, "ipu": args.ipu}
     model = model_class(architecture)(config)

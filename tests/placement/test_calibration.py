@@ -10,6 +10,8 @@ them (placement/data/measured_runs.json), and the model held to them; and the me
   (`notebooks/images/mt5_oom.png`, "Tile Memory (w/ gaps)" per IPU, read off the picture to about 5 MiB): the reserve
   covers what the placement does not count on its IPUs of layers; Graphcore's published runs never come out "does not
   fit", that split never "fits".
+- A user's runs (`fit_determined`): a constant's share of a step; the constants found again from steps timed with
+  them; a constant the runs do not determine kept at its start, and why.
 """
 
 import functools
@@ -250,3 +252,63 @@ def test_graphcore_s_published_runs_never_come_out_does_not_fit(run):
     placement = config.placement(str(FULL_SIZE / model), architecture=architecture, micro_batch_size=micro_batch,
                                  sequence_length=length, decoder_sequence_length=decoder)
     assert placement.verdict != Verdict.DOES_NOT_FIT and not placement.problems
+
+
+# --- a user's runs: the constants they determine (`fit_determined`), the shares of a step ----------------------------
+
+USERS = ("optimum-graphcore BERT-base pre-training phase 2", "optimum-graphcore RoBERTa-base SQuAD v2",
+         "optimum-graphcore GPT-2 small WikiText-103", "optimum-graphcore ViT-base CIFAR-10",
+         "BERT-base SQuAD (Hub, DI 2)")
+
+
+@functools.lru_cache(maxsize=None)
+def timed_users():
+    runs = {run.name: run for run in read_runs()}
+    return tuple(timed_run(runs[name], run_settings(runs[name])) for name in USERS)
+
+
+def _shipped():
+    from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
+
+    shipped = shipped_calibration()
+    return (shipped.operation_cycles, shipped.elementwise_cycles, shipped.call_seconds)
+
+
+def test_a_constant_s_share_is_the_step_s_relative_change_over_the_constant_s():
+    from optimum_ipu_ext.placement.calibration import shares
+
+    roberta = timed_users()[1]
+    found = shares(roberta, _shipped())
+    assert [round(share, 2) for share in found] == [0.16, 0.07, 0.30]
+    step = roberta.step_seconds(_shipped())
+    for index, share in enumerate(found):
+        moved = list(_shipped())
+        moved[index] *= 1.05
+        assert roberta.step_seconds(moved) == pytest.approx(step * (1 + 0.05 * share), rel=1e-3)
+
+
+def test_the_constants_runs_determine_are_found_again_from_steps_they_time():
+    """The five runs' steps timed at other constants, as if measured: the fit finds those constants."""
+    from optimum_ipu_ext.placement.calibration import fit_determined
+
+    truth = (2 * _shipped()[0], _shipped()[1] / 2, 3 * _shipped()[2])
+    found = fit_determined([(timed, timed.step_seconds(truth)) for timed in timed_users()], _shipped())
+    assert (found.fitted, found.kept) == (calibration.CONSTANTS, {})
+    assert found.constants == pytest.approx(truth, rel=1e-4)
+
+
+def test_a_constant_the_runs_do_not_determine_keeps_its_start():
+    """BERT-base pre-training and GPT-2 small spend under a tenth of their steps on the host's calls: 2 runs fit one
+    constant, the elementwise work's (16 % and 19 % of their steps, against 11 % and 22 % on the operations'), and
+    find it again from steps timed with it doubled."""
+    from optimum_ipu_ext.placement.calibration import fit_determined
+
+    pair = [timed_users()[0], timed_users()[2]]
+    truth = (_shipped()[0], 2 * _shipped()[1], _shipped()[2])
+    found = fit_determined([(timed, timed.step_seconds(truth)) for timed in pair], _shipped())
+    assert found.fitted == ("elementwise_cycles",)  # 35 % of their steps in all, against 33 %
+    assert found.kept == {"operation_cycles": "2 runs fit one constant fewer than there are runs, those they spend "
+                                              "more of their steps on first",
+                          "call_seconds": "runs spending 10% of their step on it: 0 of 2; 2 must"}
+    assert (found.constants[0], found.constants[2]) == (_shipped()[0], _shipped()[2])
+    assert found.constants[1] == pytest.approx(truth[1], rel=1e-4)

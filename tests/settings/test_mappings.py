@@ -529,6 +529,8 @@ ERROR_BASES = {
     "ModelFileError": ("IPUConfigError", "OSError"),
     "PlacementError": ("IPUConfigError", "ValueError"),
     "ArchitectureError": ("PlacementError",),
+    "CalibrationFileError": ("IPUConfigError", "ValueError"),
+    "MeasuredRunError": ("IPUConfigError", "ValueError"),
     "HubError": ("IPUConfigError", "OSError"),
     "HubRepositoryNotFoundError": ("HubError",),
     "HubRevisionNotFoundError": ("HubError",),
@@ -564,6 +566,9 @@ ERROR_EXAMPLES = {  # one instance of each exported error, as the package raises
     "PlacementError": lambda: optimum_ipu_ext.PlacementError("bert-base", "[6, 5] places 11 layers", "layers_per_ipu"),
     "ArchitectureError":
         lambda: optimum_ipu_ext.ArchitectureError("albert", "AlbertForMaskedLM has no pipelined version"),
+    "CalibrationFileError": lambda: optimum_ipu_ext.CalibrationFileError(
+        "mine.json", "is missing", "constants.call_seconds", "OPTIMUM_IPU_EXT_CALIBRATION"),
+    "MeasuredRunError": lambda: optimum_ipu_ext.MeasuredRunError("runs.csv, line 3", "`ipu=\"mk1\"` is invalid"),
     "HubError": lambda: optimum_ipu_ext.HubError("org/cfg", "it failed", "load 'ipu_config.json' from", "main"),
     "HubRepositoryNotFoundError": lambda: optimum_ipu_ext.HubRepositoryNotFoundError("org/cfg", "missing", "load"),
     "HubRevisionNotFoundError": lambda: optimum_ipu_ext.HubRevisionNotFoundError("org/cfg", "no such", "load", "v9"),
@@ -609,6 +614,8 @@ def test_every_exported_error_is_pinned():
         ("ModelFileError", {OSError}),
         ("PlacementError", {ValueError}),
         ("ArchitectureError", {ValueError}),
+        ("CalibrationFileError", {ValueError}),
+        ("MeasuredRunError", {ValueError}),
         ("HubConfigFileError", {OSError}),
         ("OptionsFileError", {OSError}),
         ("OutputExistsError", {OSError}),

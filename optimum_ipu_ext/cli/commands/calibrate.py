@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any, Dict, List, Mapping
 
-from ..arguments import add_command_parser, add_force_option, add_json_option, add_length_options, positive
+from ..arguments import add_command_parser, add_force_option, add_json_option, positive
 from ..output import Stream
 
 CONSTANT_WORDS = {"operation_cycles": "cycles an operation", "elementwise_cycles": "cycles an element",
@@ -30,7 +30,11 @@ def register(subparsers) -> None:
                         "wrote is one too)")
     parser.add_argument("--micro-batch-size", type=positive, metavar="B",
                         help="the micro-batch of the runs (default: what each folder's figures or ipu_run.json say)")
-    add_length_options(parser, positive, help_prefix="the runs' inputs: ")
+    parser.add_argument("--sequence-length", type=positive, metavar="S",
+                        help="the runs' inputs: S tokens; HuBERT/Wav2Vec2: S audio samples at 16 kHz (needed where a "
+                        "run does not say it and its model takes one; not for images or Whisper)")
+    parser.add_argument("--decoder-sequence-length", type=positive, metavar="T",
+                        help="the runs' inputs: an encoder-decoder's decoder takes T tokens (default: S)")
     parser.add_argument("--architecture", metavar="NAME",
                         help="the class the runs trained, e.g. BertForPreTraining (default: the one config.json "
                         "names)")

@@ -266,6 +266,13 @@ def test_a_calibration_covering_nothing_tells_nothing():
     assert Calibration(1.0, 1.0, 1.0).outside("t5", 1) == ()
 
 
+def test_an_ipu_s_peak_is_128_flops_a_tile_and_a_cycle():
+    from optimum_ipu_ext.placement.hardware import peak_flops
+
+    assert (peak_flops(GC200), peak_flops(BOW)) == (1472 * 128 * 1.33e9, 1472 * 128 * 1.85e9)
+    assert (round(peak_flops(GC200) / 1e12), round(peak_flops(BOW) / 1e12)) == (251, 349)
+
+
 def test_the_hardware_s_figures():
     assert (IPU_LINK_BYTES_PER_SECOND, GATEWAY_LINK_BYTES_PER_SECOND, STREAMING_BYTES_PER_SECOND,
             HOST_LINK_BYTES_PER_SECOND) == (64e9, 6.25e9, 9.6e9, 12.5e9)
