@@ -40,7 +40,7 @@ from cli import medians  # noqa: E402  (benchmarks/cli.py: commands run in alter
 
 def runs_file(folder: str) -> List[Dict[str, object]]:
     """A JSON runs file of 20 runs in `folder` (the five Hub folders, 15 shipped runs); returns the rows."""
-    from optimum_ipu_ext.config.calibration import run_row
+    from optimum_ipu_ext.config.user_calibration import run_row
     from optimum_ipu_ext.placement.calibration import read_runs
 
     hub = json.loads((DATA / "runs.json").read_text(encoding="utf-8"))["runs"]

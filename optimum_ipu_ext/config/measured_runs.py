@@ -81,14 +81,16 @@ def _number(value: Any) -> Optional[float]:
 
 
 def _text(value: Any) -> Optional[str]:
-    return value.strip() if isinstance(value, str) and value.strip() else None
+    """`value`, a string (a blank one is not given: `_checked` leaves it out)."""
+    return value.strip() if isinstance(value, str) else None
 
 
-def _one_of(choices: Sequence[str]) -> Callable[[Any], Optional[str]]:
-    def check(value: Any) -> Optional[str]:
-        return value if value in choices else None
+def _ipu(value: Any) -> Optional[str]:
+    return value if value in IPU_TYPES else None
 
-    return check
+
+def _build(value: Any) -> Optional[str]:
+    return value if value in BUILDS else None
 
 
 def _path_or_object(value: Any) -> Any:
@@ -108,8 +110,8 @@ FIELDS: Dict[str, Tuple[Callable[[Any], Any], str]] = {
     "micro_batch_size": (_whole, WHOLE),
     "sequence_length": (_whole, WHOLE),
     "decoder_sequence_length": (_whole, WHOLE),
-    "ipu": (_one_of(tuple(IPU_TYPES)), "allowed values are " + ", ".join(f'"{name}"' for name in IPU_TYPES)),
-    "build": (_one_of(BUILDS), 'allowed values are "training", "inference"'),
+    "ipu": (_ipu, "allowed values are " + ", ".join(f'"{name}"' for name in IPU_TYPES)),
+    "build": (_build, 'allowed values are "training", "inference"'),
     "samples_per_second": (_number, "allowed values are positive numbers: the samples a second measured"),
     "source": (_text, "where the measurement comes from"),
 }
@@ -173,13 +175,14 @@ def read_measured_runs(sources: Sequence[str], given: Optional[Facts] = None) ->
 
 
 def _load_json(where: str, path: str) -> Any:
+    """The JSON of the file at `path` (a file: its callers know it is one, which may still refuse to be read)."""
     try:
         with open(path, encoding="utf-8") as reader:
             return json.load(reader)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise MeasuredRunError(where, f"{os.path.basename(path)} is not valid JSON ({error})") from None
     except OSError as error:
-        raise MeasuredRunError(where, f"{os.path.basename(path)}: {error.strerror or error}") from None
+        raise MeasuredRunError(where, f"{os.path.basename(path)} cannot be read ({error.strerror})") from None
 
 
 def _object(where: str, path: str) -> Dict[str, Any]:
@@ -375,7 +378,7 @@ def _row_run(path: str, where: str, row: Mapping[str, Any], given: Facts) -> Mea
         raise MeasuredRunError(where, f"unknown field {as_json(unknown[0])}: the fields are {', '.join(FIELDS)}")
     values = {field: _checked(where, field, row.get(field)) for field in FIELDS}
     base = os.path.dirname(os.path.abspath(path))
-    told = [("the row", _facts(where, row))]
+    told = [("the row", Facts(*(values[field] for field in Facts._fields)))]
     config, model = values["config"], values["model"]
     config = config if config is None or isinstance(config, dict) else _config_path(base, config)
     model = model if model is None or isinstance(model, dict) else _model_path(base, model)
@@ -385,7 +388,7 @@ def _row_run(path: str, where: str, row: Mapping[str, Any], given: Facts) -> Mea
             raise MeasuredRunError(where, f"gives an output folder and `{wrong}`: the folder holds the measurement "
                                    "of a training run")
         folder = values["folder"]
-        shown = folder if os.path.isabs(folder) else os.path.normpath(os.path.join(os.path.dirname(path), folder))
+        shown = os.path.normpath(os.path.join(os.path.dirname(path), folder))  # an absolute folder is itself
         return _folder_run(_relative(base, folder), where, given,
                            Supplied(told, values["name"] or shown, values["source"], config, model))
     missing = [field for field in MEASURED if values[field] is None]
@@ -400,7 +403,8 @@ def _row_run(path: str, where: str, row: Mapping[str, Any], given: Facts) -> Mea
 
 
 def _relative(base: str, path: str) -> str:
-    return path if os.path.isabs(path) else os.path.join(base, path)
+    """`path` relative to the folder `base` (an absolute path is itself)."""
+    return os.path.join(base, path)
 
 
 def _config_path(base: str, value: str) -> str:
@@ -419,7 +423,7 @@ def _model_path(base: str, value: str) -> str:
     from ..settings.sources import is_local
 
     local = _relative(base, value)
-    return local if is_local(local) or is_local(value) else value
+    return local if os.path.exists(local) or is_local(value) else value
 
 
 def _config_values(where: str, values: Dict[str, Any]) -> Dict[str, Any]:

@@ -88,11 +88,11 @@ def timed_run(run: MeasuredRun, settings: Mapping[str, Any]) -> TimedRun:
     return timed_placement(placer)
 
 
-def timed_placement(placer: "Placer", layers_per_ipu: Optional[Sequence[int]] = None) -> TimedRun:
-    """The placement of `placer` with `layers_per_ipu` (None: the config's), to be timed at any constants."""
-    placement = placer.place(layers_per_ipu)
+def timed_placement(placer: "Placer") -> TimedRun:
+    """The placement of `placer`, with its config's split, to be timed at any constants."""
+    placement = placer.place()
     configured = placer.configured
-    layout = configured.layout(layers_per_ipu)
+    layout = configured.layout()
     loads = configured.loads(layout, placement.stages, configured.first_uses(layout))
     return TimedRun(configured.cost_model, tuple(loads), placement.schedule.cycles, placement)
 
@@ -225,12 +225,11 @@ class Determined(NamedTuple):
 
 
 def fit_determined(found: Sequence[Tuple[TimedRun, float]], start: Sequence[float],
-                   spent: Optional[Sequence[Sequence[float]]] = None) -> Determined:
+                   spent: Sequence[Sequence[float]]) -> Determined:
     """The constants `found` (each run timed, and its measured seconds) determine, fitted from `start`, the others
     kept at `start`'s. A constant is determined where at least `MIN_RUNS` runs spend `MIN_SHARE` of their step (at
-    `start`: `spent`, each run's `shares()`, worked out here where not given) on its term; of those, the runs fit at
-    most one fewer than there are runs, those their steps spend the most on first."""
-    spent = spent if spent is not None else [shares(timed, start) for timed, _ in found]
+    `start`: `spent`, each run's `shares()`, worked out once by the caller for all its fits) on its term; of those,
+    the runs fit at most one fewer than there are runs, those their steps spend the most on first."""
     count = len(found)
     kept: Dict[str, str] = {}
     determined = []
@@ -289,5 +288,5 @@ def fastest_possible(run: MeasuredRun, timed: TimedRun) -> Bound:
         chosen, flops = (busiest.ipu,), busiest.work.flops
     replicas = timed.cost_model.time.job.replicas
     peak = peak_flops(IPU_TYPES[run.ipu])
-    return Bound(replicas * run.micro_batch_size * peak / max(flops, 1), chosen, flops, replicas)
+    return Bound(replicas * run.micro_batch_size * peak / flops, chosen, flops, replicas)
 

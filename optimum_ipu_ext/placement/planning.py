@@ -440,8 +440,8 @@ def choose_trials(model: Model, base: Dict[str, Any], request: Request, candidat
     differs from every trial taken in its IPUs a replica, its micro-batch or its device iterations; of those, the one
     whose step spends the most other shares of its time on the constants' terms (an operation's fixed cycles, the
     elementwise work, the host's calls) than the nearest trial taken, faster first among equals: their measurements
-    tell the constants apart. The best with one host call a step is one of the builds weighed, where its own makes
-    more. Nothing where no build fits, or `count` is 0.
+    tell the constants apart. The best with one host call a step is one of the builds weighed, where it runs several.
+    Nothing where no build fits, or `count` is 0.
     """
     from .calibration import CONSTANTS, shares, timed_placement
     from .estimate.calibration_file import shipped_calibration
@@ -453,18 +453,19 @@ def choose_trials(model: Model, base: Dict[str, Any], request: Request, candidat
     constants = tuple(getattr(calibration, name) for name in CONSTANTS)
     lowest = best.placement.time.samples_per_second_range[0]
     costs = _MicroBatchCosts(model, request)
-    pool: List[Tuple[Optional[int], Candidate]] = [(1, best)]
+    others = list(enumerate(candidates[1:], start=2))
     if best.build["device_iterations"] > 1:
-        pool.append((None, _one_call_a_step(model, base, request, best, costs)))
-    pool += [(rank, candidate) for rank, candidate in enumerate(candidates[1:], start=2)
-             if candidate.placement.fits and candidate.placement.time.samples_per_second_range[1] >= lowest]
+        others.insert(0, (None, _one_call_a_step(model, base, request, best, costs)))
+    pool: List[Tuple[Optional[int], Candidate]] = [(1, best)] + [
+        (rank, candidate) for rank, candidate in others
+        if candidate.placement.fits and candidate.placement.time.samples_per_second_range[1] >= lowest]
     found_shares: Dict[int, Tuple[float, ...]] = {}
 
     def spent(index: int) -> Tuple[float, ...]:
         if index not in found_shares:
             candidate = pool[index][1]
             placer = _placer(model, base, request, candidate, costs)
-            found_shares[index] = shares(timed_placement(placer, candidate.build["layers_per_ipu"]), constants)
+            found_shares[index] = shares(timed_placement(placer), constants)  # the build's split is its config's
         return found_shares[index]
 
     chosen = [0]

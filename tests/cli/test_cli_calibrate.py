@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from optimum_ipu_ext.config.calibration import calibrate
 from optimum_ipu_ext.config.measured_runs import Facts, read_measured_runs
+from optimum_ipu_ext.config.user_calibration import calibrate
 from support import PRESET
 from support.cli_helpers import run, run_alone
 

@@ -5,6 +5,7 @@ disagree refused; every row's field checked, naming the file, the line or run, t
 allows; every run that cannot be read refused naming it and why."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -319,8 +320,160 @@ def test_a_row_s_config_given_as_an_object_is_checked_by_the_class(folder, tmp_p
 
 def test_a_calibration_calibrate_wrote_is_read_again_as_its_runs(folder, tmp_path):
     [run] = read_measured_runs([str(folder)], Facts(sequence_length=512))
-    from optimum_ipu_ext.config.calibration import run_row
+    from optimum_ipu_ext.config.user_calibration import run_row
 
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps({"written_by": "ipu-config calibrate", "runs": 1, "measured_runs": [run_row(run)]}))
     assert read_measured_runs([str(path)]) == [run]
+
+
+@pytest.mark.parametrize("field, value, allowed", [
+    ("name", 5, "a name for the run"),
+    ("config", 5, "an ipu_config.json or its folder, relative to the runs file, a preset, or (JSON) the settings as "
+                  "an object"),
+    ("model", [1], "a folder holding config.json (or the file), relative to the runs file, a Hub model id, or (JSON) "
+                   "the config.json values as an object"),
+])
+def test_a_json_row_s_field_of_the_wrong_kind_is_refused(folder, tmp_path, field, value, allowed):
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([dict(ROW, **{field: value})]))
+    assert refusal([path]) == (f"Cannot calibrate on {path}, run 1: `{field}={json.dumps(value)}` is invalid: "
+                               f"{allowed}.")
+
+
+def test_folders_and_runs_files_are_read_in_order(folder, tmp_path):
+    path = csv_file(tmp_path / "runs.csv", [ROW])
+    runs = read_measured_runs([str(folder), str(path), str(folder / "..") + "/bert-base"], Facts(sequence_length=512))
+    assert [run.name for run in runs] == [str(folder), "mine", str(folder / "..") + "/bert-base"]
+
+
+def test_what_is_not_a_json_object_is_shown_in_its_first_40_characters(folder, tmp_path):
+    long = list(range(30))
+    (folder / "ipu_run.json").write_text(json.dumps(long))
+    assert refusal([folder]) == f"Cannot calibrate on {folder}: ipu_run.json holds {json.dumps(long)[:40]}, not a " \
+                                "JSON object."
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([long]))
+    assert refusal([path]) == f"Cannot calibrate on {path}, run 1: is {json.dumps(long)[:40]}, not a JSON object."
+
+
+@pytest.fixture
+def bare(tmp_path):
+    """A copy of Graphcore/bert-base-uncased's output folder without its IPU config and its model's config.json."""
+    bare = Path(shutil.copytree(BERT_BASE, tmp_path / "bare"))
+    shutil.copyfile(bare / "ipu_config.json", tmp_path / "its_ipu_config.json")
+    shutil.copyfile(bare / "config.json", tmp_path / "its_config.json")
+    (bare / "ipu_config.json").unlink()
+    (bare / "config.json").unlink()
+    return bare
+
+
+def test_a_row_gives_an_output_folder_the_config_and_the_model_it_does_not_hold(folder, bare, tmp_path):
+    [expected] = read_measured_runs([str(folder)], Facts(sequence_length=512))
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([{"folder": "bare", "config": "its_ipu_config.json", "model": "its_config.json",
+                                 "sequence_length": 512, "build": "training"}]))
+    [run] = read_measured_runs([str(path)])
+    assert run == expected._replace(name=str(path.parent / "bare"), source=f"{bare}: train_results.json "
+                                    "(train_samples_per_second 2409.431)")
+    path.write_text(json.dumps([{"folder": "bare", "config": {"replication_factor": 0}, "model": "its_config.json"}]))
+    assert refusal([path]) == (f"Cannot calibrate on {path}, run 1: its IPU config: `replication_factor=0` is "
+                               "invalid: numbers must be from 1 to 65536.")
+
+
+def test_an_absolute_folder_is_named_as_given(bare, tmp_path):
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([{"folder": str(bare), "config": str(tmp_path / "its_ipu_config.json"),
+                                 "model": str(tmp_path / "its_config.json"), "sequence_length": 512}]))
+    assert read_measured_runs([str(path)])[0].name == str(bare)
+
+
+def test_a_micro_batch_is_read_from_figures_rounded_to_three_decimals(folder):
+    """Half a thousandth of a step a second, over steps of a tenth: 0.5 % besides the half percent allowed."""
+    (folder / "all_results.json").unlink()
+    results = json.loads((folder / "train_results.json").read_text())
+    for off, expected in ((1.0095, 8), (1.0105, None)):
+        results.update(train_steps_per_second=0.1, train_samples_per_second=0.1 * 2048 * 8 * off)
+        (folder / "train_results.json").write_text(json.dumps(results))
+        if expected is None:
+            assert "its micro-batch is not known" in refusal([folder], Facts(sequence_length=512))
+        else:
+            assert read_measured_runs([str(folder)], Facts(sequence_length=512))[0].micro_batch_size == expected
+
+
+def test_an_ipu_config_that_is_not_json_is_refused_as_the_class_refuses_it(folder):
+    (folder / "ipu_config.json").write_text("{")
+    assert refusal([folder], Facts(sequence_length=512)) == (
+        f"Cannot calibrate on {folder}: its IPU config (ipu_config.json): Cannot load the IPU config file "
+        f"'{folder}/ipu_config.json': not valid JSON (Expecting property name enclosed in double quotes: line 1 "
+        "column 2 (char 1)).")
+
+
+def test_a_row_without_a_micro_batch_is_named(folder, tmp_path):
+    path = csv_file(tmp_path / "runs.csv", [{key: value for key, value in ROW.items() if key != "micro_batch_size"}])
+    assert refusal([path]) == (f"Cannot calibrate on {path}, line 2: its micro-batch is not known: give "
+                               "--micro-batch-size (or, in a runs file, micro_batch_size).")
+
+
+def test_a_config_is_a_path_beside_the_runs_file_before_a_preset(folder, tmp_path):
+    local = tmp_path / "pipelined-2ipu"
+    shutil.copytree(folder, local)
+    path = csv_file(tmp_path / "runs.csv", [dict(ROW, config="pipelined-2ipu")])
+    assert read_measured_runs([str(path)])[0].ipu_config["gradient_accumulation_steps"] == 512  # not the preset's
+    path = csv_file(tmp_path / "runs.csv", [dict(ROW, config="no-such-preset")])
+    assert refusal([path]) == (f"Cannot calibrate on {path}, line 2: its IPU config (no-such-preset): no "
+                               "ipu_config.json.")
+
+
+def test_a_model_that_is_no_path_is_a_hub_model_id(tmp_path):
+    """Offline, the Hub client says the model is not cached: the id is the one the row gives."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "runs.csv"
+    path.write_text("config,model,micro_batch_size,sequence_length,samples_per_second\n"
+                    "pipelined-2ipu,no-such-org/no-such-model,4,128,900\n")
+    code = ("import sys\n"
+            "from optimum_ipu_ext.config.measured_runs import read_measured_runs\n"
+            "from optimum_ipu_ext.errors import MeasuredRunError\n"
+            "try:\n"
+            f"    read_measured_runs([{str(path)!r}])\n"
+            "except MeasuredRunError as error:\n"
+            "    print(error)\n")
+    environment = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=300)
+    assert result.stdout.startswith(f"Cannot calibrate on {path}, line 2: its model: Cannot ")
+    assert "'no-such-org/no-such-model'" in result.stdout
+
+
+def test_a_row_s_model_is_a_path_beside_the_runs_file_or_one_that_looks_like_one_else_a_hub_id(tmp_path):
+    from optimum_ipu_ext.config.measured_runs import _model_path
+
+    (tmp_path / "bert").mkdir()
+    assert _model_path(str(tmp_path), "bert") == str(tmp_path / "bert")
+    assert _model_path(str(tmp_path), "./gone") == os.path.join(str(tmp_path), "./gone")
+    assert _model_path(str(tmp_path), str(tmp_path / "elsewhere")) == str(tmp_path / "elsewhere")
+    assert _model_path(str(tmp_path), "my-org/bert") == "my-org/bert"
+
+
+def test_a_config_a_row_gives_a_folder_that_cannot_be_read_names_the_row(bare, tmp_path):
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([{"folder": "bare", "config": "gone.json", "model": "its_config.json"}]))
+    assert refusal([path]) == f"Cannot calibrate on {path}, run 1: its IPU config (gone.json): no ipu_config.json."
+
+
+@pytest.mark.parametrize("name, message", [
+    ("runs.json", "runs.json cannot be read (Permission denied)"),
+    ("runs.csv", "cannot be read ([Errno 13] Permission denied: '{path}')"),
+])
+def test_a_runs_file_that_cannot_be_read_is_refused_with_the_system_s_reason(tmp_path, monkeypatch, name, message):
+    path = tmp_path / name
+    path.write_text("[]")
+
+    def refused(file, *args, **kwargs):  # what open() raises for a file without read permission (root reads any)
+        raise PermissionError(13, "Permission denied", file)
+
+    from optimum_ipu_ext.config import measured_runs
+
+    monkeypatch.setattr(measured_runs, "open", refused, raising=False)
+    assert refusal([path]) == f"Cannot calibrate on {path}: {message.format(path=path)}."

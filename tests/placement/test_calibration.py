@@ -289,10 +289,11 @@ def test_a_constant_s_share_is_the_step_s_relative_change_over_the_constant_s():
 
 def test_the_constants_runs_determine_are_found_again_from_steps_they_time():
     """The five runs' steps timed at other constants, as if measured: the fit finds those constants."""
-    from optimum_ipu_ext.placement.calibration import fit_determined
+    from optimum_ipu_ext.placement.calibration import fit_determined, shares
 
     truth = (2 * _shipped()[0], _shipped()[1] / 2, 3 * _shipped()[2])
-    found = fit_determined([(timed, timed.step_seconds(truth)) for timed in timed_users()], _shipped())
+    found = fit_determined([(timed, timed.step_seconds(truth)) for timed in timed_users()], _shipped(),
+                           [shares(timed, _shipped()) for timed in timed_users()])
     assert (found.fitted, found.kept) == (calibration.CONSTANTS, {})
     assert found.constants == pytest.approx(truth, rel=1e-4)
 
@@ -301,11 +302,12 @@ def test_a_constant_the_runs_do_not_determine_keeps_its_start():
     """BERT-base pre-training and GPT-2 small spend under a tenth of their steps on the host's calls: 2 runs fit one
     constant, the elementwise work's (16 % and 19 % of their steps, against 11 % and 22 % on the operations'), and
     find it again from steps timed with it doubled."""
-    from optimum_ipu_ext.placement.calibration import fit_determined
+    from optimum_ipu_ext.placement.calibration import fit_determined, shares
 
     pair = [timed_users()[0], timed_users()[2]]
     truth = (_shipped()[0], 2 * _shipped()[1], _shipped()[2])
-    found = fit_determined([(timed, timed.step_seconds(truth)) for timed in pair], _shipped())
+    found = fit_determined([(timed, timed.step_seconds(truth)) for timed in pair], _shipped(),
+                           [shares(timed, _shipped()) for timed in pair])
     assert found.fitted == ("elementwise_cycles",)  # 35 % of their steps in all, against 33 %
     assert found.kept == {"operation_cycles": "2 runs fit one constant fewer than there are runs, those they spend "
                                               "more of their steps on first",

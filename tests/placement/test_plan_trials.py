@@ -32,7 +32,7 @@ def spent(candidate):
     """The shares of `candidate`'s step its constants' terms take, its config placed and timed again."""
     placer = candidate.ipu_config.placer(MODEL, micro_batch_size=candidate.micro_batch_size,
                                          sequence_length=REQUEST["sequence_length"])
-    return shares(timed_placement(placer, candidate.build["layers_per_ipu"]), CONSTANTS)
+    return shares(timed_placement(placer), CONSTANTS)
 
 
 def distance(first, second):
@@ -146,3 +146,20 @@ def test_trials_outside_what_they_allow_are_refused(arguments, message):
     with pytest.raises(InvalidSettingError) as refused:
         plan(MODEL, **dict(REQUEST, **arguments))
     assert str(refused.value) == message
+
+
+def test_a_best_of_one_host_call_a_step_has_no_such_twin():
+    found = plan(MODEL, ipus=4, global_batch_size=1024, sequence_length=512, trials=3)
+    assert [trial.name for trial in found.trials] == ["rank1-2x2-mb4-di1", "rank12-4x1-mb1-di1", "rank9-4x1-mb2-di1"]
+
+
+def test_a_build_whose_speed_cannot_reach_the_best_s_is_no_trial():
+    """With a calibration of no error, a build is sure to be slower than the best: none is a trial, not even the best
+    with one host call a step."""
+    from optimum_ipu_ext.placement.estimate.timing import Calibration
+
+    exact = Calibration(*CONSTANTS)
+    found = plan(MODEL, trials=4, calibration=exact, **REQUEST)
+    assert [trial.rank for trial in found.trials] == [1]
+    widened = plan(MODEL, trials=4, calibration=exact._replace(band=(-0.5, 0.5)), **REQUEST)
+    assert [trial.rank for trial in widened.trials] == [1, None, 6, 2]

@@ -48,8 +48,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
-    from ...config.calibration import calibrate
     from ...config.measured_runs import RUNS_KEY, Facts, read_measured_runs
+    from ...config.user_calibration import calibrate
     from ...placement.calibration import calibration_text
     from ...settings.files import write_text_atomically
 
@@ -100,7 +100,7 @@ def _check_output(path: str, force: bool) -> None:
 def report(data: Mapping[str, Any], style=lambda text, name: text) -> str:
     """The calibration `data` as text: its constants against the shipped ones, each run's error before, after and
     left out of the fit, and the band a speed is good to."""
-    from ...config.calibration import BAND_RUNS
+    from ...config.user_calibration import BAND_RUNS, LEFT_OUT_BAND
     from ...placement.estimate.calibration_file import shipped_calibration
 
     shipped = shipped_calibration()
@@ -122,7 +122,7 @@ def report(data: Mapping[str, Any], style=lambda text, name: text) -> str:
     low, high = data["band"]
     band = (f"Band: runs measure {1 / (1 + high):.2f} to {1 / (1 + low):.2f} times the model's figure ({low:+.0%} to "
             f"{high:+.0%}, ")
-    if data["band_from"] == "left out":
+    if data["band_from"] == LEFT_OUT_BAND:
         lines.append(band + "the 10th and 90th percentiles of the errors left out); place and plan print it.")
     else:
         lines.append(band + f"the shipped calibration's, on its {data['runs']} runs): {count} "

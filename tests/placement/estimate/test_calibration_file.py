@@ -161,3 +161,45 @@ def test_a_malformed_file_the_variable_names_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv(ENVIRONMENT, broken)
     with pytest.raises(CalibrationFileError, match=r"\(named by OPTIMUM_IPU_EXT_CALIBRATION\): `runs` is -2"):
         calibration_of()
+
+
+def test_the_edges_each_check_allows(tmp_path):
+    path = written(tmp_path, dict(DATA, runs=0, band=[0.2, 0.2], coverage={"model_types": [], "rows": [1, 1]}))
+    read = read_calibration(path)
+    assert (read.runs, read.band, read.coverage["rows"]) == (0, (0.2, 0.2), [1, 1])
+    path = written(tmp_path, dict(DATA, constants={"operation_cycles": 0, "elementwise_cycles": 0, "call_seconds": 0}),
+                   "zero.json")
+    assert read_calibration(path)[:3] == (0.0, 0.0, 0.0)
+
+
+def test_a_path_that_cannot_be_a_file_is_refused_with_the_system_s_reason(tmp_path):
+    path = str(tmp_path / ("x" * 300))
+    with pytest.raises(CalibrationFileError) as raised:
+        read_calibration(path)
+    assert raised.value.problem == "File name too long"
+
+
+def test_what_is_not_a_calibration_is_shown_in_its_first_40_characters(tmp_path):
+    long = list(range(30))
+    path = written(tmp_path, long)
+    with pytest.raises(CalibrationFileError) as raised:
+        read_calibration(path)
+    assert raised.value.problem == f"expected a JSON object, found {json.dumps(long)[:40]}"
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{", "not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
+    ("[1]", "expected a JSON object, found [1]"),
+    (None, "Is a directory"),
+])
+def test_every_refusal_of_a_file_the_variable_names_says_so(tmp_path, monkeypatch, content, problem):
+    path = tmp_path / "named.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_text(content)
+    monkeypatch.setenv(ENVIRONMENT, str(path))
+    with pytest.raises(CalibrationFileError) as raised:
+        calibration_of()
+    assert str(raised.value) == (f"Cannot read the calibration file '{path}' (named by OPTIMUM_IPU_EXT_CALIBRATION): "
+                                 f"{problem}.")

@@ -1,4 +1,4 @@
-"""`config/calibration.py`'s `calibrate()`: the time model refitted on a user's runs, here real IPUTrainer runs
+"""`config/user_calibration.py`'s `calibrate()`: the time model refitted on a user's runs, here real IPUTrainer runs
 published on the Hub (tests/data/trainer_runs, SOURCES.md there).
 
 - Fitted on the five Hub runs, each left out in turn, the model's error falls from the shipped constants' (median
@@ -11,7 +11,6 @@ published on the Hub (tests/data/trainer_runs, SOURCES.md there).
 - The calibration is a file `place` reads and a runs file `calibrate` reads again.
 """
 
-import functools
 import json
 import os
 import shutil
@@ -21,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from optimum_ipu_ext import MeasuredRunError
-from optimum_ipu_ext.config.calibration import BAND_RUNS, calibrate, run_settings
+from optimum_ipu_ext.config.calibration import run_settings
 from optimum_ipu_ext.config.measured_runs import Facts, read_measured_runs
+from optimum_ipu_ext.config.user_calibration import BAND_RUNS, calibrate
 from optimum_ipu_ext.placement.calibration import CONSTANTS, calibration_text, measured_seconds, read_runs, timed_run
 from optimum_ipu_ext.placement.estimate.calibration_file import read_calibration, shipped_calibration
 
@@ -37,7 +37,6 @@ OTHERS = ("BERT-base SQuAD (notebook)", "BERT-base CoNLL NER (notebook)", "RoBER
           "ViT-base ChestX-ray14 (tutorial, 4 IPUs)", "optimum-graphcore BERT-large SQuAD")
 
 
-@functools.lru_cache(maxsize=None)
 def hub_runs():
     cwd = os.getcwd()
     os.chdir(DATA)
@@ -47,8 +46,8 @@ def hub_runs():
         os.chdir(cwd)
 
 
-@functools.lru_cache(maxsize=None)
 def calibrated():
+    """The calibration of the five Hub runs, made again for each test: each test runs what it checks."""
     return calibrate(hub_runs(), "mine.json")
 
 
@@ -139,6 +138,7 @@ def test_runs_fit_one_constant_fewer_than_there_are_runs_those_they_spend_most_o
     16 %) and on the host's calls (24 % and 30 %): 2 runs fit one, the calls'."""
     data = calibrate([hub_runs()[1], hub_runs()[3]], "squads.json")
     assert data["fitted"] == ["call_seconds"]
+    assert len(data["errors"]["left_out"]) == 2  # each left out: the other alone fits nothing
     assert data["kept"] == {"operation_cycles": "2 runs fit one constant fewer than there are runs, those they spend "
                                                 "more of their steps on first",
                             "elementwise_cycles": "runs spending 10% of their step on it: 0 of 2; 2 must"}
@@ -200,3 +200,45 @@ def test_a_run_that_does_not_place_or_run_is_refused(tmp_path, change, message):
     model = runs[0].model.get("_name_or_path") or "the model config"
     assert str(refused.value) == f"Cannot calibrate on {folder}: {message.format(model=model)}" + (
         "" if message.endswith(".") else ".")
+
+
+def test_what_the_runs_cover():
+    """Their model types, a `config.json` without one of its architecture's; the rows of their text models'
+    products, none for images alone."""
+    cifar = hub_runs()[4]
+    assert calibrate([cifar], "x")["coverage"] == {"model_types": ["vit"], "rows": None}
+    untyped = hub_runs()[1]._replace(model={key: value for key, value in hub_runs()[1].model.items()
+                                            if key != "model_type"})
+    assert calibrate([untyped, cifar], "x")["coverage"] == {"model_types": ["bert", "vit"], "rows": [768, 768]}
+
+
+def _refusal(run):
+    with pytest.raises(MeasuredRunError) as refused:
+        calibrate([run], "x")
+    return str(refused.value)
+
+
+def test_the_peak_s_bound_names_the_ipus_and_the_replicas_and_allows_a_run_at_it():
+    from optimum_ipu_ext.placement.calibration import fastest_possible
+
+    runs = {run.name: run for run in read_runs()}
+    bow = runs["MLPerf v2.0 Bow Pod16"]  # 2 replicas of an 8-IPU pipeline
+    bound = fastest_possible(bow, timed_run(bow, run_settings(bow)))
+    assert calibrate([bow._replace(measured_samples_per_second=bound.samples_per_second)], "x")["runs"] == 16
+    assert _refusal(bow._replace(measured_samples_per_second=bound.samples_per_second * 1.001)) == (
+        f"Cannot calibrate on MLPerf v2.0 Bow Pod16: {bound.samples_per_second * 1.001:,.1f} samples a second is more "
+        f"than its IPUs can compute: at their peak, IPU {bound.ipus[0]} ({bound.flops / 1e9:,.1f} GFLOP a "
+        f"micro-batch of 3, forward, backward and recomputation) on 2 replicas allow "
+        f"{bound.samples_per_second:,.1f}. A resumed run's train_samples_per_second counts the samples of the whole "
+        "schedule over this process's time.")
+    sharded = runs["BERT-base SQuAD evaluation (notebook)"]  # inference, one micro-batch through 4 IPUs at a time
+    bound = fastest_possible(sharded, timed_run(sharded, run_settings(sharded)))
+    assert (bound.ipus, bound.replicas) == ((0, 1, 2, 3), 4)
+    message = _refusal(sharded._replace(measured_samples_per_second=2 * bound.samples_per_second))
+    assert "at their peak, IPUs 0, 1, 2 and 3, one after the other (" in message
+    packed = runs["packed BERT-base SQuAD (notebook, POD4)"]  # 1 replica of 4 IPUs
+    bound = fastest_possible(packed, timed_run(packed, run_settings(packed)))
+    assert bound.replicas == 1
+    faster = packed._replace(measured_samples_per_second=2 * bound.samples_per_second)
+    assert ") on 1 replica allow " in _refusal(faster)
+
