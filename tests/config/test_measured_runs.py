@@ -477,3 +477,29 @@ def test_a_runs_file_that_cannot_be_read_is_refused_with_the_system_s_reason(tmp
 
     monkeypatch.setattr(measured_runs, "open", refused, raising=False)
     assert refusal([path]) == f"Cannot calibrate on {path}: {message.format(path=path)}."
+
+
+class _Touch:
+    """Unpickled, it creates the file `path`: a training_args.bin that says whether anything unpickled it."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+def test_a_folder_s_pickles_and_weights_are_never_loaded(folder, tmp_path):
+    """IPUTrainer's folder also holds training_args.bin (a pickle) and the weights: a run is read from its JSON files
+    alone, the same with them as without, and nothing unpickles the pickle."""
+    import pickle
+
+    [without] = read_measured_runs([str(folder)], Facts(sequence_length=512))
+    marker = tmp_path / "unpickled"
+    (folder / "training_args.bin").write_bytes(pickle.dumps(_Touch(str(marker))))
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_Touch(str(marker))))
+    (folder / "model.safetensors").write_bytes(b"not a checkpoint")
+    assert read_measured_runs([str(folder)], Facts(sequence_length=512)) == [without]
+    assert not marker.exists()
+    pickle.loads((folder / "training_args.bin").read_bytes()).close()  # the marker works: unpickled, it is made
+    assert marker.exists()
