@@ -362,9 +362,9 @@ def test_the_plan_s_speed_up_is_within_the_model_s_error_but_where_the_table_say
         if not overlap:
             beyond[case.name] = reference.outside
     assert beyond == {
-        "HuBERT-base keyword spotting (notebook)": ("no measured run of a hubert model",),
-        "MT5-small translation": ("no measured run of a mt5 model",
-                                  "128 rows a matrix product, where the measured runs had 384 to 4,096")}
+        "HuBERT-base keyword spotting (notebook)": ("no hubert model among them",),
+        "MT5-small translation": ("no mt5 model among them",
+                                  "128 rows a matrix product, where they had 384 to 4,096")}
     said = {case.name for case in CASES if "beyond the model's error" in case.why}
     assert said == set(beyond)
     assert all(next(case for case in CASES if case.name == name).why.startswith("Outside the measured runs")
