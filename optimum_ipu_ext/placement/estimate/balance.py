@@ -8,7 +8,7 @@ IPU; then the one with the fewest layers on the first IPUs). Splits can be restr
 within bounds (`Splits.within`): the time objective looks for the shortest slowest cycle among the splits that fit.
 """
 
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 # `cost(ipu, first, end)`: the cost of IPU `ipu` when it takes layers `first` to `end - 1`
 Cost = Callable[[int, int, int], int]
@@ -66,6 +66,18 @@ class Splits:
                 counts = [count for count in counts if count]
             self._counts[key] = counts
         return self._counts[key]
+
+    def runs(self) -> Iterator[Tuple[int, int, int]]:
+        """(IPU, first layer, end) of each run of layers an IPU may take after the IPUs before it took the layers
+        before: every run of every split, and none that no IPU before reaches."""
+        reached = {0}
+        for ipu in range(self.ipus):
+            following = set()
+            for first in sorted(reached):
+                for count in self.counts(ipu, first):
+                    yield ipu, first, first + count
+                    following.add(first + count)
+            reached = following
 
     def least_largest(self, cost: Cost, ipu: int = 0, first: int = 0) -> float:
         """The smallest largest `cost` of the IPUs from `ipu` on, the layers before `first` placed (UNREACHABLE:
@@ -138,21 +150,23 @@ def least_weighted_sum(splits: Splits, first: Cost, scale: float, second: Cost,
     Exact: for each bound on the largest `first` cost, from the least any split reaches up, the least largest
     `second` cost within it; the sum of a bound and its second is never less than that of the split reaching both,
     and the best split's largest `first` cost is one of the bounds. The bounds stop where `scale` x the bound alone
-    reaches the best sum found."""
-    values = sorted({first(ipu, start, start + count) for ipu in range(splits.ipus)
-                     for start in range(splits.layers + 1) for count in splits.counts(ipu, start)})
+    reaches the best sum found. The bounds are the `first` costs of the runs the IPUs reach (`Splits.runs`), which
+    hold every split's runs: a bound that is no split's largest `first` cost admits the splits, so the least
+    second, of the largest smaller bound that is one, whose sum is no greater and which is tried first, ties going
+    to the smaller bound."""
+    values = sorted({first(*run) for run in splits.runs()})
     lowest = splits.least_largest(first)
-    best, chosen_bound = UNREACHABLE, None
+    best, chosen = UNREACHABLE, None
     for bound in (value for value in values if value >= lowest):
         if scale * bound >= best:
             break
-        total = scale * bound + splits.within(first, bound).least_largest(second)
+        within = splits.within(first, bound)
+        total = scale * bound + within.least_largest(second)
         if total < best:
-            best, chosen_bound = total, bound
-    if chosen_bound is None:
+            best, chosen = total, within
+    if chosen is None:
         return None, UNREACHABLE
-    within = splits.within(first, chosen_bound)
-    return within.within(second, within.least_largest(second)).closest(current), best
+    return chosen.within(second, chosen.least_largest(second)).closest(current), best
 
 
 def distance(split: Sequence[int], current: Sequence[int]) -> int:

@@ -176,6 +176,19 @@ def test_the_counts_an_ipu_may_take(splits, ipu, first, counts):
     assert splits.counts(ipu, first) == counts
 
 
+@pytest.mark.parametrize("splits", [balance.Splits(5, 3, least=(0, 1, 1)), balance.Splits(4, 3, some_layer_within=2),
+                                    balance.Splits(5, 3).within(layer_count, 2)])
+def test_the_runs_the_ipus_reach_are_every_split_s_and_those_the_ipus_before_reach(splits):
+    runs = set(splits.runs())
+    every = [split for split in compositions(splits.layers, splits.ipus)
+             if all(count in splits.counts(ipu, sum(split[:ipu])) for ipu, count in enumerate(split))]
+    assert {(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for split in every for ipu in range(splits.ipus)} <= runs
+    for ipu, first, end in runs:  # the IPUs before took the layers before, each as many as it may
+        assert end - first in splits.counts(ipu, first)
+        assert any(all(count in splits.counts(before, sum(prefix[:before])) for before, count in enumerate(prefix))
+                   for prefix in compositions(first, ipu)) if ipu else first == 0
+
+
 def test_the_least_largest_cost_from_an_ipu_on():
     assert balance.Splits(5, 2).least_largest(layer_count) == 3
     assert balance.Splits(5, 2).least_largest(layer_count, 1, 2) == 3  # the last IPU takes the 3 left
