@@ -119,10 +119,10 @@ class Placer:
         least = runs.least_layers()
 
         def splits(count: int, ipus: slice, some_layer_within: int = 0) -> balance.Splits:
-            found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus])
+            found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus], (runs.on_chip_bytes,))
             if objective != Objective.TIME:
                 return found
-            return found.within(runs.on_chip_bytes, configured.fitting_bytes, growing=True)
+            return found.within(runs.on_chip_bytes, configured.fitting_bytes)
 
         if cut is None:
             return balance.best_of([balance.Section(splits(layers, slice(None)), objectives, split)])

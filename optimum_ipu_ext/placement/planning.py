@@ -339,9 +339,9 @@ def _fastest_split(placer: Placer, even: Placement, runs: LayerRunCosts) -> Sequ
         return placer.balanced(even, "time").layers_per_ipu
     layers = sum(layer_counts(configured.architecture, configured.config).values())
     least = runs.least_layers()
-    splits = balance.Splits(layers, len(least), least=least)
+    splits = balance.Splits(layers, len(least), least=least, growing=(runs.on_chip_bytes,))
     if even.schedule.cycles is not None:
-        fitting = splits.within(runs.on_chip_bytes, configured.fitting_bytes, growing=True)
+        fitting = splits.within(runs.on_chip_bytes, configured.fitting_bytes)
         scale = configured.cost_model.time.cycle_scale(even.schedule.cycles)
         split, _ = balance.least_weighted_sum(fitting, runs.cycle_load, scale, runs.after_pipeline_seconds,
                                               even.layers_per_ipu)

@@ -19,28 +19,28 @@ UNREACHABLE = float("inf")
 class Splits:
     """The splits of `layers` consecutive layers over `ipus` IPUs: IPU i takes `least[i]` layers or more (default
     0), the first `some_layer_within` IPUs at least one between them, and each IPU's `limits` (cost, bound), which
-    `within` adds, stay within their bounds."""
+    `within` adds, stay within their bounds. `growing`: costs that never fall as an IPU takes more layers (an IPU's
+    memory); an IPU's runs past its first over a bound are over it too, and past its first as large as the least
+    largest cost found from there on they cannot lower it, so they are not costed (`counts`, `least_largest`)."""
 
-    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, least: Sequence[int] = ()):
+    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, least: Sequence[int] = (),
+                 growing: Sequence[Cost] = ()):
         self.layers = layers
         self.ipus = ipus
         self.some_layer_within = some_layer_within
         self.least = tuple(least) or (0,) * ipus
-        # set by `within`: the limits, and the same splits without the last limit, whose counts these filter; whether
-        # the last limit's cost never falls as an IPU takes more layers (its counts then stop at the first over)
+        self.growing = tuple(growing)
+        # set by `within`: the limits, and the same splits without the last limit, whose counts these filter
         self.limits: Tuple[Tuple[Cost, float], ...] = ()
         self._wider: Optional[Splits] = None
-        self._growing = False
         self._counts: Dict[Tuple[int, int], List[int]] = {}
         self._least: Dict[Tuple[Cost, int, int], float] = {}
         self._closest: Dict[Tuple[Tuple[int, ...], int, int], float] = {}
 
-    def within(self, cost: Cost, bound: float, growing: bool = False) -> "Splits":
-        """The same splits, restricted to those where every IPU's `cost` is at most `bound`. `growing`: the cost never
-        falls as an IPU takes more layers (an IPU's memory), so the larger runs past the first over the bound are
-        not costed."""
-        narrower = Splits(self.layers, self.ipus, self.some_layer_within, self.least)
-        narrower.limits, narrower._wider, narrower._growing = (*self.limits, (cost, bound)), self, growing
+    def within(self, cost: Cost, bound: float) -> "Splits":
+        """The same splits, restricted to those where every IPU's `cost` is at most `bound`."""
+        narrower = Splits(self.layers, self.ipus, self.some_layer_within, self.least, self.growing)
+        narrower.limits, narrower._wider = (*self.limits, (cost, bound)), self
         return narrower
 
     def counts(self, ipu: int, first: int) -> List[int]:
@@ -49,11 +49,12 @@ class Splits:
         key = (ipu, first)
         if key not in self._counts and self._wider is not None:
             cost, bound = self.limits[-1]
+            growing = cost in self.growing
             kept = []
             for count in self._wider.counts(ipu, first):
                 if cost(ipu, first, first + count) <= bound:
                     kept.append(count)
-                elif self._growing:
+                elif growing:
                     break
             self._counts[key] = kept
         if key not in self._counts:
@@ -84,8 +85,14 @@ class Splits:
         no split)."""
         key = (cost, ipu, first)
         if key not in self._least:
-            self._least[key] = min((max(cost(ipu, first, first + count), self._rest_largest(cost, ipu, first + count))
-                                    for count in self.counts(ipu, first)), default=UNREACHABLE)
+            growing = cost in self.growing
+            least = UNREACHABLE
+            for count in self.counts(ipu, first):
+                own = cost(ipu, first, first + count)
+                if growing and own >= least:
+                    break  # an IPU taking more costs no less: no split from here is smaller
+                least = min(least, max(own, self._rest_largest(cost, ipu, first + count)))
+            self._least[key] = least
         return self._least[key]
 
     def _rest_largest(self, cost: Cost, ipu: int, first: int) -> float:
