@@ -60,7 +60,7 @@ class Placer:
                                      parameters.accumulators.on_chip, parameters.optimizer.on_chip, cost.update_bytes,
                                      cost.work, None if cost.time is None else cost.time.cycle_load))
         steps = schedule(stages, configured.execution)
-        parameter_ipus = {name: tuple(use.ipu for use in found) for name, found in uses.items()}
+        parameter_ipus = {name: tuple([use.ipu for use in found]) for name, found in uses.items()}
         return Placement(configured.model, configured.architecture.name, configured.mode.name,
                          tuple(layout.layers_per_ipu), IPU_MEMORY_BYTES, configured.reserve_bytes, tuple(ipus),
                          cost_model.memory.describe(configured.shape is not None), configured.shape, stages, steps,

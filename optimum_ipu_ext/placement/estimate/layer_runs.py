@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Tuple
 from .balance import Cost
 from .configured import ConfiguredModel
 from .cost import CostModel, IPUCost, IPULoad
-from .layout import OnIPU, layer_counts, origins, reference_layout
+from .layout import Layout, OnIPU, layer_counts, origins, reference_layout
 from .pipeline import UNCALLED, stages_of, work
 
 
@@ -30,33 +30,31 @@ class LayerRunCosts:
         self.fixed_largest = [0] * ipus
         self.layer_largest = [0] * layers
         parameters = configured.parameters
-        for name, sources in origins(configured.model, configured.architecture, configured.config,
-                                     configured.settings, configured.for_inference, cut, list(parameters.shapes),
-                                     parameters.aliases).items():
-            frozen = name in configured.frozen
+        layout = reference_layout(configured.model, configured.architecture, configured.config, configured.settings,
+                                  configured.for_inference, cut)
+        for name, sources in origins(layout, list(parameters.shapes), parameters.aliases).items():
+            frozen, elements, updated = configured.sizes[name]
             for origin in sources:
                 on_ipu = isinstance(origin, OnIPU)
                 target = self.fixed[origin.ipu] if on_ipu else self.layer_prefix[origin.layer + 1]
-                target[frozen] += parameters.elements(name)
+                target[frozen] += elements
                 if not frozen:
                     largest, index = (self.fixed_largest, origin.ipu) if on_ipu else (self.layer_largest,
                                                                                        origin.layer)
-                    largest[index] = max(largest[index], configured.updated_elements(name))
+                    largest[index] = max(largest[index], updated)
         for layer in range(layers):
             self.layer_prefix[layer + 1] = [self.layer_prefix[layer][0] + self.layer_prefix[layer + 1][0],
                                             self.layer_prefix[layer][1] + self.layer_prefix[layer + 1][1]]
-        self._steps(cut)
+        self._steps(layout)
         self._loads: Dict[Tuple[int, int, int], IPULoad] = {}  # by (IPU, first layer, end)
         self._costs: Dict[Tuple[int, int, int], IPUCost] = {}
 
-    def _steps(self, cut: Optional[int]) -> None:
-        """Each step's origin and the stage it runs in with the even split: `fixed_steps[ipu]` and
-        `layer_steps[layer]`, as (position in the forward pass, stage) pairs, and `layer_stage[ipu]`."""
-        configured = self.configured
-        layout = reference_layout(configured.model, configured.architecture, configured.config, configured.settings,
-                                  configured.for_inference, cut)
+    def _steps(self, layout: Layout) -> None:
+        """Each step's origin and the stage it runs in with the even split (whose `layout` any split's steps have the
+        origins of): `fixed_steps[ipu]` and `layer_steps[layer]`, as (position in the forward pass, stage) pairs, and
+        `layer_stage[ipu]`."""
         self.forward = layout.forward
-        self.stages = stages_of(layout, configured.execution)
+        self.stages = stages_of(layout, self.configured.execution)
         stage_of = {}
         for index, stage in enumerate(self.stages):
             for step in stage.steps:
