@@ -12,7 +12,7 @@ from .estimate.costs import block_costs
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import fixed_layer_groups, generation_split, layer_counts
 from .estimate.parameters import Parameters, from_checkpoint, from_config
-from .estimate.pipeline import schedule, stages_of
+from .estimate.pipeline import Schedule, schedule, stages_of
 from .hardware import GC200, IPU_MEMORY_BYTES, IPU_TYPES, RESERVE, IPUType
 from .models import architecture_of, resolve_shape
 from .models.rules import Architecture, ModelConfig, Word
@@ -65,6 +65,12 @@ class Placer:
                          tuple(layout.layers_per_ipu), IPU_MEMORY_BYTES, configured.reserve_bytes, tuple(ipus),
                          cost_model.memory.describe(configured.shape is not None), configured.shape, stages, steps,
                          cost_model.step(costs, steps.cycles), parameter_ipus)
+
+    def schedule(self, layers_per_ipu: Optional[Sequence[int]] = None) -> Schedule:
+        """The schedule of the pipeline with `layers_per_ipu` (None: the config's): its stages' cycles and what
+        poptorch refuses, as `place` counts them, no IPU costed."""
+        configured = self.configured
+        return schedule(stages_of(configured.layout(layers_per_ipu), configured.execution), configured.execution)
 
     def balanced(self, current: Placement, objective: Any = Objective.MEMORY) -> Placement:
         """The placement with the `layers_per_ipu` (same number of IPUs) that balances the pipeline, among the

@@ -8,14 +8,15 @@ costed once for each sequence of kinds of layers it may take (`LayerRunCosts.kin
 whichever such IPU takes it, its stash scaled to its stage's depth.
 """
 
-from typing import Dict, Hashable, List, NamedTuple, Optional, Tuple
+import itertools
+from typing import Dict, Hashable, List, NamedTuple, Optional, Sequence, Tuple
 
 from .balance import Cost
 from .configured import ConfiguredModel
 from .cost import CostModel, IPUCost, IPULoad
 from .layout import Layout, OnIPU, layer_counts, origins, reference_layout
 from .pipeline import UNCALLED, PipelineWork, stages_of, work
-from .timing import IPUTime
+from .timing import IPUTime, StepTime
 
 
 class Weighed(NamedTuple):
@@ -145,8 +146,8 @@ class LayerRunCosts:
         stage."""
         steps = list(self.fixed_steps[ipu])
         stage = self.layer_stage.get(ipu)
-        for layer in range(first, end):
-            steps += [(position, stage) for position in self.layer_steps[layer]]
+        for layer in range(first, end):  # none of its own where the layer's IPU is fixed
+            steps += [(position, stage) for position in self.layer_steps.get(layer, ())]
         grouped: Dict[Optional[int], List[int]] = {}
         for position, index in sorted(steps):
             grouped.setdefault(index, []).append(position)
@@ -219,6 +220,13 @@ class LayerRunCosts:
                 cost = cost._replace(work=cost.work._replace(stash_bytes=depth * cost.work.stash_bytes))
             self._alike_weighed_runs[key] = Weighed(cost.on_chip_bytes, cost.time)
         return self._alike_weighed_runs[key]
+
+    def step(self, split: Sequence[int], cycles: Optional[int]) -> StepTime:
+        """The step of `split`, each IPU timed as its run (a split whose IPUs run the stages of the even split, as
+        the even split itself does), in `cycles` (None: not pipelined)."""
+        ends = list(itertools.accumulate(split))
+        return self.cost_model.time.step([self.weighed(ipu, end - count, end).time
+                                          for ipu, (count, end) in enumerate(zip(split, ends))], cycles)
 
     def trained(self, ipu: int, first: int, end: int) -> int:
         """The trained parameters of IPU `ipu` holding layers `first` to `end - 1`."""
