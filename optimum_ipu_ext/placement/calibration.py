@@ -121,12 +121,12 @@ def fit(found: Sequence[Tuple[StepSeconds, float]], start: Sequence[float]) -> T
 
 def _linearized(step_seconds: StepSeconds, constants: Sequence[float], scale: Sequence[float]
                 ) -> Tuple[List[float], float]:
-    """The slope of `step_seconds` along each constant at `constants` (a step of a millionth of `scale`), and the
-    seconds left at all constants 0 along those slopes."""
+    """The slope of `step_seconds` along each constant at `constants` (a step of a millionth of the larger of it and
+    `scale`, or of 1 where both are 0), and the seconds left at all constants 0 along those slopes."""
     at = step_seconds(constants)
     slopes = []
     for index, (value, size) in enumerate(zip(constants, scale)):
-        step = 1e-6 * max(abs(value), abs(size))
+        step = 1e-6 * (max(abs(value), abs(size)) or 1.0)
         moved = [*constants[:index], value + step, *constants[index + 1:]]
         slopes.append((step_seconds(moved) - at) / step)
     return slopes, at - sum(slope * value for slope, value in zip(slopes, constants))

@@ -79,19 +79,19 @@ MATMUL_SWEEP_TFLOPS = {
 MATMUL_SWEEP_CLOCK_HZ = 1.85e9
 
 
+# the sweep as `_matmul_cycles` takes it: the items of MATMUL_SWEEP_TFLOPS, (size, TFLOPS by rows)
+Sweep = Tuple[Tuple[int, Tuple[Optional[float], ...]], ...]
+# of each size of W, (log2 of the rows, square root of the FLOPs a cycle) at each point measured
 Measured = Dict[int, List[Tuple[float, float]]]
 
 
-@lru_cache(maxsize=4)
-def _measured(table: Tuple[Tuple[int, Tuple[Optional[float], ...]], ...]) -> Measured:
-    """Each size's points of the sweep `table` (`MATMUL_SWEEP_TFLOPS`' items), as (log2 of the rows, square root of
-    the FLOPs a cycle): worked out once for the table's values."""
+def _measured(sweep: Sweep) -> Measured:
     return {size: [(math.log2(n), math.sqrt(tflops * 1e12 / MATMUL_SWEEP_CLOCK_HZ))
                    for n, tflops in zip(MATMUL_SWEEP_ROWS, row) if tflops is not None]
-            for size, row in table}
+            for size, row in sweep}
 
 
-def _sweep_rate(size: int, rows: float, measured: Measured) -> float:
+def _sweep_rate(measured: Measured, size: int, rows: float) -> float:
     """The FLOPs a cycle of the sweep's product with W of `size` x `size`, at `rows` rows: between the rows measured,
     the square root of the rate linear in the logarithm of the rows (the sweep's own curvature: each point is within
     a fifth of what its neighbours give, tests/placement/test_calibration.py); beyond the most measured, as the
@@ -122,11 +122,17 @@ def matmul_cycles(batch: int, m: int, k: int, n: int) -> float:
     """The cycles an IPU takes for `batch` products Y[m x n] = W[m x k] X[k x n], at the sweep's rate for the size of
     W (`batch` x m x k elements, as a square W of that size; between the sizes measured log-log, clamped to them)
     and its rows n."""
-    sizes = sorted(MATMUL_SWEEP_TFLOPS)
+    return _matmul_cycles(batch, m, k, n, tuple(MATMUL_SWEEP_TFLOPS.items()))
+
+
+@lru_cache(maxsize=4096)
+def _matmul_cycles(batch: int, m: int, k: int, n: int, sweep: Sweep) -> float:
+    """`matmul_cycles` on `sweep`, worked out once for each shape (a model's layers repeat theirs)."""
+    measured = _measured(sweep)
+    sizes = sorted(measured)
     elements = max(1, batch * m * k)
     position = min(max(math.log2(elements) / 2, math.log2(sizes[0])), math.log2(sizes[-1]))
-    measured = _measured(tuple(MATMUL_SWEEP_TFLOPS.items()))
-    rates = [(math.log2(size), math.log2(_sweep_rate(size, max(1, n), measured))) for size in sizes]
+    rates = [(math.log2(size), math.log2(_sweep_rate(measured, size, max(1, n)))) for size in sizes]
     return 2 * batch * m * k * n / 2 ** _interpolated(rates, position)
 
 # A call of a compiled PopTorch model from the host, with next to no work: 0.50 ms (graphcore-research/notebooks,

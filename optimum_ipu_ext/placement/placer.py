@@ -13,7 +13,7 @@ from .estimate.costs import block_costs
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import fixed_layer_groups, generation_split, layer_counts
 from .estimate.parameters import Parameters, from_checkpoint, from_config
-from .estimate.pipeline import schedule, stages_of
+from .estimate.pipeline import Schedule, schedule, stages_of
 from .estimate.timing import Calibration
 from .hardware import GC200, IPU_MEMORY_BYTES, IPU_TYPES, RESERVE, IPUType
 from .models import architecture_of, resolve_shape
@@ -62,11 +62,17 @@ class Placer:
                                      parameters.accumulators.on_chip, parameters.optimizer.on_chip, cost.update_bytes,
                                      cost.work, None if cost.time is None else cost.time.cycle_load))
         steps = schedule(stages, configured.execution)
-        parameter_ipus = {name: tuple(use.ipu for use in found) for name, found in uses.items()}
+        parameter_ipus = {name: tuple([use.ipu for use in found]) for name, found in uses.items()}
         return Placement(configured.model, configured.architecture.name, configured.mode.name,
                          tuple(layout.layers_per_ipu), IPU_MEMORY_BYTES, configured.reserve_bytes, tuple(ipus),
                          cost_model.memory.describe(configured.shape is not None), configured.shape, stages, steps,
                          cost_model.step(costs, steps.cycles), parameter_ipus)
+
+    def schedule(self, layers_per_ipu: Optional[Sequence[int]] = None) -> Schedule:
+        """The schedule of the pipeline with `layers_per_ipu` (None: the config's): its stages' cycles and what
+        poptorch refuses, as `place` counts them, no IPU costed."""
+        configured = self.configured
+        return schedule(stages_of(configured.layout(layers_per_ipu), configured.execution), configured.execution)
 
     def balanced(self, current: Placement, objective: Any = Objective.MEMORY) -> Placement:
         """The placement with the `layers_per_ipu` (same number of IPUs) that balances the pipeline, among the
@@ -121,10 +127,10 @@ class Placer:
         least = runs.least_layers()
 
         def splits(count: int, ipus: slice, some_layer_within: int = 0) -> balance.Splits:
-            found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus])
+            found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus], (runs.on_chip_bytes,))
             if objective != Objective.TIME:
                 return found
-            return found.within(runs.on_chip_bytes, configured.fitting_bytes, growing=True)
+            return found.within(runs.on_chip_bytes, configured.fitting_bytes)
 
         if cut is None:
             return balance.best_of([balance.Section(splits(layers, slice(None)), objectives, split)])

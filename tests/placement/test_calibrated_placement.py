@@ -60,8 +60,8 @@ def test_a_placement_is_timed_with_the_calibration_given(bert, slower):
     assert timed.time.host_seconds - shipped.time.host_seconds == pytest.approx(shipped_calibration().call_seconds)
     time_model = timed.to_dict()["time_model"]
     assert time_model == {"calibration": slower, "runs": 5, "band": [-0.1, 0.3],
-                          "outside": ["no measured run of a bert model", "512 rows a matrix product, where the "
-                                      "measured runs had 2,048 to 4,096"]}
+                          "outside": ["no bert model among them", "512 rows a matrix product, where they had 2,048 "
+                                      "to 4,096"]}
     assert shipped.to_dict()["time_model"]["calibration"] == "shipped"
     low, high = timed.time.samples_per_second_range
     assert (low, high) == pytest.approx((timed.time.samples_per_second / 1.3, timed.time.samples_per_second / 0.9))

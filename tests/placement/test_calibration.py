@@ -20,15 +20,17 @@ import json
 import math
 import statistics
 import warnings
+from pathlib import Path
 
 import pytest
 
 from optimum_ipu_ext import IPUConfig
-from optimum_ipu_ext.config.calibration import calibration_data, run_settings
+from optimum_ipu_ext.config.calibration import calibration_data, errors_table, run_settings
 from optimum_ipu_ext.placement import calibration
 from optimum_ipu_ext.placement.calibration import START, calibration_text, fit, read_runs, timed_run
 from optimum_ipu_ext.placement.estimate.memory import Verdict
 from optimum_ipu_ext.placement.hardware import (
+    GC200,
     IPU_MEMORY_BYTES,
     MATMUL_SWEEP_CLOCK_HZ,
     MATMUL_SWEEP_ROWS,
@@ -184,6 +186,14 @@ def test_the_fit_recovers_the_constants_that_made_the_steps():
     assert found == pytest.approx(constants, rel=1e-6)
 
 
+def test_the_fit_starts_from_constants_at_zero():
+    constants = (2000.0, 0.5, 0.01)
+    made = [_pipelined_step((100 * k, 50), (10**6 * (7 - k) ** 2, 10**5), (0.001 * k, 0.0), cycles=5 + k,
+                            calls=1 / (1 + k % 3)) for k in range(1, 7)]
+    found = fit([(step, step(constants)) for step in made], (0.0, 0.0, 0.0))
+    assert found == pytest.approx(constants, rel=1e-6)
+
+
 def test_the_fit_keeps_every_constant_at_zero_or_more():
     """Steps shorter than their fixed part alone want a negative constant: it is 0 instead."""
     made = [_pipelined_step((100 * k,), (10**6 * k,), (0.01 * k,), calls=1.0) for k in range(1, 5)]
@@ -203,6 +213,26 @@ def test_a_run_is_fitted_on_the_step_place_prints(name):
     shipped = [fitted()["constants"][name] for name in calibration.CONSTANTS]
     assert timed.step_seconds(shipped) == pytest.approx(placement.time.step_seconds, rel=1e-5)
     assert timed.step_seconds([2 * shipped[0], *shipped[1:]]) > placement.time.step_seconds
+
+
+DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "placement.md"
+
+
+def test_the_documentation_gives_each_run_s_error_and_the_constants():
+    text = DOCUMENT.read_text(encoding="utf-8")
+    assert errors_table(fitted(), read_runs()) in text
+    constants = fitted()["constants"]
+    assert f"an operation {constants['operation_cycles']:,.0f} cycles" in text
+    assert f"{1 / constants['elementwise_cycles']:,.0f} elements a cycle" in text
+    assert f"a training call {1000 * constants['call_seconds']:.0f} ms" in text
+
+
+@pytest.mark.parametrize("size", [1024, 4096])
+def test_the_documentation_gives_the_speed_of_a_matrix_product_on_a_gc200(size):
+    speeds = [2 * size * size * rows / matmul_cycles(1, size, size, rows) * GC200.clock_hz / 1e12
+              for rows in (16, 128, 384, 1024, 4096)]
+    row = f"| {size:,} x {size:,}" + "".join(f" | {speed:.0f}" for speed in speeds)
+    assert row in DOCUMENT.read_text(encoding="utf-8").replace(" (BERT-base's feed-forward and smaller)", "")
 
 
 def test_the_dataset_s_runs_name_their_sources():

@@ -134,7 +134,7 @@ def time_line(placement: PlacementView) -> Optional[str]:
             f"{time.samples_per_step:,} samples, {time.samples_per_second:,.1f} a second, {low:,.0f}-{high:,.0f} by "
             f"the model's error on {time.runs} measured runs (data loading not counted).")
     if time.outside:
-        line += f" Outside the measured runs: {'; '.join(time.outside)}."
+        line += f" Outside the runs it is fitted on: {'; '.join(time.outside)}."
     return line + timed_with(time.calibration, " Timed with the calibration {}.")
 
 
