@@ -259,16 +259,24 @@ class _Search:
     def placer(self, build: Dict[str, Any], micro_batch: int) -> Optional[Placer]:
         """The placer of `build`; None where it is refused (a serialization factor that does not divide the
         vocabulary, say), the refusal kept."""
-        model, request = self.model, self.request
-        settings = {**self.base, **settings_of(build, self.mode)}
         self.planned += 1
         try:
-            return placer_of(model.name, model.architecture, model.values, settings, model.shapes,
-                             request.for_inference, request.fp32, lambda *_: self.costs(micro_batch), request.ipu,
-                             request.reserve, request.calibration)
+            return self.build_placer(build, micro_batch)
         except PlacementError as refused:
             self.refused.append(refused)
             return None
+
+    def build_placer(self, build: Dict[str, Any], micro_batch: int) -> Placer:
+        """The placer of `build`, its costs those of `micro_batch`.
+
+        Raises:
+            PlacementError: where the build is refused.
+        """
+        model, request = self.model, self.request
+        settings = {**self.base, **settings_of(build, self.mode)}
+        return placer_of(model.name, model.architecture, model.values, settings, model.shapes, request.for_inference,
+                         request.fp32, lambda *_: self.costs(micro_batch), request.ipu, request.reserve,
+                         request.calibration)
 
     def micro_batches(self, ipus: int) -> Iterator[Tuple[int, int]]:
         """(micro-batch, micro-batches a step) of each micro-batch searched on replicas of `ipus` IPUs: a training
@@ -461,10 +469,10 @@ def choose_trials(model: Model, base: Dict[str, Any], request: Request, candidat
     calibration = request.calibration or shipped_calibration()
     constants = tuple(getattr(calibration, name) for name in CONSTANTS)
     lowest = best.placement.time.samples_per_second_range[0]
-    costs = _MicroBatchCosts(model, request)
+    searching = _Search(model, base, request)  # each micro-batch's costs worked out once
     others = list(enumerate(candidates[1:], start=2))
     if best.build["device_iterations"] > 1:
-        others.insert(0, (None, _one_call_a_step(model, base, request, best, costs)))
+        others.insert(0, (None, _one_call_a_step(searching, best)))
     pool: List[Tuple[Optional[int], Candidate]] = [(1, best)] + [
         (rank, candidate) for rank, candidate in others
         if candidate.placement.fits and candidate.placement.time.samples_per_second_range[1] >= lowest]
@@ -473,7 +481,7 @@ def choose_trials(model: Model, base: Dict[str, Any], request: Request, candidat
     def spent(index: int) -> Tuple[float, ...]:
         if index not in found_shares:
             candidate = pool[index][1]
-            placer = _placer(model, base, request, candidate, costs)
+            placer = searching.build_placer(candidate.build, candidate.micro_batch_size)
             found_shares[index] = shares(timed_placement(placer), constants)  # the build's split is its config's
         return found_shares[index]
 
@@ -504,36 +512,8 @@ def _trial(rank: Optional[int], candidate: Candidate, spent: Tuple[float, ...], 
     return Trial(name, candidate, rank, spent, differs)
 
 
-class _MicroBatchCosts:
-    """The shape and the costs of each step of a micro-batch of the plan's model, each worked out once."""
-
-    def __init__(self, model: Model, request: Request):
-        self.model, self.request = model, request
-        self.config = model.architecture.config(model.values, model.name)
-        self.found: Dict[int, Any] = {}
-
-    def __call__(self, micro_batch: int) -> Any:
-        if micro_batch not in self.found:
-            request = self.request
-            shape = resolve_shape(self.model.name, self.model.architecture.name, self.config, micro_batch,
-                                  request.sequence_length, request.decoder_sequence_length)
-            self.found[micro_batch] = shape, block_costs(self.model.architecture, self.config, shape, request.fp32)
-        return self.found[micro_batch]
-
-
-def _placer(model: Model, base: Dict[str, Any], request: Request, candidate: Candidate,
-            costs: _MicroBatchCosts) -> Placer:
-    """The placer of `candidate`'s build, its costs those of its micro-batch."""
-    settings = {**base, **settings_of(candidate.build, Mode.of(request.for_inference))}
-    return placer_of(model.name, model.architecture, model.values, settings, model.shapes, request.for_inference,
-                     request.fp32, lambda *_: costs(candidate.micro_batch_size), request.ipu, request.reserve,
-                     request.calibration)
-
-
-def _one_call_a_step(model: Model, base: Dict[str, Any], request: Request, best: Candidate,
-                     costs: _MicroBatchCosts) -> Candidate:
+def _one_call_a_step(searching: _Search, best: Candidate) -> Candidate:
     """The best build with one optimizer step a host call (`device_iterations` 1), its split the best's."""
     build = {**best.build, "device_iterations": 1}
-    candidate = replace(best, build=build)
-    placement = _placer(model, base, request, candidate, costs).place(build["layers_per_ipu"])
-    return replace(candidate, placement=placement)
+    placement = searching.build_placer(build, best.micro_batch_size).place(build["layers_per_ipu"])
+    return replace(best, build=build, placement=placement)
