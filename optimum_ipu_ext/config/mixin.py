@@ -150,6 +150,7 @@ class SettingsMixin:
         decoder_sequence_length: Optional[int] = None,
         ipu: str = "gc200",
         reserve: Optional[float] = None,
+        generate: Any = False,
     ) -> "Placement":
         """Where optimum-graphcore 0.7.1's `parallelize()` puts `model` on this config's IPUs: the blocks, layers
         and parameters of each IPU, and the memory its parameters need as `IPUTrainer` builds the model. Needs no
@@ -173,18 +174,25 @@ class SettingsMixin:
             ipu: the IPU generation a step is timed on: `"gc200"` (IPU-M2000) or `"bow"` (Bow-2000).
             reserve: the share of each IPU's memory kept for what is not counted (code, exchange buffers,
                 temporaries), default 0.25; the verdict is "fits" where every IPU's on-chip figure leaves it.
+            generate: place the generation build as upstream's pipelines generate with it (implies
+                `for_inference`): `parallelize(for_generation=True, use_cache=True, **inference_parallelize_kwargs)`,
+                the encoder and the decoder on IPUs of their own, each decoder layer's KV cache on its IPU, one
+                decoder step's FLOPs; True, or what generate() is called with: `{"batch_size": 4, "num_beams": 1,
+                "max_length": 448}` (a KV cache is made for them). A config whose inference kwargs give
+                `for_generation` is placed as a generation build as they are, `micro_batch_size` its batch and
+                `decoder_sequence_length` its `max_length`.
 
         Raises:
             PlacementError: where optimum-graphcore refuses this config for this model (`ArchitectureError` for an
                 architecture with no pipelined version).
-            InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
+            InvalidSettingError: for an `ipu`, a `reserve` or a `generate` outside what they allow.
             ModelFileError: for a missing or malformed `config.json` or safetensors header, naming the file.
             HubError: where the Hub cannot give the model's files.
         """
         return self.placer(model, architecture=architecture, for_inference=for_inference, fp32=fp32,
                            revision=revision, token=token, micro_batch_size=micro_batch_size,
                            sequence_length=sequence_length, decoder_sequence_length=decoder_sequence_length, ipu=ipu,
-                           reserve=reserve).place()
+                           reserve=reserve, generate=generate).place()
 
     def placer(
         self,
@@ -200,6 +208,7 @@ class SettingsMixin:
         decoder_sequence_length: Optional[int] = None,
         ipu: str = "gc200",
         reserve: Optional[float] = None,
+        generate: Any = False,
     ) -> "Placer":
         """The engine that places `model` under this config (the arguments are `placement()`'s), the model read
         once: `place()` gives the config's placement, `place(layers_per_ipu)` that of another split, and
@@ -214,7 +223,7 @@ class SettingsMixin:
 
         return model_placer(vars(self), model, architecture, for_inference, fp32, revision, token,
                             (micro_batch_size, sequence_length, decoder_sequence_length), ipu,
-                            RESERVE if reserve is None else reserve)
+                            RESERVE if reserve is None else reserve, generate)
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None

@@ -122,7 +122,7 @@ def _global_batch(value: Optional[int], inference: bool) -> Optional[int]:
 def _reference(model: Any, base: Any, request: Any) -> Optional["Candidate"]:
     """`base` placed and timed as the plan's candidates are, where it runs on the plan's IPUs and batch."""
     from ..errors import PlacementError
-    from ..placement.placer import placer_of
+    from ..placement.placer import generated, placer_of
     from ..placement.planning import Candidate, build_of
 
     mode = Mode.of(request.for_inference)
@@ -140,7 +140,8 @@ def _reference(model: Any, base: Any, request: Any) -> Optional["Candidate"]:
     try:
         placer = placer_of(model.name, model.architecture, model.values, settings, model.shapes,
                            request.for_inference, request.fp32, _measure(model, request, micro_batch), request.ipu,
-                           request.reserve)
+                           request.reserve, generated((micro_batch, request.sequence_length,
+                                                       request.decoder_sequence_length)))
     except PlacementError:
         return None
     return Candidate(build_of(settings, mode), micro_batch, placer.place(), base)

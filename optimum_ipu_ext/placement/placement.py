@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
+from .estimate.generation import GenerationBuild, GenerationLoad
+from .estimate.layout import Executor
 from .estimate.memory import Verdict, verdict_of
 from .estimate.pipeline import PipelineWork, Schedule, Stage
 from .estimate.timing import StepTime
@@ -23,7 +25,8 @@ class IPUPlacement:
     weights, gradient accumulators and optimizer state (their on-chip parts), and the larger of what the pipeline
     keeps (stash and recomputation) and what the weight update brings on chip after it (`update_bytes`: optimizer
     state kept in Streaming Memory); in Streaming Memory. `work`: what it keeps and computes for the micro-batches
-    in flight (None: activations not counted)."""
+    in flight (None: activations not counted); `generation`: its part of a generation build (None: not one), whose
+    bytes are on chip too."""
 
     ipu: int
     blocks: Tuple[Optional[str], ...]
@@ -36,6 +39,7 @@ class IPUPlacement:
     optimizer_state_bytes: int
     update_bytes: int = 0
     work: Optional[PipelineWork] = None
+    generation: Optional[GenerationLoad] = None
 
     def to_dict(self) -> Dict[str, Any]:
         work = self.work._asdict() if self.work is not None else dict.fromkeys(PipelineWork._fields)
@@ -43,7 +47,8 @@ class IPUPlacement:
                 "parameters": self.parameters, "on_chip_bytes": self.on_chip_bytes,
                 "streaming_bytes": self.streaming_bytes, "weights_bytes": self.weights_bytes,
                 "gradient_accumulator_bytes": self.gradient_accumulator_bytes,
-                "optimizer_state_bytes": self.optimizer_state_bytes, "update_bytes": self.update_bytes, **work}
+                "optimizer_state_bytes": self.optimizer_state_bytes, "update_bytes": self.update_bytes, **work,
+                "generation": None if self.generation is None else self.generation._asdict()}
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,10 @@ class Placement:
     `shape` is the micro-batch the activations are counted for (None: they are not); `time` a step of the whole job
     then. `reserve_bytes`: what each IPU keeps for what is not counted (code, exchange buffers, temporaries).
     `parameter_ipus`: `{parameter: the IPUs it is on}`, named as `named_parameters()` names it: one IPU, where it is
-    first used; in a generation build, where each executor (encoder, decoder) using it first uses it."""
+    first used; in a generation build, where each executor (encoder, decoder) using it first uses it.
+    `generation`: what a generation build runs (None: not one); its `shape` is then its batch, the encoder's input
+    and `max_length`; `executors`, the encoder's and the decoder's IPUs; `fitting`, where it does not fit, the
+    largest `batch_size` and the largest `max_length` (None: none) with which it does, the other as it is."""
 
     model: str
     architecture: str
@@ -69,6 +77,9 @@ class Placement:
     schedule: Schedule
     time: Optional[StepTime]
     parameter_ipus: Mapping[str, Tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
+    generation: Optional[GenerationBuild] = None
+    executors: Tuple[Executor, ...] = ()
+    fitting: Optional[Mapping[str, Optional[int]]] = None
 
     @property
     def problems(self) -> Tuple[str, ...]:
@@ -127,6 +138,10 @@ class Placement:
             "pipeline_efficiency": self.schedule.efficiency,
             "bottleneck_ipu": self.bottleneck_ipu,
             **(self.time.to_dict() if self.time is not None else dict.fromkeys(NO_TIME)),
+            "generation": None if self.generation is None else {
+                **self.generation.to_dict(), "fitting": self.fitting,
+                "executors": {executor.name.value: list(range(executor.first_ipu, executor.first_ipu + executor.ipus))
+                              for executor in self.executors}},
             "ipus": [ipu.to_dict() for ipu in self.ipus],
         }
 

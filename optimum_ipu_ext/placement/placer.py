@@ -2,15 +2,17 @@
 balances the split; `model_placer()`, what `IPUConfig.placer()` and `IPUConfig.placement()` call: the model read
 from where it is, its placer made."""
 
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import InvalidSettingError, PlacementError
+from ..errors import InvalidSettingError, PlacementError, is_positive_whole
 from ..settings.rules import check_rules
 from .estimate import balance
 from .estimate.configured import ConfiguredModel, Measure, Shapes, configure
 from .estimate.costs import block_costs
+from .estimate.generation import GENERATE_ARGUMENTS, KWARGS, GenerationModel, generation_kwargs
 from .estimate.layer_runs import LayerRunCosts
-from .estimate.layout import fixed_layer_groups, generation_split, layer_counts
+from .estimate.layout import Layout, fixed_layer_groups, generation_split, layer_counts
 from .estimate.parameters import Parameters, from_checkpoint, from_config
 from .estimate.pipeline import schedule, stages_of
 from .hardware import GC200, IPU_MEMORY_BYTES, IPU_TYPES, RESERVE, IPUType
@@ -57,14 +59,37 @@ class Placer:
             ipus.append(IPUPlacement(ipu, tuple(layout.blocks[ipu]), layers, load.trained + load.frozen,
                                      cost.on_chip_bytes, cost.streaming_bytes, parameters.weights.on_chip,
                                      parameters.accumulators.on_chip, parameters.optimizer.on_chip, cost.update_bytes,
-                                     cost.work))
+                                     cost.work, cost.generation))
         steps = schedule(stages, configured.execution)
         parameter_ipus = {name: tuple(use.ipu for use in uses)
                           for name, uses in configured.first_uses(layout).items()}
+        generation = configured.generation
+        fitting = None
+        if generation is not None and max(cost.on_chip_bytes for cost in costs) > configured.fitting_bytes:
+            fitting = {name: self._largest_fitting(layout, name) for name in ("batch_size", "max_length")}
         return Placement(configured.model, configured.architecture.name, configured.mode.name,
                          tuple(layout.layers_per_ipu), IPU_MEMORY_BYTES, configured.reserve_bytes, tuple(ipus),
                          cost_model.memory.describe(configured.shape is not None), configured.shape, stages, steps,
-                         cost_model.step(costs, steps.cycles), parameter_ipus)
+                         cost_model.step(costs, steps.cycles), parameter_ipus,
+                         None if generation is None else generation.build, layout.executors, fitting)
+
+    def _largest_fitting(self, layout: Layout, name: str) -> Optional[int]:
+        """The largest value of the generation build's `name` (`batch_size`, `max_length`) below its own with which
+        every IPU of `layout` fits, the build's others as they are (None: not even 1)."""
+        configured = self.configured
+        build = configured.generation.build
+
+        def fits(value: int) -> bool:
+            model = GenerationModel(configured.architecture, configured.config, build._replace(**{name: value}),
+                                    configured.cost_model.memory.weight_bytes)
+            return all(configured.cost_model.ipu(load).on_chip_bytes <= configured.fitting_bytes
+                       for load in replace(configured, generation=model).loads(layout, ()))
+
+        low, high = 0, getattr(build, name) - 1  # the largest known to fit (0: none), the largest left to try
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle - 1)
+        return low or None
 
     def balanced(self, current: Placement, objective: Any = Objective.MEMORY) -> Placement:
         """The placement with the `layers_per_ipu` (same number of IPUs) that balances the pipeline, among the
@@ -78,7 +103,7 @@ class Placer:
         """
         objective = Objective.named(objective)
         configured = self.configured
-        if objective == Objective.TIME and configured.step_costs is None:
+        if objective == Objective.TIME and configured.cost_model.time is None:
             raise PlacementError(configured.model, "balancing for time needs the FLOPs of a micro-batch: give its "
                                  "size or its sequence length (micro_batch_size=, --micro-batch-size)")
         if fixed_layer_groups(configured.architecture):
@@ -132,7 +157,8 @@ class Placer:
 
 def placer_of(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
               shapes: Shapes, for_inference: bool, fp32: bool, measure: Optional[Measure] = None,
-              ipu: IPUType = GC200, reserve: float = RESERVE) -> Placer:
+              ipu: IPUType = GC200, reserve: float = RESERVE,
+              generate: Optional[Mapping[str, Any]] = None) -> Placer:
     """The placer of `architecture`, configured by `values` (its `config.json`), under the build of a config whose
     `settings` are its `vars()` (`estimate.configured.configure()`'s arguments).
 
@@ -140,7 +166,7 @@ def placer_of(model: str, architecture: Architecture, values: Mapping[str, Any],
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
     return Placer(configure(model, architecture, values, settings, shapes, for_inference, fp32, measure, ipu,
-                            reserve))
+                            reserve, generate))
 
 
 # --- a model read from its source, placed ----------------------------------------------------------------------------
@@ -190,23 +216,59 @@ def measure(model: str, request: ShapeRequest, fp32: bool) -> Optional[Measure]:
     return measured
 
 
+def generated(request: ShapeRequest) -> Dict[str, Any]:
+    """What a generation build's generate() is called with, read off a micro-batch's shape: the micro-batch its
+    batch, the sequence length the encoder's input, the decoder's length its `max_length`."""
+    names = ("batch_size", "sequence_length", "max_length")
+    return {name: value for name, value in zip(names, request) if value is not None}
+
+
 def model_placer(settings: Dict[str, Any], model: Any, architecture: Optional[str], for_inference: bool, fp32: bool,
                  revision: Optional[str], token: Optional[str], request: ShapeRequest = (None, None, None),
-                 ipu: str = GC200.name, reserve: float = RESERVE) -> Placer:
+                 ipu: str = GC200.name, reserve: float = RESERVE, generate: Any = None) -> Placer:
     """`IPUConfig.placer()`: the placer of `model` under a config whose settings are `settings`, its activations
     counted for the micro-batch `request` gives, a step timed on IPUs of type `ipu`, `reserve` of each IPU's memory
-    kept for what is not counted.
+    kept for what is not counted; with `generate` (True, or what generate() is called with), the inference build
+    as upstream's pipelines generate with it (`estimate.generation.generation_kwargs`).
 
     Raises:
-        InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
+        InvalidSettingError: for an `ipu`, a `reserve` or a `generate` outside what they allow.
+        PlacementError: for a micro-batch given with `generate` (its batch is generate()'s).
     """
     ipu_type = ipu_type_of(ipu)
     check_reserve(reserve)
     check_rules(settings)
+    asked = generate_arguments(generate)
     source = read_model(model, revision, token)
     row = architecture_of(source.name, source.config, architecture)
+    if asked is not None:
+        for name, value in (("micro_batch_size", request[0]), ("decoder_sequence_length", request[2])):
+            if value is not None:
+                raise PlacementError(source.name, f"{value} is for a micro-batch; a generation build runs "
+                                     "generate()'s batch_size sequences, up to its max_length tokens", name)
+        settings = {**settings, KWARGS: generation_kwargs(source.name, row, settings, asked)}
+        for_inference = True
+    placing = dict(generated(request), **(asked or {}))
     return placer_of(source.name, row, source.config, settings, parameter_shapes(source), for_inference, fp32,
-                     measure(source.name, request, fp32), ipu_type, reserve)
+                     measure(source.name, request, fp32), ipu_type, reserve, placing)
+
+
+def generate_arguments(generate: Any) -> Optional[Dict[str, Any]]:
+    """What generate() is called with, of a `generate` argument: None (False: no generation build), {} (True), or
+    the mapping of `batch_size`, `num_beams`, `max_length` given, each a positive whole number."""
+    if generate is None or generate is False:
+        return None
+    if generate is True:
+        return {}
+    if not isinstance(generate, Mapping):
+        raise InvalidSettingError("generate", generate, "allowed values are true, false, or a mapping of "
+                                  + ", ".join(GENERATE_ARGUMENTS))
+    for name, value in generate.items():
+        if name not in GENERATE_ARGUMENTS:
+            raise InvalidSettingError("generate", generate, f"{name!r} is not one of {', '.join(GENERATE_ARGUMENTS)}")
+        if value is not None and not is_positive_whole(value):
+            raise InvalidSettingError(name, value, "allowed values are positive whole numbers")
+    return {name: value for name, value in generate.items() if value is not None}
 
 
 def ipu_type_of(name: Any) -> IPUType:

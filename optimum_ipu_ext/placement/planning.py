@@ -23,6 +23,7 @@ from ..settings.mode import Mode
 from .estimate import balance
 from .estimate.configured import Shapes
 from .estimate.costs import block_costs, dominated
+from .estimate.generation import KWARGS
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import fixed_layer_groups, layer_counts
 from .estimate.memory import MATMUL_PROPORTIONS, Verdict, matmul_proportions
@@ -32,7 +33,7 @@ from .hardware import IPU_MEMORY_BYTES, IPUType
 from .models import resolve_shape
 from .models.rules import Architecture, Split
 from .placement import Placement
-from .placer import Placer, placer_of
+from .placer import Placer, generated, placer_of
 from .report.text import plan_text
 
 # the serialization factors tried, least first, where no build of a micro-batch fits without one (1: none); those
@@ -257,7 +258,8 @@ class _Search:
         try:
             return placer_of(model.name, model.architecture, model.values, settings, model.shapes,
                              request.for_inference, request.fp32, lambda *_: self.costs(micro_batch), request.ipu,
-                             request.reserve)
+                             request.reserve, generated((micro_batch, request.sequence_length,
+                                                         request.decoder_sequence_length)))
         except PlacementError as refused:
             self.refused.append(refused)
             return None
@@ -272,7 +274,10 @@ class _Search:
                  else [1 << power for power in range(LARGEST_MICRO_BATCH.bit_length())])
         if self.mode.is_inference:
             stages = self._stages(ipus)
-            steps = {size: fewest_device_iterations(stages) for size in sizes} if stages is not None else {}
+            # a generation build's decoder runs a token a device iteration
+            generating = (self.base[KWARGS] or {}).get("for_generation")
+            steps = ({size: 1 if generating else fewest_device_iterations(stages) for size in sizes}
+                     if stages is not None else {})
         else:
             steps = {size: request.global_batch_size // (size * replicas) for size in sizes
                      if request.global_batch_size % (size * replicas) == 0}

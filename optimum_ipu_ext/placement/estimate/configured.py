@@ -10,6 +10,7 @@ from ...settings.mode import Mode
 from ..hardware import IPU_MEMORY_BYTES, IPUType
 from ..models.rules import Architecture, InputShape, ModelConfig, Split
 from .cost import CostModel, IPULoad
+from .generation import GenerationModel, generation_build
 from .layout import FirstUse, Layout, first_uses, lay_out, layer_paths, split_shares
 from .memory import memory_model
 from .parameters import Parameters, parallelized
@@ -27,7 +28,8 @@ class ConfiguredModel:
     """A model under one build of an IPU config: its name, architecture and `config.json`, the config's `settings`
     (its `vars()`) and build, the model's parameters as that build holds them (`frozen`: those that do not train),
     how the build runs its pipeline, the micro-batch the activations are counted for with each step's cost (None:
-    not counted), how an IPU is costed, and the memory each IPU keeps in reserve."""
+    not counted), how an IPU is costed, the memory each IPU keeps in reserve, and the costs of a generation build
+    (None: not one; its micro-batch is then its batch, and its steps are costed by it)."""
 
     model: str
     architecture: Architecture
@@ -41,6 +43,7 @@ class ConfiguredModel:
     step_costs: Optional[Costs]
     cost_model: CostModel
     reserve_bytes: int
+    generation: Optional[GenerationModel] = None
 
     @property
     def mode(self) -> Mode:
@@ -68,6 +71,11 @@ class ConfiguredModel:
                 counts[use.ipu][name in self.frozen] += self.parameters.elements(name)
                 if name not in self.frozen:
                     largest[use.ipu] = max(largest[use.ipu], self.updated_elements(name))
+        if self.generation is not None:
+            parts = [self.generation.load([step for step in layout.forward if step.ipu == ipu])
+                     for ipu in range(layout.ipus)]
+            return [IPULoad(trained, frozen, most, part.work, part)
+                    for (trained, frozen), most, part in zip(counts, largest, parts)]
         works = (ipu_work(layout.ipus, stages, self.step_costs, self.execution) if self.step_costs is not None
                  else [None] * layout.ipus)
         return [IPULoad(trained, frozen, most, work)
@@ -91,19 +99,27 @@ class ConfiguredModel:
 
 def configure(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
               shapes: Shapes, for_inference: bool, fp32: bool, measure: Optional[Measure], ipu: IPUType,
-              reserve: float) -> ConfiguredModel:
+              reserve: float, generate: Optional[Mapping[str, Any]] = None) -> ConfiguredModel:
     """`architecture`, configured by `values` (its `config.json`), under the build of a config whose `settings` are
     its `vars()`. `shapes` gives its parameters; it is called only once the config's layers are found to fit the
     model, so a wrong `layers_per_ipu` is reported before any weight header is read. `measure`, where given, gives
     the micro-batch and the costs of each step: the activations are counted, and a step is timed on IPUs of type
-    `ipu`. `reserve`: the share of each IPU's memory kept for what is not counted.
+    `ipu`. `reserve`: the share of each IPU's memory kept for what is not counted. An inference build whose
+    kwargs give `for_generation` is a generation build (`estimate.generation`), costed and timed whatever
+    `measure`, for what generate() is called with (`generate`: `batch_size`, `num_beams`, `max_length`,
+    `sequence_length`, where given).
 
     Raises:
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
     config = architecture.config(values, model)
     lay_out(model, architecture, config, settings, for_inference)
-    shape, step_costs = measure(architecture, config) if measure is not None else (None, None)
+    build = generation_build(model, architecture, config, settings, generate or {}) if for_inference else None
+    if build is not None:
+        shape, step_costs = InputShape(build.batch_size, build.sequence_length or build.max_length,
+                                       build.max_length), None
+    else:
+        shape, step_costs = measure(architecture, config) if measure is not None else (None, None)
     parameters = parallelized(model, architecture, shapes(architecture, config), settings, for_inference)
     _check_layers(model, architecture, config, parameters)
     frozen = frozenset(name for name in parameters.shapes if _frozen(architecture, config, name))
@@ -115,8 +131,9 @@ def configure(model: str, architecture: Architecture, values: Mapping[str, Any],
         job = Job(execution.training, execution.micro_batches, settings[mode.setting("replication_factor")],
                   settings[mode.setting("ipus_per_replica")], shape.micro_batch_size)
         time = TimeModel(ipu, job, memory.weight_bytes)
+    generation = None if build is None else GenerationModel(architecture, config, build, memory.weight_bytes)
     return ConfiguredModel(model, architecture, config, settings, for_inference, parameters, frozen, execution,
-                           shape, step_costs, CostModel(memory, time), round(reserve * IPU_MEMORY_BYTES))
+                           shape, step_costs, CostModel(memory, time), round(reserve * IPU_MEMORY_BYTES), generation)
 
 
 def _check_layers(model: str, architecture: Architecture, config: ModelConfig, parameters: Parameters) -> None:

@@ -87,19 +87,22 @@ class LayerRunCosts:
             configured = self.configured
             frozen = self.fixed[ipu][1] + self.layer_prefix[end][1] - self.layer_prefix[first][1]
             largest = max([self.fixed_largest[ipu], *self.layer_largest[first:end]])
-            done = None
-            if configured.step_costs is not None:
-                steps = list(self.fixed_steps[ipu])
-                stage = self.layer_stage.get(ipu)
-                for layer in range(first, end):
-                    steps += [(position, stage) for position in self.layer_steps[layer]]
+            done = part = None
+            steps = list(self.fixed_steps[ipu])
+            stage = self.layer_stage.get(ipu)
+            for layer in range(first, end):
+                steps += [(position, stage) for position in self.layer_steps[layer]]
+            if configured.generation is not None:
+                part = configured.generation.load([self.forward[position] for position, _ in steps])
+                done = part.work
+            elif configured.step_costs is not None:
                 grouped: Dict[Optional[int], List[int]] = {}
                 for position, index in sorted(steps):
                     grouped.setdefault(index, []).append(position)
                 done = work([(0 if index is None else self.stages[index].stash_depth,
                               [self.forward[position] for position in positions])
                              for index, positions in grouped.items()], configured.step_costs, configured.execution)
-            self._loads[key] = IPULoad(self.trained(ipu, first, end), frozen, largest, done)
+            self._loads[key] = IPULoad(self.trained(ipu, first, end), frozen, largest, done, part)
         return self._loads[key]
 
     def cost(self, ipu: int, first: int, end: int) -> IPUCost:

@@ -15,7 +15,7 @@ from .plan_picture import plan_svg
 from .sentences import compress, plan_title, title_line
 from .svg import HTML_MARK, esc
 from .tables import placement_table, plan_table
-from .view import BAR_PARTS, PlacementView, placement_view, plan_view
+from .view import PlacementView, placement_view, plan_view
 
 # the plan table's columns of figures, right-aligned
 NUMBERS = {"Rank", "IPUs a replica", "Replicas", "Micro-batch", "G", "Device iterations", "Largest IPU",
@@ -95,8 +95,8 @@ def _placement_sections(placement: PlacementView, config: Optional[str]) -> List
         f"<figure>{placement_svg(placement.data, config)}</figure>",
         "<h2>IPUs</h2>",
         _ipu_table(placement),
-        "<p>" + esc("; ".join(f"{letter}: {name}" for name, letter in BAR_PARTS)) + ". Backward FLOPs count the "
-        "recomputation; pace: the share of the slowest IPU's FLOPs.</p>",
+        "<p>" + esc("; ".join(f"{letter}: {name}" for name, letter in placement.bar_parts))
+        + ". Backward FLOPs count the recomputation; pace: the share of the slowest IPU's FLOPs.</p>",
         "<h2>Pipeline stages</h2>",
         _table(["Stage", "IPU", "Blocks", "Stash depth, micro-batches"],
                [[str(number), str(stage.ipu), compress(stage.blocks), str(stage.stash_depth)]

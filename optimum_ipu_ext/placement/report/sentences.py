@@ -90,8 +90,17 @@ def title_line(placement: PlacementView) -> str:
 
 
 def shape_clause(placement: PlacementView) -> str:
-    """The split, and the micro-batch the activations are counted for."""
+    """The split, and the micro-batch the activations are counted for (a generation build's batch, beams and
+    tokens)."""
     clause = f"layers_per_ipu {list(placement.layers_per_ipu)}"
+    generation = placement.generation
+    if generation is not None:
+        beams = generation["num_beams"]
+        clause += (f", batch {generation['batch_size']}" + (f" x {beams} beams" if beams > 1 else "")
+                   + f", up to {generation['max_length']:,} tokens")
+        if generation["sequence_length"] is not None:
+            clause += f", encoder input {generation['sequence_length']:,}"
+        return clause
     if not placement.counted:
         return clause
     clause += f", micro-batch {placement.micro_batch_size}, sequence length {placement.sequence_length}"
@@ -148,8 +157,55 @@ def verdict_lines(placement: PlacementView) -> List[str]:
             + [f"Does not run: {problem}." for problem in placement.problems])
 
 
+def _ipus(numbers: Sequence[int]) -> str:
+    return f"IPU{'s' if len(numbers) > 1 else ''} {ranges(numbers)}"
+
+
+def generation_lines(placement: PlacementView) -> List[str]:
+    """A generation build in words: its executors, its caches, where the encoder's output and the tokens go, what
+    upstream does besides, and where it does not fit, the batch and the length that fit."""
+    generation = placement.generation
+    executors = generation["executors"]
+    if "encoder" in executors:
+        where = (f"the encoder on {_ipus(executors['encoder'])}, the decoder on {_ipus(executors['decoder'])}, each "
+                 "running its IPUs in turn")
+    elif generation["use_cond_encoder"]:
+        where = f"the encoder and the decoder on {_ipus(executors['model'])}, the encoder at the first step"
+    else:
+        where = f"the decoder on {_ipus(executors['model'])}, in turn"
+    parts = [where]
+    rows = generation["batch_size"] * generation["num_beams"]
+    kv = sum(ipu.generation["kv_cache_bytes"] for ipu in placement.ipus)
+    if generation["use_cache"]:
+        parts.append(f"KV caches of {generation['max_length']:,} tokens for {rows:,} sequence{'s' if rows > 1 else ''}"
+                     f", {mib(kv)} MiB")
+    cross = sum(ipu.generation["cross_cache_bytes"] for ipu in placement.ipus)
+    if generation["use_cross_cache"]:
+        parts.append(f"cross caches of {generation['encoder_max_length']:,} positions, {mib(cross)} MiB")
+    if generation["encoder_length"] is not None and not generation["use_cond_encoder"]:
+        parts.append("the encoder's output kept on the decoder's IPUs" if generation["use_encoder_output_buffer"]
+                     else "the encoder's output sent with every call")
+    steps = generation["on_device_generation_steps"]
+    parts.append(f"{steps} tokens a call, generated on the device" if steps else "a token a call, from the host")
+    lines = [f"Generation: {'; '.join(parts)}.", *(f"Note: {note}." for note in generation["notes"])]
+    fitting = generation["fitting"]
+    if fitting is not None:
+        limit = placement.memory_bytes - placement.reserve_bytes
+        largest = max(placement.ipus, key=lambda ipu: (ipu.on_chip_bytes, -ipu.ipu))
+        found = [f"{name} {fitting[name]:,} ({other} {generation[other]:,})"
+                 for name, other in (("batch_size", "max_length"), ("max_length", "batch_size"))
+                 if fitting[name] is not None]
+        lines.append(f"IPU {largest.ipu} needs {mib(largest.on_chip_bytes - limit)} MiB more than its reserve leaves; "
+                     + (f"it fits with {' or '.join(found)}." if found
+                        else "no smaller batch_size or max_length fits."))
+    return lines
+
+
 def summary_lines(placement: PlacementView, config: Optional[str] = None) -> List[str]:
-    """What a picture's header and a page say in words: the shape, the pipeline, the time and the verdict."""
+    """What a picture's header and a page say in words: the shape, the pipeline, the time and the verdict (a
+    generation build's, `generation_lines`)."""
+    if placement.generation is not None:
+        return [shape_line(placement, config), *generation_lines(placement), *verdict_lines(placement)]
     lines = [shape_line(placement, config), pipeline_line(placement)]
     timed = time_line(placement)
     return lines + ([timed] if timed else []) + verdict_lines(placement)
