@@ -75,6 +75,17 @@ def positive(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """The argparse type of a time (`--max-latency`): seconds, above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, e.g. 0.05, got {text!r}")
+    return value
+
+
 def named_value(text: str) -> Tuple[str, Any]:
     """The argparse type of `--arg` and `--kwarg`: `NAME=VALUE`, VALUE read as JSON (4, true, [1, 2], "x"), else
     kept as text."""

@@ -2,12 +2,13 @@
 (placement/planning.py searches; here the request is checked and each candidate's config built)."""
 
 import copy
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 from ..errors import InvalidSettingError, is_positive_whole
 from ..settings.mode import Mode
 
 if TYPE_CHECKING:
+    from ..placement.generation_planning import GenerationPlan
     from ..placement.planning import Candidate, Plan
 
 # the IPUs of each Pod a `pod` names
@@ -31,7 +32,9 @@ def plan(
     fp32: bool = False,
     revision: Optional[str] = None,
     token: Optional[str] = None,
-) -> "Plan":
+    generate: Any = False,
+    max_latency: Optional[float] = None,
+) -> Union["Plan", "GenerationPlan"]:
     """The fastest builds of `model` on `ipus` IPUs (or a `pod`'s) that fit, each placed and timed as
     `IPUConfig.placement()` places and times it, best first, with its config.
 
@@ -48,6 +51,12 @@ def plan(
         inference: plan the inference build: replicas and device iterations for throughput.
         fp32: weights in fp32, as `IPUTrainer` with `fp32=True`.
         revision, token: for a Hub model.
+        generate: plan the generation build instead (a `GenerationPlan`), as `placement(generate=...)` takes it:
+            True, or what generate() is called with (`batch_size`, else searched; `num_beams`, `max_length`); it
+            searches the IPUs of a replica, the encoder's and the decoder's IPUs and their splits, the replicas, the
+            batch and `on_device_generation_steps`, each build's config keeping `base`'s other settings.
+        max_latency: with `generate`, the most seconds a token may take: the builds that meet it first, the most
+            tokens a second first (default: the most tokens a second).
 
     Raises:
         InvalidSettingError: for a request outside what it allows (naming the argument).
@@ -65,6 +74,10 @@ def plan(
         base = IPUConfig()
     reserve = RESERVE if reserve is None else reserve
     check_reserve(reserve)
+    if generate is not False or max_latency is not None:
+        return _generation_plan(model, _ipus(ipus, pod), generate, max_latency, global_batch_size, micro_batch_size,
+                                decoder_sequence_length, sequence_length, architecture, ipu, reserve, base, fp32,
+                                revision, token)
     request = Request(_ipus(ipus, pod), _global_batch(global_batch_size, inference),
                       _positive("micro_batch_size", micro_batch_size), sequence_length, decoder_sequence_length,
                       ipu_type_of(ipu), reserve, inference, fp32)
@@ -76,6 +89,44 @@ def plan(
                   for candidate in search(searched, vars(base), request)]
     reference = _reference(searched, base, request)
     return Plan(source.name, row.name, request, tuple(candidates), tuple(pareto(candidates)), reference)
+
+
+def _generation_plan(model: Any, ipus: int, generate: Any, max_latency: Optional[float],
+                     global_batch_size: Optional[int], micro_batch_size: Optional[int],
+                     decoder_sequence_length: Optional[int], sequence_length: Optional[int],
+                     architecture: Optional[str], ipu: str, reserve: float, base: Any, fp32: bool,
+                     revision: Optional[str], token: Optional[str]) -> "GenerationPlan":
+    """`plan(generate=...)`: the request checked, the builds searched, each with its config."""
+    from ..placement.generation_planning import (
+        GenerationPlan,
+        GenerationRequest,
+        frontier,
+        generation_search,
+        with_config,
+    )
+    from ..placement.models import architecture_of
+    from ..placement.placer import cached_shapes, generate_arguments, ipu_type_of
+    from ..placement.planning import Model
+    from ..placement.source.model import read_model
+
+    asked = generate_arguments(True if generate is False else generate)
+    for name, value, meaning in (("global_batch_size", global_batch_size, "a training step's samples"),
+                                 ("micro_batch_size", micro_batch_size, "a micro-batch; give generate's batch_size"),
+                                 ("decoder_sequence_length", decoder_sequence_length,
+                                  "a micro-batch's; give generate's max_length")):
+        if value is not None:
+            raise InvalidSettingError(name, value, f"a generation plan takes none: it is {meaning}")
+    if max_latency is not None and (isinstance(max_latency, bool) or not isinstance(max_latency, (int, float))
+                                    or not max_latency > 0):
+        raise InvalidSettingError("max_latency", max_latency, "allowed values are seconds a token, above 0")
+    request = GenerationRequest(ipus, asked.get("batch_size"), asked.get("num_beams"), asked.get("max_length"),
+                                sequence_length, max_latency, ipu_type_of(ipu), reserve, fp32)
+    source = read_model(model, revision, token)
+    row = architecture_of(source.name, source.config, architecture)
+    searched = Model(source.name, row, source.config, cached_shapes(source))
+    candidates = [with_config(candidate, configured(base, candidate.settings))
+                  for candidate in generation_search(searched, vars(base), request)]
+    return GenerationPlan(source.name, row.name, request, tuple(candidates), tuple(frontier(candidates)))
 
 
 def configured(base: Any, settings: Dict[str, Any]) -> Any:

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from .estimate.generation import GenerationBuild, GenerationLoad
+from .estimate.generation import GenerationBuild, GenerationLoad, GenerationTime
 from .estimate.layout import Executor
 from .estimate.memory import Verdict, verdict_of
 from .estimate.pipeline import PipelineWork, Schedule, Stage
@@ -62,7 +62,8 @@ class Placement:
     first used; in a generation build, where each executor (encoder, decoder) using it first uses it.
     `generation`: what a generation build runs (None: not one); its `shape` is then its batch, the encoder's input
     and `max_length`; `executors`, the encoder's and the decoder's IPUs; `fitting`, where it does not fit, the
-    largest `batch_size` and the largest `max_length` (None: none) with which it does, the other as it is."""
+    largest `batch_size` and the largest `max_length` (None: none) with which it does, the other as it is;
+    `generation_time`, its time to the first token and a token."""
 
     model: str
     architecture: str
@@ -80,6 +81,7 @@ class Placement:
     generation: Optional[GenerationBuild] = None
     executors: Tuple[Executor, ...] = ()
     fitting: Optional[Mapping[str, Optional[int]]] = None
+    generation_time: Optional[GenerationTime] = None
 
     @property
     def problems(self) -> Tuple[str, ...]:
@@ -140,6 +142,7 @@ class Placement:
             **(self.time.to_dict() if self.time is not None else dict.fromkeys(NO_TIME)),
             "generation": None if self.generation is None else {
                 **self.generation.to_dict(), "fitting": self.fitting,
+                "time": None if self.generation_time is None else self.generation_time.to_dict(),
                 "executors": {executor.name.value: list(range(executor.first_ipu, executor.first_ipu + executor.ipus))
                               for executor in self.executors}},
             "ipus": [ipu.to_dict() for ipu in self.ipus],

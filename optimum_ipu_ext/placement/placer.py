@@ -10,7 +10,7 @@ from ..settings.rules import check_rules
 from .estimate import balance
 from .estimate.configured import ConfiguredModel, Measure, Shapes, configure
 from .estimate.costs import block_costs
-from .estimate.generation import GENERATE_ARGUMENTS, KWARGS, GenerationModel, generation_kwargs
+from .estimate.generation import GENERATE_ARGUMENTS, KWARGS, GenerationModel, generation_kwargs, generation_time
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import Layout, fixed_layer_groups, generation_split, layer_counts
 from .estimate.parameters import Parameters, from_checkpoint, from_config
@@ -64,14 +64,19 @@ class Placer:
         parameter_ipus = {name: tuple(use.ipu for use in uses)
                           for name, uses in configured.first_uses(layout).items()}
         generation = configured.generation
-        fitting = None
+        fitting = timing = None
         if generation is not None and max(cost.on_chip_bytes for cost in costs) > configured.fitting_bytes:
             fitting = {name: self._largest_fitting(layout, name) for name in ("batch_size", "max_length")}
+        if generation is not None and cost_model.time is not None:
+            time = cost_model.time
+            timing = generation_time(lambda flops: flops * time.cycle_scale(1), time.ipu.name,
+                                     [cost.generation for cost in costs], generation.build,
+                                     configured.settings[configured.mode.setting("replication_factor")])
         return Placement(configured.model, configured.architecture.name, configured.mode.name,
                          tuple(layout.layers_per_ipu), IPU_MEMORY_BYTES, configured.reserve_bytes, tuple(ipus),
                          cost_model.memory.describe(configured.shape is not None), configured.shape, stages, steps,
                          cost_model.step(costs, steps.cycles), parameter_ipus,
-                         None if generation is None else generation.build, layout.executors, fitting)
+                         None if generation is None else generation.build, layout.executors, fitting, timing)
 
     def _largest_fitting(self, layout: Layout, name: str) -> Optional[int]:
         """The largest value of the generation build's `name` (`batch_size`, `max_length`) below its own with which
@@ -114,11 +119,27 @@ class Placer:
             return current
         # the time objective needs a split that fits; else the least memory
         for goal in (objective, Objective.MEMORY):
-            found = [split for split in (self._best_for(current, cut, goal) for cut in self.cuts(len(current.ipus)))
-                     if split[0] is not None]
+            found = [split for split in (self._best_for(current.layers_per_ipu, cut, goal)
+                                         for cut in self.cuts(len(current.ipus))) if split[0] is not None]
             if found:
                 return self.place(balance.chosen(found, current.layers_per_ipu)[0])
         raise PlacementError(configured.model, "no split gives every IPU a stage of the pipeline")
+
+    def memory_splits(self, ipus: int) -> List[List[int]]:
+        """For each number of IPUs the encoder may take in a generation build (once for another build), the split
+        over `ipus` IPUs whose largest on-chip figure is smallest (of those, the nearest to spreading each part's
+        layers evenly), where one exists."""
+        configured = self.configured
+        counts = list(layer_counts(configured.architecture, configured.config).values())
+        found = []
+        for cut in self.cuts(ipus):
+            parts = [(sum(counts), ipus)] if cut is None else [(counts[0], cut), (sum(counts[1:]), ipus - cut)]
+            even = [layers // part + (index >= part - layers % part) for layers, part in parts
+                    for index in range(part)]
+            split, _ = self._best_for(even, cut, Objective.MEMORY) if ipus > 1 else (even, ())
+            if split is not None:
+                found.append(split)
+        return found
 
     def cuts(self, ipus: int) -> List[Optional[int]]:
         """The numbers of IPUs the encoder may take in a generation build (powers of two); [None] for others."""
@@ -128,13 +149,14 @@ class Placer:
             return [None]
         return [cut for cut in (1 << power for power in range(ipus.bit_length())) if cut < ipus]
 
-    def _best_for(self, current: Placement, cut: Optional[int],
+    def _best_for(self, current: Sequence[int], cut: Optional[int],
                   objective: Objective) -> Tuple[Optional[List[int]], Tuple[float, ...]]:
-        """The best split with the encoder on `cut` IPUs (None: no encoder-decoder cut), and its largest costs."""
+        """The best split with the encoder on `cut` IPUs (None: no encoder-decoder cut), the nearest to `current`
+        of those, and its largest costs."""
         configured = self.configured
         counts = layer_counts(configured.architecture, configured.config)
         layers = sum(counts.values())
-        split = list(current.layers_per_ipu)
+        split = list(current)
         runs = LayerRunCosts(configured, cut)
         objectives = ((runs.on_chip_bytes,) if objective == Objective.MEMORY
                       else (runs.cycle_load, runs.on_chip_bytes))

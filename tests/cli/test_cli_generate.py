@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext import PlainIPUConfig, plan
+from optimum_ipu_ext.placement.report.generation_plan import generation_plan_text
 from support.cli_helpers import run
 
 WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
@@ -92,3 +93,52 @@ def test_a_balanced_generation_build_is_written_with_the_kwargs_the_pipelines_ge
     # placed again as it was written: the same build
     code, out, _ = run(capsys, "place", tmp_path / "out", "--model", whisper, "--generate", "--json")
     assert code == 0 and json.loads(out)["generation"]["max_length"] == 40
+
+
+# --- plan --generate ---------------------------------------------------------------------------------------------
+
+
+def test_plan_generate_prints_the_builds_best_first_and_writes_the_best(capsys, whisper, tmp_path):
+    code, out, err = run(capsys, "plan", "--model", whisper, "--ipus", "2", "--generate", "--max-length", "8",
+                         "--write", tmp_path / "best", "--top", "3")
+    found = plan(whisper, 2, generate={"max_length": 8})
+    assert code == 0
+    assert out == generation_plan_text(found.to_dict(), 3) + "\n"
+    lines = out.splitlines()
+    assert lines[0] == f"{whisper}: WhisperForConditionalGeneration generating on 2 GC200 IPUs, max_length 8"
+    assert lines[3].startswith("Best: ")
+    assert err == f"Wrote {tmp_path / 'best' / 'ipu_config.json'}: the best build, rank 1\n"
+    written = PlainIPUConfig.from_json_file(tmp_path / "best" / "ipu_config.json")
+    assert written.placement(whisper, generate={"max_length": 8}).to_dict() == found.best.placement.to_dict()
+
+
+def test_plan_generate_as_json_and_pictures(capsys, whisper, tmp_path):
+    code, out, err = run(capsys, "plan", "--model", whisper, "--ipus", "2", "--generate", "--max-length", "8",
+                         "--json", "--svg", tmp_path / "plan.svg", "--html", tmp_path / "plan.html")
+    data = json.loads(out)
+    assert code == 0 and data["build"] == "generation" and data["frontier"]
+    assert set(data["candidates"][0]) >= {"ipus_per_replica", "replication_factor", "layers_per_ipu", "batch_size",
+                                          "on_device_generation_steps", "token_seconds", "job_tokens_per_second"}
+    svg = (tmp_path / "plan.svg").read_text()
+    assert 'data-kind="generation plan"' in svg and 'data-role="frontier"' in svg
+    assert "<h2>Candidates</h2>" in (tmp_path / "plan.html").read_text()
+    assert err.splitlines() == [f"Wrote {tmp_path / 'plan.svg'}", f"Wrote {tmp_path / 'plan.html'}"]
+
+
+@pytest.mark.parametrize("arguments, words", [
+    (["--max-latency", "0.01"], "argument --max-latency: is for the generation build: give --generate too"),
+    (["--generate", "--global-batch-size", "8"], "argument --global-batch-size: not allowed with --generate"),
+    (["--generate", "--max-latency", "0"], "argument --max-latency: expected seconds above 0"),
+    (["--inference", "--num-beams", "2"], "argument --num-beams: is for the generation build: give --generate too"),
+])
+def test_plan_s_generation_options_are_usage_errors_where_they_mean_nothing(capsys, whisper, arguments, words):
+    code, out, err = run(capsys, "plan", "--model", whisper, "--ipus", "2", *arguments)
+    assert (code, out) == (2, "") and words in err
+
+
+def test_plan_generate_exits_1_where_no_build_meets_the_latency(capsys, whisper, tmp_path):
+    code, out, err = run(capsys, "plan", "--model", whisper, "--ipus", "2", "--generate", "--max-length", "8",
+                         "--max-latency", "1e-12", "--write", tmp_path / "best")
+    assert code == 1
+    assert out.splitlines()[3].startswith("No build that fits makes a token in ")
+    assert "no build fits and meets --max-latency" in err and not (tmp_path / "best").exists()

@@ -15,10 +15,6 @@ CHECKED = ("optimum_ipu_ext/placement/", "optimum_ipu_ext/config/planning.py", "
 READ_ELSEWHERE = {
     ("optimum_ipu_ext/cli/__init__.py", "required"): "argparse: a required subcommand",
     ("optimum_ipu_ext/placement/hardware.py", "clock_hz"): "a documented field of IPUType: the IPU's clock",
-    ("optimum_ipu_ext/placement/estimate/generation.py", "encoder_flops"):
-        "a field of GenerationLoad: `_asdict()` writes it to the JSON, whose dict the text report reads",
-    ("optimum_ipu_ext/placement/estimate/generation.py", "first_token_flops"):
-        "a field of GenerationLoad: `_asdict()` writes it to the JSON (`place --generate --json`)",
 }
 
 

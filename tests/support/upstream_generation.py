@@ -12,28 +12,31 @@ executor once and the decoder's twice (its first step and its second), each on C
 
 A buffer is counted as `.half()` leaves it: a floating element at 2 bytes, an integer at its own size.
 """
-import contextlib
 import importlib
-import importlib.metadata
 import json
-from types import SimpleNamespace
 from typing import Any, Dict, List, Mapping, Optional
-from unittest import mock
 
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
 from transformers.modeling_outputs import BaseModelOutput
-from transformers.utils import versions
 
 from optimum_ipu_ext.placement.models import ARCHITECTURES
 from optimum_ipu_ext.placement.models.rules import Block, Split, expand
 
-from .doubles import installed, poptorch
+from .doubles import installed
 from .placement_models import SEQUENCE, TINY_MODELS, _generator, _tokens
 from .upstream_costs import _Meter
-from .upstream_placement import _ipu_config, _one_thread, _original_model, _Trace, _tracing, upstream_modules
+from .upstream_placement import (
+    _ipu_config,
+    _one_thread,
+    _original_model,
+    _poptorch_distribution,
+    _Trace,
+    _tracing,
+    upstream_modules,
+)
 
 
 class _BufferUses(TorchFunctionMode):
@@ -52,19 +55,6 @@ class _BufferUses(TorchFunctionMode):
             if name is not None:
                 self._found[name] = self._trace.ipu
         return func(*args, **(kwargs or {}))
-
-
-@contextlib.contextmanager
-def _poptorch_distribution():
-    """The poptorch double installed as a distribution of its version, as transformers' `require_version` (which
-    upstream calls before `poptorch.cond`) reads one."""
-
-    def version(name: str) -> str:
-        return poptorch.__version__ if name == "poptorch" else importlib.metadata.version(name)
-
-    shim = SimpleNamespace(version=version, PackageNotFoundError=importlib.metadata.PackageNotFoundError)
-    with mock.patch.object(versions, "importlib_metadata", shim):
-        yield
 
 
 def _half_bytes(tensor: torch.Tensor) -> int:
@@ -123,6 +113,9 @@ def upstream_generation(architecture: str, model_config: Optional[Dict[str, Any]
     `batch_size` and `num_beams`; without a KV cache the decoder runs the sequence padded to `max_length` (default:
     the generation config's).
 
+    With `use_cond_encoder`, the encoder runs in the decoder's executor, at its first step (`encoder` is then
+    empty).
+
     Returns plain data:
     - `buffers`: `{executor: {IPU: bytes}}` of the buffers of upstream's attention classes (`_k_cache`,
       `_v_cache`, `_cross_k_cache`, `_cross_v_cache`, `_generation_step`, `_beam_idx`), where their module uses them;
@@ -159,8 +152,13 @@ def upstream_generation(architecture: str, model_config: Optional[Dict[str, Any]
                 hidden.append(encoder(**encoder_inputs, return_dict=True).last_hidden_state)
 
         hidden: List[torch.Tensor] = []
-        encoded = _metered(model, encoder_paths, traces["encoder"], run_encoder)
-        encoder_output = hidden[0].repeat_interleave(beams, dim=0)
+        cond = model.cond_encoder_enabled  # the encoder runs in the decoder's executor, at its first step
+        if cond:
+            encoded: Dict[str, Any] = {"flops": {}, "ipus": {}}
+            encoder_output = torch.zeros(rows, 1)
+        else:
+            encoded = _metered(model, encoder_paths, traces["encoder"], run_encoder)
+            encoder_output = hidden[0].repeat_interleave(beams, dim=0)
         wrapper = generation.DecoderWrapper(model)
         decoder_paths = _paths(architecture, model_config, ("decoder", None))
         use_cache = bool(kwargs.get("use_cache"))
@@ -171,9 +169,10 @@ def upstream_generation(architecture: str, model_config: Optional[Dict[str, Any]
 
         def step(t: int):
             ids = torch.full((rows, 1 if use_cache else length), start, dtype=torch.long)
+            features = {"input_features": encoder_inputs["input_features"]} if cond else {}
             inputs = model.prepare_inputs_for_generation(
                 ids, use_cache=use_cache, encoder_outputs=BaseModelOutput(last_hidden_state=encoder_output),
-                attention_mask=mask)
+                attention_mask=mask, **features)
             with _tracing(traces["decoder"]), _BufferUses(traces["decoder"], names, found["decoder"]):
                 traces["decoder"].ipu = 0  # each run of the executor starts on its IPU 0
                 wrapper(t=torch.tensor([t]), **inputs)

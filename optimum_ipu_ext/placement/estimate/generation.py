@@ -24,7 +24,7 @@ gives each IPU's part of it (`GenerationLoad`):
   alone); the first step, which fills the cross cache.
 """
 
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ...errors import PlacementError, as_json
 from ...settings.mode import INFERENCE
@@ -119,9 +119,7 @@ def generation_kwargs(model: str, architecture: Architecture, settings: Mapping[
                              "pass themselves to generate (a second value is a TypeError): leave it out", KWARGS)
     row = architecture.generates
     if row is None:
-        generating = ", ".join(name for name, row in ARCHITECTURES.items() if row.generates is not None)
-        raise PlacementError(model, f"{architecture.name} does not generate in optimum-graphcore 0.7.1: "
-                             f"{generating} do")
+        raise not_generating(model, architecture)
     kwargs["for_generation"] = True
     if row.kv_cache:
         kwargs.setdefault("use_cache", True)
@@ -129,6 +127,12 @@ def generation_kwargs(model: str, architecture: Architecture, settings: Mapping[
         kwargs.update({name: generate[name] for name in GENERATE_ARGUMENTS
                        if generate.get(name) is not None and name not in kwargs})
     return kwargs
+
+
+def not_generating(model: str, architecture: Architecture) -> PlacementError:
+    """The refusal of a model that does not generate."""
+    generating = ", ".join(name for name, row in ARCHITECTURES.items() if row.generates is not None)
+    return PlacementError(model, f"{architecture.name} does not generate in optimum-graphcore 0.7.1: {generating} do")
 
 
 def _whole(model: str, name: str, value: Any, least: int) -> int:
@@ -380,3 +384,64 @@ class GenerationModel:
         encoder_output = self.encoder_output_bytes if reads_encoder and self.build.encoder_length else 0
         return GenerationLoad(kv, cross, encoder_output, self.state_bytes if holds_head else 0, working, encoder,
                               token, first)
+
+
+# --- its time ------------------------------------------------------------------------------------------------------
+
+
+class GenerationTime(NamedTuple):
+    """A generation build's time on IPUs of type `ipu`: the encoder's forward, the decoder's first step and each
+    step after it (an executor's IPUs run in turn), and the host's part of each call of the decoder's executor,
+    which runs `tokens_per_call` steps (`on_device_generation_steps`, else 1); `batch_size` sequences a replica,
+    `replicas` replicas, up to `max_length` tokens."""
+
+    ipu: str
+    encoder_seconds: float
+    first_step_seconds: float
+    step_seconds: float
+    call_seconds: float
+    tokens_per_call: int
+    batch_size: int
+    replicas: int
+    max_length: int
+
+    @property
+    def first_token_seconds(self) -> float:
+        """From the input to the first token: the encoder, then the first step, in a call of its own."""
+        return self.encoder_seconds + self.first_step_seconds + self.call_seconds
+
+    @property
+    def token_seconds(self) -> float:
+        """Each token after the first: a decoder step, and the host's share of its call."""
+        return self.step_seconds + self.call_seconds / self.tokens_per_call
+
+    @property
+    def tokens_per_second(self) -> float:
+        """A replica's: a token of each of its sequences a step."""
+        return self.batch_size / self.token_seconds
+
+    @property
+    def job_tokens_per_second(self) -> float:
+        return self.tokens_per_second * self.replicas
+
+    @property
+    def sequence_seconds(self) -> float:
+        """Generating `max_length` tokens."""
+        return self.first_token_seconds + (self.max_length - 1) * self.token_seconds
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"ipu": self.ipu, "first_token_seconds": self.first_token_seconds,
+                "token_seconds": self.token_seconds, "tokens_per_second": self.tokens_per_second,
+                "job_tokens_per_second": self.job_tokens_per_second, "sequence_seconds": self.sequence_seconds,
+                "parts": {"encoder": self.encoder_seconds, "first_step": self.first_step_seconds,
+                          "step": self.step_seconds, "call": self.call_seconds},
+                "tokens_per_call": self.tokens_per_call, "replicas": self.replicas}
+
+
+def generation_time(seconds: Callable[[int], float], ipu: str, parts: Sequence[GenerationLoad],
+                    build: GenerationBuild, replicas: int) -> GenerationTime:
+    """The time of a generation build whose IPUs' parts are `parts`, `seconds(flops)` an IPU's time for them."""
+    return GenerationTime(ipu, sum(seconds(part.encoder_flops) for part in parts),
+                          sum(seconds(part.first_token_flops) for part in parts),
+                          sum(seconds(part.token_flops) for part in parts), 0.0, build.on_device_steps or 1,
+                          build.batch_size, replicas, build.max_length)

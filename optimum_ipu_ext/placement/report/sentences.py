@@ -4,9 +4,10 @@ written (MiB, GFLOP, seconds, shares, compressed names). Each format (text, pict
 out its own way."""
 
 import re
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from ..estimate.memory import Verdict
+from ..hardware import IPU_TYPES
 from .view import CandidateView, PlacementView, PlanView
 
 MIB = 1 << 20
@@ -32,6 +33,10 @@ def gflop(flops: int) -> str:
 
 def seconds(value: float) -> str:
     return f"{value:.3g} s"
+
+
+def milliseconds(value: float) -> str:
+    return f"{1000 * value:.3g} ms"
 
 
 def percent(share: float) -> str:
@@ -187,7 +192,8 @@ def generation_lines(placement: PlacementView) -> List[str]:
                      else "the encoder's output sent with every call")
     steps = generation["on_device_generation_steps"]
     parts.append(f"{steps} tokens a call, generated on the device" if steps else "a token a call, from the host")
-    lines = [f"Generation: {'; '.join(parts)}.", *(f"Note: {note}." for note in generation["notes"])]
+    lines = [f"Generation: {'; '.join(parts)}.", *_generation_time(generation),
+             *(f"Note: {note}." for note in generation["notes"])]
     fitting = generation["fitting"]
     if fitting is not None:
         limit = placement.memory_bytes - placement.reserve_bytes
@@ -199,6 +205,19 @@ def generation_lines(placement: PlacementView) -> List[str]:
                      + (f"it fits with {' or '.join(found)}." if found
                         else "no smaller batch_size or max_length fits."))
     return lines
+
+
+def _generation_time(generation: Mapping[str, Any]) -> List[str]:
+    """A generation build's time, in a line (none where it is not timed)."""
+    time = generation["time"]
+    if time is None:
+        return []
+    replicas = time["replicas"]
+    return [f"Time on {IPU_TYPES[time['ipu']].label} IPUs: {seconds(time['first_token_seconds'])} to the first token "
+            f"(the encoder {seconds(time['parts']['encoder'])}), {milliseconds(time['token_seconds'])} a token: "
+            f"{time['tokens_per_second']:,.1f} tokens a second for a replica's batch, "
+            f"{time['job_tokens_per_second']:,.1f} for the job's {replicas} replica{'s' if replicas > 1 else ''}; "
+            f"{seconds(time['sequence_seconds'])} for {generation['max_length']:,} tokens."]
 
 
 def summary_lines(placement: PlacementView, config: Optional[str] = None) -> List[str]:

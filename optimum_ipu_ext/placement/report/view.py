@@ -260,3 +260,55 @@ def plan_view(data: Mapping[str, Any]) -> PlanView:
                     IPU_TYPES[data["ipu"]], data["global_batch_size"], data["sequence_length"],
                     data["decoder_sequence_length"], tuple(_candidate(candidate) for candidate in data["candidates"]),
                     tuple(data["pareto"]), _candidate(reference) if reference else None, data)
+
+
+# --- a generation plan ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GenerationCandidateView:
+    """A build a generation plan weighed: what it chooses (`build`), its figures and its placement."""
+
+    build: Mapping[str, Any]
+    largest_share: float
+    verdict: Verdict
+    fits: bool
+    first_token_seconds: float
+    token_seconds: float
+    job_tokens_per_second: float
+    placement: PlacementView
+
+
+@dataclass(frozen=True)
+class GenerationPlanView:
+    """A generation plan as its reports read it (`GenerationPlan.to_dict()`): what it is for, its candidates best
+    first, the indices of those on the frontier of latency against throughput. `data` is the dict."""
+
+    model: str
+    architecture: str
+    ipus: int
+    ipu: IPUType
+    batch_size: Optional[int]
+    num_beams: Optional[int]
+    max_length: Optional[int]
+    max_latency: Optional[float]
+    candidates: Tuple[GenerationCandidateView, ...]
+    frontier: Tuple[int, ...]
+    data: Mapping[str, Any]
+
+
+_GENERATION_FIGURES = ("largest_share", "verdict", "fits", "first_token_seconds", "token_seconds",
+                       "job_tokens_per_second", "ipu_config", "placement")
+
+
+def generation_plan_view(data: Mapping[str, Any]) -> GenerationPlanView:
+    """The view of a generation plan's dict (`GenerationPlan.to_dict()`, or the JSON `plan --generate --json`
+    printed, read back)."""
+    candidates = tuple(GenerationCandidateView(
+        {key: value for key, value in candidate.items() if key not in _GENERATION_FIGURES},
+        candidate["largest_share"], Verdict(candidate["verdict"]), candidate["fits"],
+        candidate["first_token_seconds"], candidate["token_seconds"], candidate["job_tokens_per_second"],
+        placement_view(candidate["placement"])) for candidate in data["candidates"])
+    return GenerationPlanView(data["model"], data["architecture"], data["ipus"], IPU_TYPES[data["ipu"]],
+                              data["batch_size"], data["num_beams"], data["max_length"], data["max_latency"],
+                              candidates, tuple(data["frontier"]), data)

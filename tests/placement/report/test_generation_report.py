@@ -39,12 +39,18 @@ def test_a_generation_build_s_bars_stack_what_generating_keeps_on_the_weights():
     assert "K: KV caches" in placement_page(data) and "K: KV caches" in card_markdown(data, "p.svg")
 
 
-def test_a_generation_build_says_where_it_runs_and_what_its_caches_hold():
-    view = placement_view(placed(batch_size=2, num_beams=2, max_length=100))
-    assert generation_lines(view) == [
+def test_a_generation_build_says_where_it_runs_what_its_caches_hold_and_its_time():
+    data = placed(batch_size=2, num_beams=2, max_length=100)
+    lines = generation_lines(placement_view(data))
+    assert lines[0] == (
         "Generation: the encoder on IPU 0, the decoder on IPU 1, each running its IPUs in turn; KV caches of 100 "
         "tokens for 4 sequences, 12.5 MiB; cross caches of 50 positions, 6.3 MiB; the encoder's output sent with "
-        "every call; 4 tokens a call, generated on the device."]
+        "every call; 4 tokens a call, generated on the device.")
+    time = data["generation"]["time"]
+    assert lines[1].startswith(f"Time on GC200 IPUs: {time['first_token_seconds']:.3g} s to the first token (the "
+                               f"encoder {time['parts']['encoder']:.3g} s), {1000 * time['token_seconds']:.3g} ms a "
+                               f"token: {time['tokens_per_second']:,.1f} tokens a second for a replica's batch")
+    assert len(lines) == 2
 
 
 def test_a_build_that_does_not_fit_says_by_how_much_and_what_fits():
