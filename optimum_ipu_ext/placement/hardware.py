@@ -1,30 +1,24 @@
-"""Every constant of the IPU hardware and of the time model, with its public source, in one place.
+"""Every constant of the IPU hardware, with its public source, in one place: the IPUs, their memory and links, and
+the measured speed of a matrix product by its shape (`matmul_cycles`). The time model's fitted constants are data
+(placement/data/calibration.json, `estimate.timing.Calibration`)."""
 
-The time model's two calibrated constants (`COMPUTE_EFFICIENCY`, `STEP_OVERHEAD_SECONDS`) are derived from
-Graphcore's MLPerf Training v2.0 language-model runs by tests/placement/test_calibration.py, which recomputes them from
-the measured throughput of the result logs and fails when they drift; docs/placement.md says how close the model
-comes on each run.
-"""
-
-from typing import Dict, NamedTuple
+import math
+from typing import Dict, NamedTuple, Sequence, Tuple
 
 
 class IPUType(NamedTuple):
-    """An IPU generation: its name as `--ipu` takes it, as it is written, its clock and its fp16.16 peak (matrix
-    products accumulating in fp16)."""
+    """An IPU generation: its name as `--ipu` takes it, as it is written, and its clock (the time model counts an
+    IPU's work in cycles)."""
 
     name: str
     label: str
     clock_hz: float
-    peak_flops: float
 
 
-# GC200 (IPU-M2000) and Bow IPU (Bow-2000): the same tile, memory and links, a faster clock. Clocks: MLPerf Training
-# v1.0 / v2.0 system descriptions (mlcommons training_results_v2.0, Graphcore/systems/*.json: "1.33 GHz",
-# "1.85 GHz"); peaks: "1 petaFLOPS FP16.16" for the 4 IPUs of an IPU-M2000 (IPU-POD64 datasheet: 15.978 petaFLOPS
-# for 64) and "1.4 petaFLOPS FP16.16" for those of a Bow-2000 (Bow-2000 datasheet, Overview).
-GC200 = IPUType("gc200", "GC200", 1.33e9, 250e12)
-BOW = IPUType("bow", "Bow", 1.85e9, 350e12)
+# GC200 (IPU-M2000) and Bow IPU (Bow-2000): the same tile, memory and links, a faster clock: MLPerf Training v1.0 /
+# v2.0 system descriptions (mlcommons training_results_v2.0, Graphcore/systems/*.json: "1.33 GHz", "1.85 GHz")
+GC200 = IPUType("gc200", "GC200", 1.33e9)
+BOW = IPUType("bow", "Bow", 1.85e9)
 IPU_TYPES: Dict[str, IPUType] = {ipu.name: ipu for ipu in (GC200, BOW)}
 
 # 1,472 tiles of 624 KiB (638,976 bytes) on either: "tiles only have 638976 bytes of memory" (Graphcore's Memory and
@@ -54,9 +48,65 @@ POD_IPUS = 64
 # tutorial (examples/mnist/4_Remote_Variables, April 2022) put it "between 3x and 20x slower" than the IPU-Links.
 STREAMING_BYTES_PER_SECOND = 2 * 19.2e9 / 4
 
-# Calibrated on Graphcore's MLPerf Training v2.0 language-model runs on Bow Pod16, Pod64, Pod128 and Pod256
-# (tests/placement/test_calibration.py): the share of the fp16.16 peak the slowest IPU's forward, backward and
-# recomputation FLOPs run at, and the time each optimizer step takes besides the pipeline, the off-chip transfers
-# and the gradient reduction (the host's part, the weight update's arithmetic, synchronisation)
-COMPUTE_EFFICIENCY = 0.382
-STEP_OVERHEAD_SECONDS = 0.121
+# The host's link to the IPUs of an IPU-M2000 or Bow-2000, which its 4 IPUs share: "2x 100Gbps" RoCEv2 (IPU-M2000
+# datasheet), of which the inputs of a step take one
+HOST_LINK_BYTES_PER_SECOND = 100e9 / 8
+
+
+# The speed of a dense fp16 matrix product Y[m x n] = W[m x k] X[k x n] on one Bow IPU at 1.85 GHz, by the size of W
+# (m = k) and the rows n, in TFLOPS: Graphcore's PopSparse benchmark (graphcore-research/sparsity-benchmarks,
+# `analysis/Analysis.ipynb`, figure `dense_ipu_gpu`, cycles from the profile at an available memory proportion of
+# 0.6; arXiv 2303.16999), read off the plot to about 3 %. None: no point measured, or hidden under the GPU's curve.
+MATMUL_SWEEP_ROWS = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+MATMUL_SWEEP_TFLOPS = {
+    1024: (6, None, 20, None, 46, None, 89, None, 120, 153, 180, 206, 223, 223),
+    2048: (13, None, 45, None, 83, None, 134, None, 166, 200, 211, 229, 239, None),
+    4096: (18, None, 61, None, 130, None, 175, None, 209, 223, None, None, None, None),
+    8192: (22, None, 72, None, 157, None, 223, None, None, None, None, None, None, None),
+}
+MATMUL_SWEEP_CLOCK_HZ = 1.85e9
+
+
+def _sweep_rate(size: int, rows: float) -> float:
+    """The FLOPs a cycle of the sweep's product with W of `size` x `size`, at `rows` rows: between the rows measured,
+    the square root of the rate linear in the logarithm of the rows (the sweep's own curvature: each point is within
+    a fifth of what its neighbours give, tests/placement/test_calibration.py); beyond the most measured, as the
+    nearest smaller size's row rises from there (none: flat), up to the fastest point measured; below the fewest, the
+    same time as at the fewest."""
+    measured = {size: [(math.log2(n), math.sqrt(tflops * 1e12 / MATMUL_SWEEP_CLOCK_HZ))
+                       for n, tflops in zip(MATMUL_SWEEP_ROWS, row) if tflops is not None]
+                for size, row in MATMUL_SWEEP_TFLOPS.items()}
+    points, position = measured[size], math.log2(rows)
+    if position <= points[0][0]:
+        return points[0][1] ** 2 * 2 ** (position - points[0][0])
+    if position <= points[-1][0]:
+        return _interpolated(points, position) ** 2
+    smaller = [other for other in sorted(measured) if other < size and measured[other][-1][0] >= position]
+    if not smaller:
+        return points[-1][1] ** 2
+    shape = measured[smaller[-1]]
+    fastest = max(root for row in measured.values() for _, root in row) ** 2
+    return min(fastest, (points[-1][1] * _interpolated(shape, position) / _interpolated(shape, points[-1][0])) ** 2)
+
+
+def _interpolated(points: Sequence[Tuple[float, float]], x: float) -> float:
+    """The piecewise-linear function through `points` (x ascending) at `x`, within them."""
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return points[-1][1]
+
+
+def matmul_cycles(batch: int, m: int, k: int, n: int) -> float:
+    """The cycles an IPU takes for `batch` products Y[m x n] = W[m x k] X[k x n], at the sweep's rate for the size of
+    W (`batch` x m x k elements, as a square W of that size; between the sizes measured log-log, clamped to them)
+    and its rows n."""
+    sizes = sorted(MATMUL_SWEEP_TFLOPS)
+    elements = max(1, batch * m * k)
+    position = min(max(math.log2(elements) / 2, math.log2(sizes[0])), math.log2(sizes[-1]))
+    rates = [(math.log2(size), math.log2(_sweep_rate(size, max(1, n)))) for size in sizes]
+    return 2 * batch * m * k * n / 2 ** _interpolated(rates, position)
+
+# A call of a compiled PopTorch model from the host, with next to no work: 0.50 ms (graphcore-research/notebooks,
+# `sparsity_benchmarks/SpMM.ipynb`, a 5 x 5 by 5 x 4 product timed over 2,000 calls); an inference step's host part
+POPTORCH_CALL_SECONDS = 0.5e-3

@@ -15,7 +15,8 @@ from .models import ARCHITECTURES
 from .models.rules import ENCODER_DECODER, SPEECH_RECOGNITION, InputShape
 
 # the keys of a step's time, where the activations are not counted
-NO_TIME = ("ipu", "step_seconds", "samples_per_step", "samples_per_second", "step_parts")
+NO_TIME = ("ipu", "step_seconds", "samples_per_step", "samples_per_second", "samples_per_second_range", "step_parts",
+           "time_model")
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,8 @@ class IPUPlacement:
     weights, gradient accumulators and optimizer state (their on-chip parts), and the larger of what the pipeline
     keeps (stash and recomputation) and what the weight update brings on chip after it (`update_bytes`: optimizer
     state kept in Streaming Memory); in Streaming Memory. `work`: what it keeps and computes for the micro-batches
-    in flight (None: activations not counted); `generation`: its part of a generation build (None: not one), whose
-    bytes are on chip too."""
+    in flight, and `cycle_seconds` the time of each pipeline cycle it runs (None: activations not counted);
+    `generation`: its part of a generation build (None: not one), whose bytes are on chip too."""
 
     ipu: int
     blocks: Tuple[Optional[str], ...]
@@ -39,16 +40,20 @@ class IPUPlacement:
     optimizer_state_bytes: int
     update_bytes: int = 0
     work: Optional[PipelineWork] = None
+    cycle_seconds: Optional[float] = None
     generation: Optional[GenerationLoad] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        work = self.work._asdict() if self.work is not None else dict.fromkeys(PipelineWork._fields)
+        work = dict.fromkeys(PipelineWork._fields)
+        if self.work is not None:
+            work = {**self.work._asdict(), "operations": self.work.operations._asdict()}
         return {"ipu": self.ipu, "blocks": list(self.blocks), "layers": list(self.layers),
                 "parameters": self.parameters, "on_chip_bytes": self.on_chip_bytes,
                 "streaming_bytes": self.streaming_bytes, "weights_bytes": self.weights_bytes,
                 "gradient_accumulator_bytes": self.gradient_accumulator_bytes,
                 "optimizer_state_bytes": self.optimizer_state_bytes, "update_bytes": self.update_bytes, **work,
-                "generation": None if self.generation is None else self.generation._asdict()}
+                "cycle_seconds": self.cycle_seconds,
+                "generation": None if self.generation is None else self.generation.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -106,11 +111,11 @@ class Placement:
 
     @property
     def bottleneck_ipu(self) -> Optional[int]:
-        """The IPU that computes the most (forward, backward, recomputation), which paces every cycle (None:
-        activations not counted)."""
+        """The IPU whose cycle takes the longest (forward, backward, recomputation and what it receives), which paces
+        every cycle (None: activations not counted)."""
         if self.shape is None:
             return None
-        return max(self.ipus, key=lambda ipu: (ipu.work.flops, -ipu.ipu)).ipu
+        return max(self.ipus, key=lambda ipu: (ipu.cycle_seconds, -ipu.ipu)).ipu
 
     @property
     def decoder_sequence_length(self) -> Optional[int]:

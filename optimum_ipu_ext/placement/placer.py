@@ -10,9 +10,9 @@ from ..settings.rules import check_rules
 from .estimate import balance
 from .estimate.configured import ConfiguredModel, Measure, Shapes, configure
 from .estimate.costs import block_costs
-from .estimate.generation import GENERATE_ARGUMENTS, KWARGS, GenerationModel, generation_kwargs, generation_time
+from .estimate.generation import GENERATE_ARGUMENTS, KWARGS, GenerationModel, generation_kwargs
 from .estimate.layer_runs import LayerRunCosts
-from .estimate.layout import Layout, fixed_layer_groups, generation_split, layer_counts
+from .estimate.layout import FirstUse, Layout, fixed_layer_groups, generation_split, layer_counts
 from .estimate.parameters import Parameters, from_checkpoint, from_config
 from .estimate.pipeline import schedule, stages_of
 from .hardware import GC200, IPU_MEMORY_BYTES, IPU_TYPES, RESERVE, IPUType
@@ -50,7 +50,8 @@ class Placer:
         layout = configured.layout(layers_per_ipu)
         stages = stages_of(layout, configured.execution)
         cost_model = configured.cost_model
-        loads = configured.loads(layout, stages)
+        uses = configured.first_uses(layout)
+        loads = configured.loads(layout, stages, uses)
         costs = [cost_model.ipu(load) for load in loads]
         ipus = []
         for ipu, (load, cost) in enumerate(zip(loads, costs)):
@@ -59,18 +60,16 @@ class Placer:
             ipus.append(IPUPlacement(ipu, tuple(layout.blocks[ipu]), layers, load.trained + load.frozen,
                                      cost.on_chip_bytes, cost.streaming_bytes, parameters.weights.on_chip,
                                      parameters.accumulators.on_chip, parameters.optimizer.on_chip, cost.update_bytes,
-                                     cost.work, cost.generation))
+                                     cost.work, None if cost.time is None else cost.time.cycle_load,
+                                     cost.generation))
         steps = schedule(stages, configured.execution)
-        parameter_ipus = {name: tuple(use.ipu for use in uses)
-                          for name, uses in configured.first_uses(layout).items()}
+        parameter_ipus = {name: tuple(use.ipu for use in found) for name, found in uses.items()}
         generation = configured.generation
         fitting = timing = None
         if generation is not None and max(cost.on_chip_bytes for cost in costs) > configured.fitting_bytes:
-            fitting = {name: self._largest_fitting(layout, name) for name in ("batch_size", "max_length")}
+            fitting = {name: self._largest_fitting(layout, uses, name) for name in ("batch_size", "max_length")}
         if generation is not None and cost_model.time is not None:
-            time = cost_model.time
-            timing = generation_time(lambda flops: flops * time.cycle_scale(1), time.ipu.name,
-                                     [cost.generation for cost in costs], generation.build,
+            timing = generation.time(cost_model.time, [cost.generation for cost in costs],
                                      configured.settings[configured.mode.setting("replication_factor")])
         return Placement(configured.model, configured.architecture.name, configured.mode.name,
                          tuple(layout.layers_per_ipu), IPU_MEMORY_BYTES, configured.reserve_bytes, tuple(ipus),
@@ -78,7 +77,7 @@ class Placer:
                          cost_model.step(costs, steps.cycles), parameter_ipus,
                          None if generation is None else generation.build, layout.executors, fitting, timing)
 
-    def _largest_fitting(self, layout: Layout, name: str) -> Optional[int]:
+    def _largest_fitting(self, layout: Layout, uses: Mapping[str, List[FirstUse]], name: str) -> Optional[int]:
         """The largest value of the generation build's `name` (`batch_size`, `max_length`) below its own with which
         every IPU of `layout` fits, the build's others as they are (None: not even 1)."""
         configured = self.configured
@@ -88,7 +87,7 @@ class Placer:
             model = GenerationModel(configured.architecture, configured.config, build._replace(**{name: value}),
                                     configured.cost_model.memory.weight_bytes)
             return all(configured.cost_model.ipu(load).on_chip_bytes <= configured.fitting_bytes
-                       for load in replace(configured, generation=model).loads(layout, ()))
+                       for load in replace(configured, generation=model).loads(layout, (), uses))
 
         low, high = 0, getattr(build, name) - 1  # the largest known to fit (0: none), the largest left to try
         while low < high:
@@ -109,8 +108,11 @@ class Placer:
         objective = Objective.named(objective)
         configured = self.configured
         if objective == Objective.TIME and configured.cost_model.time is None:
-            raise PlacementError(configured.model, "balancing for time needs the FLOPs of a micro-batch: give its "
-                                 "size or its sequence length (micro_batch_size=, --micro-batch-size)")
+            raise PlacementError(
+                configured.model,
+                "balancing for time needs the operations of a micro-batch: give its size or its sequence length "
+                "(micro_batch_size=, --micro-batch-size)",
+            )
         if fixed_layer_groups(configured.architecture):
             raise PlacementError(configured.model, f"{configured.architecture.name}'s parallelize() places its "
                                  "layers on IPUs of its own choosing, whatever `layers_per_ipu` says: there is no "
@@ -164,8 +166,9 @@ class Placer:
 
         def splits(count: int, ipus: slice, some_layer_within: int = 0) -> balance.Splits:
             found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus])
-            return found.within(runs.on_chip_bytes, configured.fitting_bytes) if objective == Objective.TIME \
-                else found
+            if objective != Objective.TIME:
+                return found
+            return found.within(runs.on_chip_bytes, configured.fitting_bytes, growing=True)
 
         if cut is None:
             return balance.best_of([balance.Section(splits(layers, slice(None)), objectives, split)])
@@ -188,7 +191,7 @@ def placer_of(model: str, architecture: Architecture, values: Mapping[str, Any],
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
     return Placer(configure(model, architecture, values, settings, shapes, for_inference, fp32, measure, ipu,
-                            reserve, generate))
+                            reserve, generate=generate))
 
 
 # --- a model read from its source, placed ----------------------------------------------------------------------------

@@ -1,16 +1,18 @@
 """`search()`: the fastest builds of a model on a number of IPUs, each placed and timed by the code `place` uses.
 
 The outer choices are enumerated: the IPUs of a replica (a power of two dividing the IPUs) and so the replicas; the
-micro-batch (the powers of two whose G = global batch / (micro-batch x replicas) is whole, or the one given);
-recomputation checkpoints after every layer or not; the optimizer state on chip or in Streaming Memory; and, where
-no build of a micro-batch fits without one, the least serialization factor of the vocabulary (or of the
-projection) that makes one fit. For each, the split is exact (`balance.least_weighted_sum`): the one whose step is
-shortest among those that fit, else the one needing the least memory.
+micro-batch (the powers of two whose G = global batch / (micro-batch x replicas) is whole, or the one given, up to
+the first none of whose builds fits: a larger one keeps more; an inference plan's is 1 unless given, since the
+placement does not count an inference build's activations); recomputation checkpoints after every layer or not;
+the optimizer state on chip or in Streaming Memory; and, where no build of a micro-batch fits without one, the least
+serialization factor of the vocabulary (or of the projection) that makes one fit. A training build runs as many
+optimizer steps a host call (`device_iterations`) as keep the calls within `timing.CALL_SHARE` of its step; an
+inference build as many micro-batches a call as keep its pipeline busy. For each, the split is exact
+(`balance.least_weighted_sum`): the one whose step is shortest among those that fit, else the one needing the least
+memory.
 
-Left out, as never faster by the time model: a micro-batch each of whose steps computes as much a sample or more and
-keeps as much or more than a smaller one searched (`dominated()`: its every split is as slow or slower and
-as large or larger), replicas without replicated tensor sharding of the optimizer state (the same time, more
-memory), and serialization where a build fits without it (the model has no time for it).
+Left out, as never faster by the time model: replicas without replicated tensor sharding of the optimizer state (the
+same time, more memory), and serialization where a build fits without it (the model has no time for it).
 `matmul_proportion` changes nothing the model counts: each IPU is given what its reserve leaves, from 0.1 to 0.6.
 """
 
@@ -22,7 +24,7 @@ from ..errors import PlacementError
 from ..settings.mode import Mode
 from .estimate import balance
 from .estimate.configured import Shapes
-from .estimate.costs import block_costs, dominated
+from .estimate.costs import block_costs
 from .estimate.generation import KWARGS
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import fixed_layer_groups, layer_counts
@@ -64,6 +66,7 @@ class Request(NamedTuple):
 SERIALIZATION = ("embedding_serialization_factor", "serialized_embedding_splits_per_ipu",
                  "projection_serialization_factor", "serialized_projection_splits_per_ipu")
 TRAINING_BUILD = ("ipus_per_replica", "replication_factor", "layers_per_ipu", "gradient_accumulation_steps",
+                  "device_iterations",
                   "recompute_checkpoint_every_layer", "optimizer_state_offchip", "replicated_tensor_sharding",
                   *SERIALIZATION, "matmul_proportion")
 INFERENCE_BUILD = ("ipus_per_replica", "replication_factor", "layers_per_ipu", "device_iterations", *SERIALIZATION,
@@ -212,8 +215,9 @@ def _builds(ipus: int, request: Request, steps: int, factor: int, mode: Mode) ->
         return
     for checkpoints in (False, True):
         for offchip in (False, True):
-            yield {**common, "gradient_accumulation_steps": steps, "recompute_checkpoint_every_layer": checkpoints,
-                   "optimizer_state_offchip": offchip, "replicated_tensor_sharding": replicas > 1}
+            yield {**common, "gradient_accumulation_steps": steps, "device_iterations": 1,
+                   "recompute_checkpoint_every_layer": checkpoints, "optimizer_state_offchip": offchip,
+                   "replicated_tensor_sharding": replicas > 1}
 
 
 def _serialized(architecture: Architecture) -> bool:
@@ -270,8 +274,12 @@ class _Search:
         that keep the pipeline busy."""
         request = self.request
         replicas = request.ipus // ipus
-        sizes = ([request.micro_batch_size] if request.micro_batch_size is not None
-                 else [1 << power for power in range(LARGEST_MICRO_BATCH.bit_length())])
+        if request.micro_batch_size is not None:
+            sizes = [request.micro_batch_size]
+        elif self.mode.is_inference:  # its activations are not counted: nothing would bound a larger micro-batch
+            sizes = [1]
+        else:
+            sizes = [1 << power for power in range(LARGEST_MICRO_BATCH.bit_length())]
         if self.mode.is_inference:
             stages = self._stages(ipus)
             # a generation build's decoder runs a token a device iteration
@@ -281,11 +289,7 @@ class _Search:
         else:
             steps = {size: request.global_batch_size // (size * replicas) for size in sizes
                      if request.global_batch_size % (size * replicas) == 0}
-        searched = None
-        for size, count in steps.items():
-            if searched is None or not dominated(self.costs(size)[1], size, self.costs(searched)[1], searched):
-                searched = size
-                yield size, count
+        yield from steps.items()
 
     def _stages(self, ipus: int) -> Optional[int]:
         """The stages of the pipeline of an inference build on `ipus` IPUs (None: the model has no such build)."""
@@ -307,6 +311,10 @@ class _Search:
         even = placer.place()
         if even.problems:
             return None
+        if not self.mode.is_inference:  # as many steps a call as keep the host's calls a small share of a step
+            steps = placer.configured.cost_model.time.fewest_steps_per_call(even.time)
+            build = {**build, "device_iterations": steps}
+            placer = Placer(placer.configured.with_steps_per_call(steps))
         key = (build["ipus_per_replica"], build.get("recompute_checkpoint_every_layer"),
                build["embedding_serialization_factor"], micro_batch)
         cost_model = placer.configured.cost_model
@@ -314,7 +322,7 @@ class _Search:
                 else LayerRunCosts(placer.configured, None))
         self.layer_runs.setdefault(key, runs)
         split = list(_fastest_split(placer, even, runs))
-        placement = even if split == list(even.layers_per_ipu) else placer.place(split)
+        placement = placer.place(split)
         proportions = matmul_proportions([ipu.on_chip_bytes for ipu in placement.ipus], placement.ipu_memory_bytes,
                                          placement.reserve_bytes)
         build = {**build, "layers_per_ipu": split, "matmul_proportion": proportions}
@@ -338,7 +346,7 @@ def _fastest_split(placer: Placer, even: Placement, runs: LayerRunCosts) -> Sequ
     least = runs.least_layers()
     splits = balance.Splits(layers, len(least), least=least)
     if even.schedule.cycles is not None:
-        fitting = splits.within(runs.on_chip_bytes, configured.fitting_bytes)
+        fitting = splits.within(runs.on_chip_bytes, configured.fitting_bytes, growing=True)
         scale = configured.cost_model.time.cycle_scale(even.schedule.cycles)
         split, _ = balance.least_weighted_sum(fitting, runs.cycle_load, scale, runs.after_pipeline_seconds,
                                               even.layers_per_ipu)

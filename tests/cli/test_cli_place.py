@@ -261,7 +261,7 @@ def test_balance_time_shows_the_flops_beside_the_config_s(capsys, bert):
 def test_balance_time_needs_the_activations(capsys, bert):
     code, out, err = run(capsys, "place", PRESET, "--model", bert, "--balance", "time")
     assert (code, out) == (1, "")
-    assert err == (f"ipu-config: error: {PRESET}: Cannot place {bert}: balancing for time needs the FLOPs of a "
+    assert err == (f"ipu-config: error: {PRESET}: Cannot place {bert}: balancing for time needs the operations of a "
                    "micro-batch: give its size or its sequence length (micro_batch_size=, --micro-batch-size).\n")
     code, _, err = run(capsys, "place", PRESET, "--model", bert, "--balance", "speed")
     assert code == 2 and "argument --balance: invalid choice: 'speed' (choose from 'memory', 'time')" in err

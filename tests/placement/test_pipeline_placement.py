@@ -1,5 +1,6 @@
 """A placement with its activations counted: each IPU's weights, accumulators, optimizer state, stash and
-recomputation, its FLOPs, the pipeline's stages and cycles, what poptorch refuses; as data and as text."""
+recomputation, its FLOPs, the operations it runs and what it receives each cycle, and its cycle's seconds; the
+pipeline's stages and cycles, the step's time, what poptorch refuses; as data and as text."""
 
 import dataclasses
 
@@ -7,18 +8,31 @@ import pytest
 
 from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.estimate.costs import StepCost, block_costs
+from optimum_ipu_ext.placement.estimate.timing import shipped_calibration
+from optimum_ipu_ext.placement.hardware import GC200, IPU_LINK_BYTES_PER_SECOND
 from optimum_ipu_ext.placement.models import ARCHITECTURES, resolve_shape
+from optimum_ipu_ext.placement.models.blocks import Operations
 from optimum_ipu_ext.placement.models.rules import InputShape
 from optimum_ipu_ext.placement.placer import parameter_shapes, placer_of
 from optimum_ipu_ext.placement.report.text import comparison_text, stacked_bar
 from optimum_ipu_ext.placement.source.model import read_model
 from support.placement_fixtures import TINY_BERT, bert_shapes, write_checkpoint
 
-# activation, input, output bytes and forward FLOPs of each step, as data
-COSTS = {"bert.embeddings": StepCost(1000, 64, 128, 0), "cls": StepCost(2000, 128, 4, 2 * 10**9),
-         **{f"bert.encoder.layer.{i}": StepCost(4000, 128, 128, 10**9) for i in range(3)}}
+# activation, input, output bytes and forward FLOPs of each step, and the operations of its forward and backward
+# passes (count, matmul cycles, elementwise elements), as data
+COSTS = {"bert.embeddings": StepCost(1000, 64, 128, 0, Operations(2, 0.0, 1000), Operations(2, 0.0, 2000)),
+         "cls": StepCost(2000, 128, 4, 2 * 10**9, Operations(4, 1e6, 8000), Operations(8, 2e6, 16000)),
+         **{f"bert.encoder.layer.{i}": StepCost(4000, 128, 128, 10**9, Operations(10, 5e5, 20000),
+                                                Operations(20, 1e6, 40000)) for i in range(3)}}
 RECOMPUTING = {"gradient_accumulation_steps": 8, "recomputation_mode": "pipeline",
                "recompute_checkpoint_every_layer": True}
+
+
+def cycle_seconds(count, matmul_cycles, elements, exchange_bytes):
+    """A GC200's cycle running these operations and receiving these bytes, with the shipped constants."""
+    constants = shipped_calibration()
+    cycles = count * constants.operation_cycles + matmul_cycles + elements * constants.elementwise_cycles
+    return cycles / GC200.clock_hz + exchange_bytes / IPU_LINK_BYTES_PER_SECOND
 
 
 @pytest.fixture
@@ -38,27 +52,48 @@ def test_each_ipu_s_figures_and_the_pipeline_s(bert):
     data = placed(bert, **RECOMPUTING).to_dict()
     # IPU 0 runs stage 0 (the embedding and layer 0, stashed for 5 micro-batches) and stage 2 (the head, for 1):
     # it stashes their inputs and layer 0's checkpoint, and recomputes at most the embedding and layer 0 at once
+    # each cycle it runs the forward pass of its steps twice (the recomputation) and their backward once, and
+    # receives each stage's input and its output's gradient: (64 + 128) + (128 + 4) bytes
     ipu0 = {"weights_bytes": 2 * 4192, "gradient_accumulator_bytes": 2 * 4192, "optimizer_state_bytes": 6 * 4192,
             "activation_bytes": 1000 + 4000 + 2000, "stash_bytes": 5 * (64 + 128) + 1 * 128,
             "recompute_bytes": 1000 + 4000, "forward_flops": 3 * 10**9, "backward_flops": 6 * 10**9,
-            "recompute_flops": 3 * 10**9}
+            "recompute_flops": 3 * 10**9,
+            "operations": {"count": 2 * (2 + 10 + 4) + (2 + 20 + 8), "matmul_cycles": 2 * 1.5e6 + 3e6,
+                           "elementwise_elements": 2 * 29000 + 58000},
+            "exchange_bytes": (64 + 128) + (128 + 4)}
     ipu1 = {"weights_bytes": 2 * 4448, "gradient_accumulator_bytes": 2 * 4448, "optimizer_state_bytes": 6 * 4448,
             "activation_bytes": 2 * 4000, "stash_bytes": 3 * (128 + 128 + 128), "recompute_bytes": 4000,
-            "forward_flops": 2 * 10**9, "backward_flops": 4 * 10**9, "recompute_flops": 2 * 10**9}
+            "forward_flops": 2 * 10**9, "backward_flops": 4 * 10**9, "recompute_flops": 2 * 10**9,
+            "operations": {"count": 2 * 20 + 40, "matmul_cycles": 2 * 1e6 + 2e6, "elementwise_elements": 2 * 40000
+                           + 80000},
+            "exchange_bytes": 128 + 128}
     for found, expected in zip(data["ipus"], [ipu0, ipu1]):
         assert {key: found[key] for key in expected} == expected
+        assert found["cycle_seconds"] == pytest.approx(cycle_seconds(*expected["operations"].values(),
+                                                                     expected["exchange_bytes"]), rel=1e-12)
         assert found["on_chip_bytes"] == sum(expected[key] for key in (
             "weights_bytes", "gradient_accumulator_bytes", "optimizer_state_bytes", "stash_bytes", "recompute_bytes"))
     assert {key: data[key] for key in ("micro_batch_size", "sequence_length", "decoder_sequence_length", "fits",
                                        "problems", "pipeline_cycles", "pipeline_efficiency", "bottleneck_ipu")} == {
         "micro_batch_size": 2, "sequence_length": 16, "decoder_sequence_length": None, "fits": True, "problems": [],
         "pipeline_cycles": 8 + 2 * 3 - 2, "pipeline_efficiency": 8 / 12, "bottleneck_ipu": 0}
+    # IPU 0's cycle is the longer: 12 of them; its update's arithmetic on 4 elements of each of the larger IPU's
+    # 4,448 parameters; a host call a step and 8 micro-batches' 64 bytes of inputs over half a host link
+    slowest, constants = cycle_seconds(62, 6e6, 116000, 324), shipped_calibration()
+    assert [round(1e3 * ipu["cycle_seconds"], 4) for ipu in data["ipus"]] == [4.9252, 3.5416]
+    assert data["step_parts"] == pytest.approx({
+        "pipeline": 12 * slowest, "weight_update": 4 * 4448 * constants.elementwise_cycles / GC200.clock_hz,
+        "reduction": 0.0, "host": constants.call_seconds + 8 * 64 / (100e9 / 8 / 2)}, rel=1e-12)
+    assert data["samples_per_step"] == 16
     assert data["stages"] == [{"ipu": 0, "blocks": ["Embedding", "Encoder0"], "stash_depth": 5},
                               {"ipu": 1, "blocks": ["Encoder1", "Encoder2"], "stash_depth": 3},
                               {"ipu": 0, "blocks": ["Classifier"], "stash_depth": 1}]
 
 
-def test_the_text_stacks_each_ipu_s_memory_and_shows_its_flops_and_the_pipeline(bert):
+def test_the_text_stacks_each_ipu_s_memory_and_shows_its_flops_its_pace_and_the_pipeline(bert):
+    """IPU 1's cycle is 3.54 ms, 72 % of IPU 0's 4.93 ms; a step, 12 of IPU 0's cycles and a host call, 0.112 s;
+    the samples a second a run would measure are 142.7 over 1.916 and over 0.849; a BERT of 2 x 16 tokens runs
+    products of 32 rows, below the measured runs'."""
     placement = dataclasses.replace(placed(bert, **RECOMPUTING), ipu_memory_bytes=100_000, reserve_bytes=20_000)
     assert str(placement) == f"""\
 {bert}: BertForMaskedLM, training, layers_per_ipu [1, 2], micro-batch 2, sequence length 16
@@ -68,15 +103,16 @@ Forward, GFLOP  Backward, GFLOP  Pace
   0  Embedding, Encoder0, Classifier       4,192        0.0 [WWAOOOOOSR..........]  48%             0.0  \
            3.0              9.0  100%
   1  Encoder1-2                            4,448        0.0 [WWAAOOOOOR..........]  50%             0.0  \
-           2.0              6.0   67%
+           2.0              6.0   72%
 
-Pipeline: 3 stages (IPUs 0, 1, 0), 12 cycles a step, 66.7% of them with every stage busy; IPU 0 computes the most \
+Pipeline: 3 stages (IPUs 0, 1, 0), 12 cycles a step, 66.7% of them with every stage busy; IPU 0 takes the longest \
 and sets the pace.
-Time: 0.123 s a step on GC200 IPUs (pipeline 0.00151 s, weight update 0 s, reduction 0 s, overhead 0.121 s): 16 \
-samples, 130.6 a second.
+Time: 0.112 s a step on GC200 IPUs (pipeline 0.0591 s, weight update 4.33e-08 s, reduction 0 s, host 0.053 s): 16 \
+samples, 142.7 a second, 74-168 by the model's error on 16 measured runs (data loading not counted). Outside the \
+measured runs: 32 rows a matrix product, where the measured runs had 384 to 4,096.
 Fits: every IPU's on-chip figure is within the 0.1 MiB a reserve of 0.0 MiB leaves of an IPU's 0.1 MiB.
 Bars: W weights, A gradient accumulators, O optimizer state, S stash, R recomputation, U optimizer state brought in \
-for the update; backward FLOPs count the recomputation; pace: the share of the slowest IPU's FLOPs.
+for the update; backward FLOPs count the recomputation; pace: the IPU's cycle, as a share of the slowest IPU's.
 Assumes training: weights fp16, gradient accumulators fp16, AdamW/LAMB state 6 bytes a parameter; code, exchange \
 buffers and the temporaries matmul_proportion allows are the reserve's."""
 
@@ -126,7 +162,16 @@ def test_the_inference_build_keeps_no_activation(bert):
     # upstream's inference build is sharded: no pipeline cycles
     assert (data["pipeline_cycles"], data["pipeline_efficiency"], data["fits"]) == (None, None, True)
     assert str(placement).splitlines()[6] == ("Not pipelined: the 3 stages (IPUs 0, 1, 0) run one micro-batch at a "
-                                              "time; IPU 0 computes the most and sets the pace.")
+                                              "time; IPU 0 takes the longest and sets the pace.")
+    # a forward pass a cycle, receiving each stage's input alone; not pipelined, the micro-batch runs through both
+    # IPUs in turn; the host's part, a PopTorch call and the inputs
+    assert [ipu["operations"] for ipu in data["ipus"]] == [
+        {"count": 16, "matmul_cycles": 1.5e6, "elementwise_elements": 29000},
+        {"count": 20, "matmul_cycles": 1e6, "elementwise_elements": 40000}]
+    assert [ipu["exchange_bytes"] for ipu in data["ipus"]] == [64 + 128, 128]
+    assert data["step_parts"] == pytest.approx({
+        "pipeline": cycle_seconds(16, 1.5e6, 29000, 192) + cycle_seconds(20, 1e6, 40000, 128),
+        "weight_update": 0.0, "reduction": 0.0, "host": 0.5e-3 + 64 / (100e9 / 8 / 2)}, rel=1e-12)
     pipelined = placed(bert, for_inference=True, inference_layers_per_ipu=[1, 2],
                        inference_execution_strategy="pipelined", inference_device_iterations=2)
     assert pipelined.problems == ("`inference_device_iterations` is 2, and a pipeline of 3 stages needs at least 3: "
@@ -163,15 +208,19 @@ def test_each_ipu_sums_the_costs_of_its_steps(bert):
                                      + ipu.work.stash_bytes + ipu.work.recompute_bytes)
 
 
-def test_the_time_balance_shows_each_ipu_s_flops(bert):
+def test_the_time_balance_shows_each_ipu_s_cycle(bert):
     placer = PlainIPUConfig(layers_per_ipu=[2, 1], **RECOMPUTING).placer(bert, micro_batch_size=2, sequence_length=16)
     placement = placer.place()
     balanced = placer.balanced(placement, "time")
     text = comparison_text(placement.to_dict(), balanced.to_dict(), objective="time")
     lines = text.splitlines()
-    assert lines[1] == "IPU  Layers  Balanced  On chip, MiB  Balanced, MiB  GFLOP  Balanced, GFLOP"
-    slowest = max(ipu.work.flops for ipu in balanced.ipus) / 1e9
-    assert lines[-1].startswith(f"The slowest IPU: {slowest:,.1f} GFLOP a micro-batch instead of ")
+    assert lines[1] == "IPU  Layers  Balanced  On chip, MiB  Balanced, MiB  Cycle, ms  Balanced, ms"
+    slowest, before = (1e3 * max(ipu.cycle_seconds for ipu in found.ipus) for found in (balanced, placement))
+    assert slowest < before
+    assert lines[-1].startswith(f"The slowest IPU: {slowest:,.2f} ms a cycle instead of {before:,.2f}; ")
+    assert [line.split()[-2:] for line in lines[2:4]] == [
+        [f"{1e3 * now.cycle_seconds:,.2f}", f"{1e3 * then.cycle_seconds:,.2f}"]
+        for now, then in zip(placement.ipus, balanced.ipus)]
     assert comparison_text(balanced.to_dict(), balanced.to_dict(), objective="time") == (
         "Balanced: the config's layers_per_ipu already makes the slowest IPU fastest among the splits that fit.")
 
@@ -188,11 +237,14 @@ def test_an_encoder_decoder_s_decoder_length_is_its_own(tmp_path):
     assert ipu_config.placement(config, sequence_length=32).decoder_sequence_length == 32
 
 
-def test_of_ipus_computing_alike_the_first_is_the_bottleneck(bert):
+def test_of_ipus_taking_alike_the_first_is_the_bottleneck(bert):
     placement = placed(bert, (0, 3), **RECOMPUTING)
-    even = dataclasses.replace(placement, ipus=tuple(dataclasses.replace(ipu, work=placement.ipus[1].work)
-                                                     for ipu in placement.ipus))
-    reversed_ = dataclasses.replace(placement, ipus=tuple(dataclasses.replace(ipu, work=other.work) for ipu, other in
-                                                          zip(placement.ipus, placement.ipus[::-1])))
-    # IPU 1 runs the 3 layers (3 GFLOP forward), IPU 0 the head (2)
+    even = dataclasses.replace(placement, ipus=tuple(
+        dataclasses.replace(ipu, cycle_seconds=placement.ipus[1].cycle_seconds) for ipu in placement.ipus))
+    reversed_ = dataclasses.replace(placement, ipus=tuple(dataclasses.replace(ipu, cycle_seconds=other.cycle_seconds)
+                                                          for ipu, other in zip(placement.ipus, placement.ipus[::-1])))
+    # IPU 1 runs the 3 layers (120 operations a cycle, 6e6 cycles of products), IPU 0 the embedding and the head
+    # (22, 4e6): the bottleneck is the IPU whose cycle is longest
+    assert [ipu.work.operations[:2] for ipu in placement.ipus] == [(22, 4e6), (120, 6e6)]
+    assert placement.ipus[1].cycle_seconds > placement.ipus[0].cycle_seconds
     assert (placement.bottleneck_ipu, even.bottleneck_ipu, reversed_.bottleneck_ipu) == (1, 0, 0)

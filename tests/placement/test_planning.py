@@ -11,11 +11,9 @@ import pytest
 from optimum_ipu_ext import IPUConfig, plan
 from optimum_ipu_ext.errors import PlacementError
 from optimum_ipu_ext.placement import planning
-from optimum_ipu_ext.placement.estimate.costs import dominated
 from optimum_ipu_ext.placement.estimate.layer_runs import LayerRunCosts
 from optimum_ipu_ext.placement.estimate.memory import Verdict, matmul_proportions
 from optimum_ipu_ext.placement.models import architecture_of
-from optimum_ipu_ext.placement.models.blocks import StepCost
 from optimum_ipu_ext.placement.placer import cached_shapes, measure, placer_of
 from optimum_ipu_ext.placement.planning import Candidate, pareto, ranked, replica_sizes
 from optimum_ipu_ext.placement.source.model import read_model
@@ -30,7 +28,8 @@ LAYERS, IPUS, BATCH, LENGTH = 5, 4, 32, 512
 
 def brute_force(all_ipus=IPUS):
     """Every build of the space the plan searches on `all_ipus`, each with every split: {build: [placement, ...]},
-    the placements poptorch runs."""
+    the placements poptorch runs; each build running as many steps a host call as its even split's time asks
+    (`TimeModel.fewest_steps_per_call`, the plan's rule)."""
     found = {}
     for ipus in replica_sizes(all_ipus):
         replicas = all_ipus // ipus
@@ -40,11 +39,15 @@ def brute_force(all_ipus=IPUS):
                 continue
             for checkpoints, offchip in itertools.product((False, True), repeat=2):
                 build = (ipus, micro_batch, checkpoints, offchip)
+                settings = dict(ipus_per_replica=ipus, replication_factor=replicas,
+                                gradient_accumulation_steps=accumulation, recompute_checkpoint_every_layer=checkpoints,
+                                optimizer_state_offchip=offchip, replicated_tensor_sharding=replicas > 1)
+                even = IPUConfig(**settings, layers_per_ipu=[-1] * ipus).placer(
+                    MODEL, micro_batch_size=micro_batch, sequence_length=LENGTH)
+                even_time = even.place().time
+                settings["device_iterations"] = even.configured.cost_model.time.fewest_steps_per_call(even_time)
                 for split in compositions(LAYERS, ipus):
-                    config = IPUConfig(ipus_per_replica=ipus, layers_per_ipu=split, replication_factor=replicas,
-                                       gradient_accumulation_steps=accumulation,
-                                       recompute_checkpoint_every_layer=checkpoints, optimizer_state_offchip=offchip,
-                                       replicated_tensor_sharding=replicas > 1)
+                    config = IPUConfig(**settings, layers_per_ipu=split)
                     placement = config.placement(MODEL, micro_batch_size=micro_batch, sequence_length=LENGTH)
                     if not placement.problems:
                         found.setdefault(build, []).append(placement)
@@ -108,18 +111,38 @@ def test_each_build_s_split_is_its_fastest_that_fits_else_its_least_memory(space
             assert max(ipu.on_chip_bytes for ipu in candidate.placement.ipus) == least
 
 
-def test_the_builds_left_out_are_larger_micro_batches_never_faster_nor_smaller(searched, everything):
-    """A larger micro-batch of a build the plan searched is left out: each of its splits is as slow or slower than
-    the plan's candidate of the smaller one, or needs more memory than the smaller one's least."""
+def test_every_micro_batch_is_searched_up_to_the_first_of_which_no_build_fits(searched, everything):
+    """A larger micro-batch may be faster (its matrix products run nearer their peak, its operations' fixed costs
+    are shared by more samples): each is searched, up to the first no build of a replica size fits (a larger one
+    keeps more, and fits no better)."""
     listed = {key(candidate): candidate for candidate in searched.candidates}
     assert len(listed) == len(searched.candidates)
-    left_out = [build for build in everything if build not in listed]
-    assert left_out and all(build[1] > 1 for build in left_out)
-    for ipus, micro_batch, checkpoints, offchip in left_out:
-        smaller = listed[(ipus, 1, checkpoints, offchip)]
-        for placement in everything[(ipus, micro_batch, checkpoints, offchip)]:
-            if placement.fits:
-                assert placement.time.samples_per_second <= smaller.samples_per_second * (1 + 1e-12)
+    for ipus in replica_sizes(IPUS):
+        sizes = sorted({build[1] for build in listed if build[0] == ipus})
+        assert sizes == [1 << power for power in range(len(sizes))]
+        fitting = [any(placement.fits for build, placements in everything.items() if build[:2] == (ipus, size)
+                       for placement in placements) for size in sizes]
+        assert fitting[:-1] == [True] * (len(sizes) - 1)
+        assert {build for build in everything if build[0] == ipus and build[1] <= sizes[-1]} == {
+            build for build in listed if build[0] == ipus}
+    assert max(candidate.micro_batch_size for candidate in searched.candidates) > 1
+
+
+def test_a_training_build_runs_as_many_steps_a_call_as_keep_the_calls_within_their_share(searched):
+    """The fewest steps a call (a power of two) keeping each call's cost within 5 % of a step of its even split."""
+    steps = set()
+    for candidate in searched.candidates:
+        build = dict(candidate.build, layers_per_ipu=[-1] * candidate.build["ipus_per_replica"], device_iterations=1)
+        del build["matmul_proportion"]
+        even = IPUConfig(**build).placement(MODEL, micro_batch_size=candidate.micro_batch_size,
+                                            sequence_length=LENGTH).time
+        chosen = candidate.build["device_iterations"]
+        call = even.calibration.call_seconds
+        rest = even.step_seconds - call
+        assert call / chosen <= 0.05 * (rest + call / chosen)
+        assert chosen == 1 or call / (chosen // 2) > 0.05 * (rest + call / (chosen // 2))
+        steps.add(chosen)
+    assert len(steps) > 1
 
 
 def test_the_best_config_validates_and_places_as_planned(searched):
@@ -311,10 +334,20 @@ def test_a_projection_split_over_ipus_is_serialized_where_nothing_fits_without()
     """mt5-small on 4 IPUs: its untied LM head, split over the IPUs, fits only cut by a factor; the least that fits."""
     found = plan(str(FULL_SIZE / "mt5-small"), 4, global_batch_size=128, sequence_length=128,
                  decoder_sequence_length=128)
-    best = found.best.build
-    assert (best["embedding_serialization_factor"], best["projection_serialization_factor"]) == (4, 4)
-    assert not any(candidate.placement.fits for candidate in found.candidates
-                   if candidate.build["projection_serialization_factor"] < 4)
+    least = {}
+    for candidate in found.candidates:
+        build = candidate.build
+        assert build["embedding_serialization_factor"] == build["projection_serialization_factor"]
+        if candidate.placement.fits:
+            group = (build["ipus_per_replica"], candidate.micro_batch_size)
+            least[group] = min(least.get(group, 99), build["projection_serialization_factor"])
+    # each replica size and micro-batch fits only cut, by the least factor that fits it: on 2 IPUs a larger batch
+    # needs more; the larger micro-batches fit with none
+    assert least == {(2, 1): 4, (2, 2): 8, (4, 1): 4, (4, 2): 4}
+    for candidate in found.candidates:
+        group = (candidate.build["ipus_per_replica"], candidate.micro_batch_size)
+        assert candidate.build["projection_serialization_factor"] in (1, least.get(group, 1))
+    assert (found.best.build["projection_serialization_factor"], found.best.micro_batch_size) == (8, 2)
 
 
 @pytest.mark.parametrize("lengths, problem", [
@@ -344,51 +377,18 @@ def test_the_two_ipu_space_holds_what_the_split_search_must_see_past(everything_
 
 
 def test_each_replica_size_is_searched_with_and_without_checkpoints_and_with_the_state_on_and_off_chip(searched):
-    """At micro-batch 1 (a larger one of a BERT computes and keeps as much a sample or more), sharded where there
-    are replicas, unserialized where a build fits without."""
+    """Sharded where there are replicas, unserialized where a build fits without, at each micro-batch searched."""
     found = {key(candidate) for candidate in searched.candidates}
     assert len(found) == len(searched.candidates)
-    assert found == set(itertools.product(replica_sizes(IPUS), (1,), (False, True), (False, True)))
+    for ipus, micro_batch in {build[:2] for build in found}:
+        assert {build[2:] for build in found if build[:2] == (ipus, micro_batch)} == set(
+            itertools.product((False, True), (False, True)))
     for candidate in searched.candidates:
         build, replicas = candidate.build, IPUS // candidate.build["ipus_per_replica"]
-        assert (build["replication_factor"], build["gradient_accumulation_steps"]) == (replicas, BATCH // replicas)
+        assert (build["replication_factor"], build["gradient_accumulation_steps"]) == (
+            replicas, BATCH // (replicas * candidate.micro_batch_size))
         assert build["replicated_tensor_sharding"] is (replicas > 1)
         assert build["embedding_serialization_factor"] == build["projection_serialization_factor"] == 1
-
-
-def step_costs(flops, kept, given, passed):
-    return {"layer": StepCost(kept, given, passed, flops)}
-
-
-SMALL = step_costs(flops=100, kept=10, given=4, passed=4)
-
-
-@pytest.mark.parametrize("larger, left_out", [
-    (step_costs(flops=200, kept=10, given=4, passed=4), True),  # twice the work, the same memory
-    (step_costs(flops=300, kept=20, given=8, passed=8), True),
-    (step_costs(flops=199, kept=20, given=8, passed=8), False),  # less work a sample
-    (step_costs(flops=200, kept=9, given=8, passed=8), False),  # keeps less
-    (step_costs(flops=200, kept=20, given=3, passed=8), False),  # stashes less at a stage's start
-    (step_costs(flops=200, kept=20, given=8, passed=3), False),  # stashes less at a checkpoint
-])
-def test_a_larger_micro_batch_is_left_out_only_where_each_step_computes_and_keeps_as_much_or_more(larger, left_out):
-    assert dominated(larger, 4, SMALL, 2) is left_out
-
-
-def test_micro_batches_no_smaller_one_rules_out_are_searched_up_to_the_first_where_no_build_fits(monkeypatch):
-    """Under a cost model where a larger micro-batch is never ruled out, each is searched in turn, up to the first
-    of which no build fits or runs (a larger one keeps more: it fits no better)."""
-    monkeypatch.setattr(planning, "dominated", lambda *_: False)
-    found = plan(MODEL, IPUS, global_batch_size=BATCH, sequence_length=LENGTH)
-    for ipus in replica_sizes(IPUS):
-        sizes = sorted({candidate.micro_batch_size for candidate in found.candidates
-                        if candidate.build["ipus_per_replica"] == ipus})
-        assert sizes == [1 << power for power in range(len(sizes))]
-        fitting = [any(candidate.placement.fits for candidate in found.candidates
-                       if (candidate.build["ipus_per_replica"], candidate.micro_batch_size) == (ipus, size))
-                   for size in sizes]
-        assert fitting[:-1] == [True] * (len(sizes) - 1)  # a micro-batch no build fits is the last
-    assert max(candidate.micro_batch_size for candidate in found.candidates) > 1
 
 
 def test_the_split_costs_of_a_pipeline_are_worked_out_once_for_both_places_of_the_optimizer_state(monkeypatch):
@@ -397,13 +397,14 @@ def test_the_split_costs_of_a_pipeline_are_worked_out_once_for_both_places_of_th
     class Counted(LayerRunCosts):
         def __init__(self, configured, cut, cost_model=None):
             settings = configured.settings
-            made.append((settings["ipus_per_replica"], settings["recompute_checkpoint_every_layer"]))
+            made.append((settings["ipus_per_replica"], settings["recompute_checkpoint_every_layer"],
+                         configured.shape.micro_batch_size))
             super().__init__(configured, cut, cost_model)
 
     monkeypatch.setattr(planning, "LayerRunCosts", Counted)
     found = plan(MODEL, IPUS, global_batch_size=BATCH, sequence_length=LENGTH)
     assert sorted(made) == sorted({(candidate.build["ipus_per_replica"],
-                                    candidate.build["recompute_checkpoint_every_layer"])
+                                    candidate.build["recompute_checkpoint_every_layer"], candidate.micro_batch_size)
                                    for candidate in found.candidates})
     assert len(found.candidates) == 2 * len(made)
 
@@ -453,9 +454,8 @@ def test_the_plan_as_data_names_the_memory_and_the_reserve_its_verdicts_take(sea
 
 @pytest.mark.parametrize("replicas, offchip", [(1, True), (2, False), (2, True)])
 def test_the_time_a_split_is_weighed_by_is_the_step_place_times_for_it(replicas, offchip):
-    """The search weighs a split by scale x its busiest IPU's FLOPs + the largest of the IPUs' other seconds (the
-    off-chip state's round trip, the gradients' sum); with the step's overhead that is `place`'s step, split by
-    split."""
+    """The search weighs a split by its cycles x its slowest IPU's cycle + the largest of the IPUs' seconds after the
+    pipeline (the weight update, the gradients' sum); with the host's part that is `place`'s step, split by split."""
     source = read_model(MODEL)
     row = architecture_of(source.name, source.config)
     config = IPUConfig(ipus_per_replica=2, replication_factor=replicas, layers_per_ipu=[-1, -1],
@@ -472,7 +472,7 @@ def test_the_time_a_split_is_weighed_by_is_the_step_place_times_for_it(replicas,
         runs = [(0, 0, first), (1, first, LAYERS)]
         weighed = scale * max(costs.cycle_load(*run) for run in runs) + max(other(*run) for run in runs)
         step = placer.place([first, LAYERS - first]).time
-        assert weighed + step.overhead_seconds == pytest.approx(step.step_seconds, rel=1e-12)
+        assert weighed + step.host_seconds == pytest.approx(step.step_seconds, rel=1e-12)
 
 
 def test_a_model_whose_layers_parallelize_places_itself_keeps_its_split():

@@ -14,7 +14,6 @@ CHECKED = ("optimum_ipu_ext/placement/", "optimum_ipu_ext/config/planning.py", "
 # (file, name): who reads it
 READ_ELSEWHERE = {
     ("optimum_ipu_ext/cli/__init__.py", "required"): "argparse: a required subcommand",
-    ("optimum_ipu_ext/placement/hardware.py", "clock_hz"): "a documented field of IPUType: the IPU's clock",
 }
 
 

@@ -5,7 +5,7 @@ itself, a module that runs after it, a norm placed with the last layer), so an I
 part plus that of a run of consecutive layers. Dynamic programming over the layers then finds the smallest largest
 cost exactly, and among the splits that reach it, the closest to the config's (the least sum of the differences per
 IPU; then the one with the fewest layers on the first IPUs). Splits can be restricted to those keeping other costs
-within bounds (`Splits.within`): the time objective looks for the fewest FLOPs among the splits that fit.
+within bounds (`Splits.within`): the time objective looks for the shortest slowest cycle among the splits that fit.
 """
 
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -26,17 +26,21 @@ class Splits:
         self.ipus = ipus
         self.some_layer_within = some_layer_within
         self.least = tuple(least) or (0,) * ipus
-        # set by `within`: the limits, and the same splits without the last limit, whose counts these filter
+        # set by `within`: the limits, and the same splits without the last limit, whose counts these filter; whether
+        # the last limit's cost never falls as an IPU takes more layers (its counts then stop at the first over)
         self.limits: Tuple[Tuple[Cost, float], ...] = ()
         self._wider: Optional[Splits] = None
+        self._growing = False
         self._counts: Dict[Tuple[int, int], List[int]] = {}
         self._least: Dict[Tuple[Cost, int, int], float] = {}
         self._closest: Dict[Tuple[Tuple[int, ...], int, int], float] = {}
 
-    def within(self, cost: Cost, bound: float) -> "Splits":
-        """The same splits, restricted to those where every IPU's `cost` is at most `bound`."""
+    def within(self, cost: Cost, bound: float, growing: bool = False) -> "Splits":
+        """The same splits, restricted to those where every IPU's `cost` is at most `bound`. `growing`: the cost never
+        falls as an IPU takes more layers (an IPU's memory), so the larger runs past the first over the bound are
+        not costed."""
         narrower = Splits(self.layers, self.ipus, self.some_layer_within, self.least)
-        narrower.limits, narrower._wider = (*self.limits, (cost, bound)), self
+        narrower.limits, narrower._wider, narrower._growing = (*self.limits, (cost, bound)), self, growing
         return narrower
 
     def counts(self, ipu: int, first: int) -> List[int]:
@@ -45,8 +49,13 @@ class Splits:
         key = (ipu, first)
         if key not in self._counts and self._wider is not None:
             cost, bound = self.limits[-1]
-            self._counts[key] = [count for count in self._wider.counts(ipu, first)
-                                 if cost(ipu, first, first + count) <= bound]
+            kept = []
+            for count in self._wider.counts(ipu, first):
+                if cost(ipu, first, first + count) <= bound:
+                    kept.append(count)
+                elif self._growing:
+                    break
+            self._counts[key] = kept
         if key not in self._counts:
             least = self.least[ipu]
             if ipu == self.ipus - 1:

@@ -2,7 +2,7 @@
 layers, is worked out from, and each IPU's load (`IPULoad`) in a placement; `configure()` makes it from a model's
 `config.json` and parameters and a config's settings, refusing what upstream refuses."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...errors import PlacementError
@@ -15,7 +15,7 @@ from .layout import FirstUse, Layout, first_uses, lay_out, layer_paths, split_sh
 from .memory import memory_model
 from .parameters import Parameters, parallelized
 from .pipeline import Costs, Execution, Stage, execution_of, ipu_work
-from .timing import Job, TimeModel
+from .timing import Calibration, Job, TimeModel, product_rows, shipped_calibration
 
 # `measure(architecture, config)`: the micro-batch the activations are counted for, and the costs of each step
 Measure = Callable[[Architecture, ModelConfig], Tuple[InputShape, Costs]]
@@ -54,6 +54,12 @@ class ConfiguredModel:
         """What the reserve leaves of an IPU's memory: a placement fits where every IPU's on-chip bytes are within."""
         return IPU_MEMORY_BYTES - self.reserve_bytes
 
+    def with_steps_per_call(self, steps: int) -> "ConfiguredModel":
+        """The same training build running `steps` optimizer steps a host call (`device_iterations`)."""
+        time = self.cost_model.time
+        cost_model = self.cost_model._replace(time=time._replace(job=time.job._replace(steps_per_call=steps)))
+        return replace(self, settings={**self.settings, "device_iterations": steps}, cost_model=cost_model)
+
     def layout(self, layers_per_ipu: Optional[Sequence[int]] = None) -> Layout:
         """The layout with `layers_per_ipu` (None: the config's)."""
         return lay_out(self.model, self.architecture, self.config, self.settings, self.for_inference, layers_per_ipu)
@@ -62,12 +68,13 @@ class ConfiguredModel:
         """`{parameter: where each executor using it first uses it}` in `layout`."""
         return first_uses(layout, list(self.parameters.shapes), self.parameters.aliases)
 
-    def loads(self, layout: Layout, stages: Sequence[Stage]) -> List[IPULoad]:
-        """What each IPU of `layout` holds, keeps and computes, its pipeline running `stages`."""
+    def loads(self, layout: Layout, stages: Sequence[Stage], uses: Mapping[str, List[FirstUse]]) -> List[IPULoad]:
+        """What each IPU of `layout` holds, keeps and computes, its pipeline running `stages`, its parameters first
+        used where `uses` says (`first_uses(layout)`)."""
         counts = [[0, 0] for _ in range(layout.ipus)]  # [trained, frozen] parameters of each IPU
         largest = [0] * layout.ipus
-        for name, uses in self.first_uses(layout).items():
-            for use in uses:
+        for name, found in uses.items():
+            for use in found:
                 counts[use.ipu][name in self.frozen] += self.parameters.elements(name)
                 if name not in self.frozen:
                     largest[use.ipu] = max(largest[use.ipu], self.updated_elements(name))
@@ -99,21 +106,22 @@ class ConfiguredModel:
 
 def configure(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
               shapes: Shapes, for_inference: bool, fp32: bool, measure: Optional[Measure], ipu: IPUType,
-              reserve: float, generate: Optional[Mapping[str, Any]] = None) -> ConfiguredModel:
+              reserve: float, calibration: Optional[Calibration] = None,
+              generate: Optional[Mapping[str, Any]] = None) -> ConfiguredModel:
     """`architecture`, configured by `values` (its `config.json`), under the build of a config whose `settings` are
     its `vars()`. `shapes` gives its parameters; it is called only once the config's layers are found to fit the
     model, so a wrong `layers_per_ipu` is reported before any weight header is read. `measure`, where given, gives
     the micro-batch and the costs of each step: the activations are counted, and a step is timed on IPUs of type
-    `ipu`. `reserve`: the share of each IPU's memory kept for what is not counted. An inference build whose
-    kwargs give `for_generation` is a generation build (`estimate.generation`), costed and timed whatever
-    `measure`, for what generate() is called with (`generate`: `batch_size`, `num_beams`, `max_length`,
-    `sequence_length`, where given).
+    `ipu` with the constants of `calibration` (default: the shipped ones). `reserve`: the share of each IPU's memory
+    kept for what is not counted. An inference build whose kwargs give `for_generation` is a generation build
+    (`estimate.generation`), costed and timed whatever `measure`, for what generate() is called with (`generate`:
+    `batch_size`, `num_beams`, `max_length`, `sequence_length`, where given).
 
     Raises:
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
     config = architecture.config(values, model)
-    lay_out(model, architecture, config, settings, for_inference)
+    layout = lay_out(model, architecture, config, settings, for_inference)
     build = generation_build(model, architecture, config, settings, generate or {}) if for_inference else None
     if build is not None:
         shape, step_costs = InputShape(build.batch_size, build.sequence_length or build.max_length,
@@ -128,9 +136,15 @@ def configure(model: str, architecture: Architecture, values: Mapping[str, Any],
     time = None
     if shape is not None:
         mode = Mode.of(for_inference)
+        first = None if step_costs is None else step_costs.get(layout.forward[0].path)
         job = Job(execution.training, execution.micro_batches, settings[mode.setting("replication_factor")],
-                  settings[mode.setting("ipus_per_replica")], shape.micro_batch_size)
-        time = TimeModel(ipu, job, memory.weight_bytes)
+                  settings[mode.setting("ipus_per_replica")], shape.micro_batch_size,
+                  settings["device_iterations"] if execution.training else 1,
+                  0 if first is None else first.input_bytes)
+        calibration = calibration or shipped_calibration()
+        model_type = values.get("model_type") or architecture.model_types[0]
+        outside = calibration.outside(model_type, product_rows(architecture.inputs, shape))
+        time = TimeModel(ipu, job, memory.weight_bytes, calibration, outside)
     generation = None if build is None else GenerationModel(architecture, config, build, memory.weight_bytes)
     return ConfiguredModel(model, architecture, config, settings, for_inference, parameters, frozen, execution,
                            shape, step_costs, CostModel(memory, time), round(reserve * IPU_MEMORY_BYTES), generation)

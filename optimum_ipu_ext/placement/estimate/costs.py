@@ -14,7 +14,7 @@ The rules (tested against optimum-graphcore 0.7.1's own pipelined models by test
   operations count nothing).
 """
 
-from typing import Dict, Mapping, Union
+from typing import Dict, Union
 
 from ..models import ARCHITECTURES
 from ..models.blocks import StepCost
@@ -27,7 +27,7 @@ from ..models.rules import (
     module_of,
 )
 
-__all__ = ["StepCost", "block_costs", "dominated"]
+__all__ = ["StepCost", "block_costs"]
 
 
 def block_costs(architecture: Union[str, Architecture], config: ModelConfig, shape: InputShape,
@@ -47,15 +47,3 @@ def block_costs(architecture: Union[str, Architecture], config: ModelConfig, sha
             raise KeyError(f"no module for {architecture.name}'s step {step.path}")
         found[step.path] = module(sizes).cost(fp32)
     return found
-
-
-def dominated(large: Mapping[str, StepCost], size: int, small: Mapping[str, StepCost], smaller: int) -> bool:
-    """Whether micro-batch `size`, whose steps cost `large`, is never faster than `smaller`, whose steps cost `small`,
-    and never needs less memory: each step computes `size / smaller` times as much or more, and keeps as much or
-    more. (For a split, a step of the same batch is then as long or longer: G falls as the micro-batch grows, its
-    cycles' work grows as fast, the cycles of the pipeline's ramp do not fall; and a split that fits `size` fits
-    `smaller`.)"""
-    return all(cost.forward_flops * smaller >= small[path].forward_flops * size
-               and cost.activation_bytes >= small[path].activation_bytes
-               and cost.input_bytes >= small[path].input_bytes and cost.output_bytes >= small[path].output_bytes
-               for path, cost in large.items())

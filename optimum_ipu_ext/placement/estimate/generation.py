@@ -24,12 +24,12 @@ gives each IPU's part of it (`GenerationLoad`):
   alone); the first step, which fills the cross cache.
 """
 
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ...errors import PlacementError, as_json
 from ...settings.mode import INFERENCE
 from ..models import ARCHITECTURES, resolve_shape
-from ..models.blocks import Sequential, StepCost
+from ..models.blocks import NO_OPERATIONS, Operations, Sequential, StepCost
 from ..models.generation import Decoding
 from ..models.rules import (
     DECODER,
@@ -48,6 +48,7 @@ from ..models.rules import (
 )
 from .layout import ForwardStep, layer_counts
 from .pipeline import PipelineWork
+from .timing import Calibration, Job, TimeModel
 
 KWARGS = "inference_parallelize_kwargs"
 # what generate() is called with, which a generation build's caches must match
@@ -250,20 +251,38 @@ def _notes(architecture: Architecture, kwargs: Mapping[str, Any], kv_cache: bool
 # --- each IPU's part ---------------------------------------------------------------------------------------------
 
 
+class PassWork(NamedTuple):
+    """What an IPU runs in one pass (the encoder's forward, a decoder step): its FLOPs, its operations, and the
+    bytes it receives from the IPU before it in its executor."""
+
+    flops: int = 0
+    operations: Operations = NO_OPERATIONS
+    exchange_bytes: int = 0
+
+    def plus(self, cost: StepCost, received: int) -> "PassWork":
+        return PassWork(self.flops + cost.forward_flops, self.operations.plus(cost.forward),
+                        self.exchange_bytes + received)
+
+    @property
+    def work(self) -> PipelineWork:
+        """As the time model takes an IPU's cycle."""
+        return PipelineWork(0, 0, 0, self.flops, 0, 0, self.operations, self.exchange_bytes)
+
+
 class GenerationLoad(NamedTuple):
-    """One IPU's part of a generation build, in bytes and FLOPs: the buffers of its decoder layers' self-attentions
-    (KV caches) and of their attentions on the encoder's output (cross caches), the encoder's output it reads, the
-    on-device generation state, the activations of its largest step; the encoder's forward, a decoder step, the
-    first decoder step."""
+    """One IPU's part of a generation build: in bytes, the buffers of its decoder layers' self-attentions (KV
+    caches) and of their attentions on the encoder's output (cross caches), the encoder's output it reads, the
+    on-device generation state, the activations of its largest step; what it runs in the encoder's forward, in a
+    decoder step and in the first decoder step."""
 
     kv_cache_bytes: int
     cross_cache_bytes: int
     encoder_output_bytes: int
     state_bytes: int
     working_bytes: int
-    encoder_flops: int
-    token_flops: int
-    first_token_flops: int
+    encoder: PassWork = PassWork()
+    token: PassWork = PassWork()
+    first_token: PassWork = PassWork()
 
     @property
     def on_chip_bytes(self) -> int:
@@ -273,7 +292,13 @@ class GenerationLoad(NamedTuple):
     @property
     def work(self) -> PipelineWork:
         """What paces the IPU: its part of a decoder step, the step a generation build repeats."""
-        return PipelineWork(0, 0, 0, self.token_flops, 0, 0)
+        return self.token.work
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kv_cache_bytes": self.kv_cache_bytes, "cross_cache_bytes": self.cross_cache_bytes,
+                "encoder_output_bytes": self.encoder_output_bytes, "state_bytes": self.state_bytes,
+                "working_bytes": self.working_bytes, "encoder_flops": self.encoder.flops,
+                "token_flops": self.token.flops, "first_token_flops": self.first_token.flops}
 
 
 class GenerationModel:
@@ -292,8 +317,11 @@ class GenerationModel:
         first = Decoding(steady.sizes, steady.cache_length, build.cross_cache, first=True)
         encoder_sizes = (None if decoder_only
                          else architecture.sizes(config, InputShape(build.batch_size, build.sequence_length, 0)))
-        self.hidden_size = steady.decoder.h
+        self.hidden_size, self.vocabulary = steady.decoder.h, steady.decoder.v
+        self.model_type = config.values.get("model_type") or architecture.model_types[0]
         self.roles: Dict[str, Optional[ExecutorRole]] = {}
+        # the paths of each pass, in the order its executor runs them
+        self.order: Dict[ExecutorRole, List[str]] = {ENCODER: [], DECODER: []}
         self.encoder: Dict[str, StepCost] = {}
         self.token: Dict[str, StepCost] = {}
         self.first: Dict[str, StepCost] = {}
@@ -305,6 +333,8 @@ class GenerationModel:
                 continue
             role = (step.whole if isinstance(step, Split) else step).executor or (DECODER if decoder_only else None)
             self.roles[step.path] = role
+            for each in ((ENCODER, DECODER) if role is None else (role,)):
+                self.order[each].append(step.path)
             if role != DECODER:
                 self.encoder[step.path] = module_of(step)(encoder_sizes).cost(fp32)
             if role == ENCODER:
@@ -361,20 +391,28 @@ class GenerationModel:
         return (2 * build.rows * build.max_length + _BEAM_VECTORS * build.rows) * _FLOAT32
 
     def load(self, steps: Sequence[ForwardStep]) -> GenerationLoad:
-        """The part of an IPU running `steps` (of either executor)."""
-        kv = cross = working = encoder = token = first = 0
+        """The part of an IPU running `steps` (of either executor, in the order they run)."""
+        kv = cross = working = 0
+        passes = {ENCODER: PassWork(), DECODER: PassWork(), None: PassWork()}  # None: the decoder's first step
         reads_encoder = holds_head = False
+        before: Dict[ExecutorRole, Optional[int]] = {ENCODER: None, DECODER: None}
         for step in steps:
             if step.path not in self.roles:  # a part of a split weight: its step's path is costed
                 continue
-            if (self.roles[step.path] or step.executor) == ENCODER:
+            role = ENCODER if (self.roles[step.path] or step.executor) == ENCODER else DECODER
+            position = self.order[role].index(step.path)
+            # what its executor hands it: from the IPU before it, unless it is the executor's first step (the host's)
+            # or follows its step before on this IPU
+            joined = position == 0 or before[role] == position - 1
+            before[role] = position
+            if role == ENCODER:
                 cost = self.encoder[step.path]
-                encoder += cost.forward_flops
+                passes[ENCODER] = passes[ENCODER].plus(cost, 0 if joined else cost.input_bytes)
                 working = max(working, cost.activation_bytes)
                 continue
             steady, started = self.token[step.path], self.first[step.path]
-            token += steady.forward_flops
-            first += started.forward_flops
+            passes[DECODER] = passes[DECODER].plus(steady, 0 if joined else steady.input_bytes)
+            passes[None] = passes[None].plus(started, 0 if joined else started.input_bytes)
             working = max(working, steady.activation_bytes, started.activation_bytes)
             own, other = self.caches.get(step.path, (0, 0))
             kv += own
@@ -382,18 +420,73 @@ class GenerationModel:
             reads_encoder = reads_encoder or step.path in self.caches
             holds_head = holds_head or step.path == self.head
         encoder_output = self.encoder_output_bytes if reads_encoder and self.build.encoder_length else 0
-        return GenerationLoad(kv, cross, encoder_output, self.state_bytes if holds_head else 0, working, encoder,
-                              token, first)
+        return GenerationLoad(kv, cross, encoder_output, self.state_bytes if holds_head else 0, working,
+                              passes[ENCODER], passes[DECODER], passes[None])
+
+    # --- what crosses between the host and the IPUs ---
+
+    def encoder_call_bytes(self) -> int:
+        """What a call of the encoder's executor sends and receives: the input (the ids and their mask, or the
+        features) and the encoder's output back (none with `use_cond_encoder`, whose encoder runs in the
+        decoder's)."""
+        build = self.build
+        if build.encoder_length is None or build.cond_encoder:
+            return 0
+        return self._input_bytes() + build.batch_size * build.encoder_length * self.hidden_size * self.weight_bytes
+
+    def _input_bytes(self) -> int:
+        """The encoder's input of the batch: what its first step takes (ids, features), and the ids' mask."""
+        build = self.build
+        mask = build.batch_size * build.sequence_length * _INT32 if self.architecture.generates.encoder_mask else 0
+        return self.encoder[self.order[ENCODER][0]].input_bytes + mask
+
+    def step_call_bytes(self) -> int:
+        """What a call of the decoder's executor sends and receives for each step it runs: the step's ids (with
+        a KV cache its token, else the sequence), the encoder's output with its mask (unless in a buffer), the
+        features (with `use_cond_encoder`); back, the logits of each row (generated on the host) or the tokens (on
+        the device; beam search, the sequences)."""
+        build = self.build
+        tokens = 1 if build.kv_cache else build.max_length
+        sent = build.rows * tokens * _INT32
+        if build.cond_encoder:
+            sent += self._input_bytes()
+        elif build.encoder_length is not None and not build.encoder_output_buffer:
+            mask = _INT32 if self.architecture.generates.encoder_mask else 0
+            sent += build.rows * build.encoder_length * (self.hidden_size * self.weight_bytes + mask)
+        if not build.on_device_steps:
+            return sent + build.rows * self.vocabulary * self.weight_bytes
+        return sent + build.batch_size * (build.max_length if build.num_beams > 1 else 1) * _INT32
+
+    def time(self, model: TimeModel, parts: Sequence[GenerationLoad], replicas: int) -> "GenerationTime":
+        """The build's time on the time model's IPUs, its IPUs' parts `parts`: each pass the IPUs of its executor
+        in turn; each call the host's fixed part and what it sends and receives (`TimeModel.host_seconds`)."""
+        build = self.build
+        steps = build.on_device_steps or 1
+
+        def call(ipus: int, iterations: int, bytes_each: int) -> float:
+            job = Job(False, iterations, replicas, ipus, build.batch_size, 1, bytes_each)
+            return model._replace(job=job).host_seconds()
+
+        encoder_ipus = sum(1 for part in parts if part.encoder.operations.count)
+        decoder_ipus = sum(1 for part in parts if part.token.operations.count)
+        encoder_call = call(encoder_ipus, 1, self.encoder_call_bytes()) if self.encoder_call_bytes() else 0.0
+        return GenerationTime(
+            model.ipu.name, sum(model.cycle_seconds(part.encoder.work) for part in parts) + encoder_call,
+            sum(model.cycle_seconds(part.first_token.work) for part in parts),
+            sum(model.cycle_seconds(part.token.work) for part in parts),
+            call(decoder_ipus, steps, self.step_call_bytes()), steps, build.batch_size, replicas, build.max_length,
+            model.calibration, model.calibration.outside(self.model_type, build.rows))
 
 
 # --- its time ------------------------------------------------------------------------------------------------------
 
 
 class GenerationTime(NamedTuple):
-    """A generation build's time on IPUs of type `ipu`: the encoder's forward, the decoder's first step and each
-    step after it (an executor's IPUs run in turn), and the host's part of each call of the decoder's executor,
-    which runs `tokens_per_call` steps (`on_device_generation_steps`, else 1); `batch_size` sequences a replica,
-    `replicas` replicas, up to `max_length` tokens."""
+    """A generation build's time on IPUs of type `ipu`: the encoder's forward (with its call), the decoder's first
+    step and each step after it (an executor's IPUs run in turn), and the host's part of each call of the decoder's
+    executor, which runs `tokens_per_call` steps (`on_device_generation_steps`, else 1); `batch_size` sequences a
+    replica, `replicas` replicas, up to `max_length` tokens; the calibration that timed it, and how the build is
+    outside what its runs measured."""
 
     ipu: str
     encoder_seconds: float
@@ -404,11 +497,15 @@ class GenerationTime(NamedTuple):
     batch_size: int
     replicas: int
     max_length: int
+    calibration: Calibration
+    outside: Tuple[str, ...] = ()
 
     @property
     def first_token_seconds(self) -> float:
-        """From the input to the first token: the encoder, then the first step, in a call of its own."""
-        return self.encoder_seconds + self.first_step_seconds + self.call_seconds
+        """From the input to the first token on the host: the encoder, then the first call of the decoder's
+        executor, whose tokens come back when its last step is done."""
+        return (self.encoder_seconds + self.first_step_seconds + (self.tokens_per_call - 1) * self.step_seconds
+                + self.call_seconds)
 
     @property
     def token_seconds(self) -> float:
@@ -425,23 +522,25 @@ class GenerationTime(NamedTuple):
         return self.tokens_per_second * self.replicas
 
     @property
+    def job_tokens_per_second_range(self) -> Tuple[float, float]:
+        """The job's tokens a second a run would measure, by the model's error on the runs of its calibration."""
+        low, high = self.calibration.band
+        return self.job_tokens_per_second / (1 + high), self.job_tokens_per_second / (1 + low)
+
+    @property
     def sequence_seconds(self) -> float:
         """Generating `max_length` tokens."""
         return self.first_token_seconds + (self.max_length - 1) * self.token_seconds
 
     def to_dict(self) -> Dict[str, Any]:
+        calibration = self.calibration
         return {"ipu": self.ipu, "first_token_seconds": self.first_token_seconds,
                 "token_seconds": self.token_seconds, "tokens_per_second": self.tokens_per_second,
-                "job_tokens_per_second": self.job_tokens_per_second, "sequence_seconds": self.sequence_seconds,
+                "job_tokens_per_second": self.job_tokens_per_second,
+                "job_tokens_per_second_range": list(self.job_tokens_per_second_range),
+                "sequence_seconds": self.sequence_seconds,
                 "parts": {"encoder": self.encoder_seconds, "first_step": self.first_step_seconds,
                           "step": self.step_seconds, "call": self.call_seconds},
-                "tokens_per_call": self.tokens_per_call, "replicas": self.replicas}
-
-
-def generation_time(seconds: Callable[[int], float], ipu: str, parts: Sequence[GenerationLoad],
-                    build: GenerationBuild, replicas: int) -> GenerationTime:
-    """The time of a generation build whose IPUs' parts are `parts`, `seconds(flops)` an IPU's time for them."""
-    return GenerationTime(ipu, sum(seconds(part.encoder_flops) for part in parts),
-                          sum(seconds(part.first_token_flops) for part in parts),
-                          sum(seconds(part.token_flops) for part in parts), 0.0, build.on_device_steps or 1,
-                          build.batch_size, replicas, build.max_length)
+                "tokens_per_call": self.tokens_per_call, "replicas": self.replicas,
+                "time_model": {"calibration": calibration.name, "runs": calibration.runs,
+                               "band": list(calibration.band), "outside": list(self.outside)}}

@@ -12,7 +12,7 @@ from .balance import Cost
 from .configured import ConfiguredModel
 from .cost import CostModel, IPUCost, IPULoad
 from .layout import OnIPU, layer_counts, origins, reference_layout
-from .pipeline import stages_of, work
+from .pipeline import UNCALLED, stages_of, work
 
 
 class LayerRunCosts:
@@ -102,8 +102,26 @@ class LayerRunCosts:
                 done = work([(0 if index is None else self.stages[index].stash_depth,
                               [self.forward[position] for position in positions])
                              for index, positions in grouped.items()], configured.step_costs, configured.execution)
+                done = done._replace(exchange_bytes=self._exchange_bytes(sorted(position for position, _ in steps)))
             self._loads[key] = IPULoad(self.trained(ipu, first, end), frozen, largest, done, part)
         return self._loads[key]
+
+    def _exchange_bytes(self, positions: List[int]) -> int:
+        """What an IPU running the steps at `positions` (ascending) receives a cycle: the input of each run of steps
+        one after the other in its executor's forward pass, and in training the gradient of the run's output (as
+        `pipeline.work` counts them by stage, the stages of any split being those runs)."""
+        costs, training = self.configured.step_costs, self.configured.execution.training
+        exchange = 0
+        def joined(before: int, after: Optional[int]) -> bool:
+            return after == before + 1 and self.forward[after].executor == self.forward[before].executor
+
+        for index, position in enumerate(positions):
+            cost = costs.get(self.forward[position].path, UNCALLED)
+            if index == 0 or not joined(positions[index - 1], position):
+                exchange += cost.input_bytes
+            if training and not joined(position, positions[index + 1] if index + 1 < len(positions) else None):
+                exchange += cost.output_bytes
+        return exchange
 
     def cost(self, ipu: int, first: int, end: int) -> IPUCost:
         key = (ipu, first, end)

@@ -6,6 +6,7 @@ any weight is read), places every block and layer, and lists, per executor, wher
 then puts each parameter on the IPU of the step that first uses it.
 """
 
+import functools
 import itertools
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -416,12 +417,18 @@ def first_uses(layout: Layout, names: Sequence[str],
 
 def _longest_use(uses: Mapping[str, FirstUse], name: str) -> Optional[FirstUse]:
     """The first use of the longest module path holding `name`, if any."""
-    parts = name.split(".")
-    for end in range(len(parts), 0, -1):
-        found = uses.get(".".join(parts[:end]))
+    for path in _paths_holding(name):
+        found = uses.get(path)
         if found is not None:
             return found
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _paths_holding(name: str) -> Tuple[str, ...]:
+    """The module paths that may hold parameter `name`, longest first (`a.b.c`: `a.b.c`, `a.b`, `a`)."""
+    parts = name.split(".")
+    return tuple(".".join(parts[:end]) for end in range(len(parts), 0, -1))
 
 
 def origins(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],

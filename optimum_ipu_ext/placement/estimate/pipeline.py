@@ -20,7 +20,7 @@ the micro-batches in flight, what it computes, and how many cycles a step takes.
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ...options.build import build_plan
-from ..models.blocks import StepCost
+from ..models.blocks import NO_OPERATIONS, Operations, StepCost
 from .layout import ForwardStep, Layout
 
 # `{step path: its cost}`: what one training micro-batch keeps and computes in each step (`costs.block_costs`)
@@ -101,7 +101,9 @@ def stages_of(layout: Layout, execution: Execution) -> Tuple[Stage, ...]:
 
 
 class PipelineWork(NamedTuple):
-    """What one IPU keeps and computes for the micro-batches in flight, in bytes and FLOPs."""
+    """What one IPU keeps and computes for the micro-batches in flight, in bytes and FLOPs; the operations it runs
+    each cycle (forward, backward and recomputation) and the bytes it receives from other IPUs each cycle (its
+    stages' inputs, and in training the gradients of their outputs)."""
 
     activation_bytes: int
     stash_bytes: int
@@ -109,6 +111,8 @@ class PipelineWork(NamedTuple):
     forward_flops: int
     backward_flops: int
     recompute_flops: int
+    operations: Operations = NO_OPERATIONS
+    exchange_bytes: int = 0
 
     @property
     def flops(self) -> int:
@@ -118,13 +122,21 @@ class PipelineWork(NamedTuple):
 
 def work(stages: Sequence[Tuple[int, Sequence[ForwardStep]]], costs: Costs, execution: Execution) -> PipelineWork:
     """The work of an IPU running `stages`, each `(stash depth, its steps on the IPU)`; `costs` by step path."""
-    activations = forward = stash = 0
+    activations = forward = stash = exchange = 0
+    # the operations of the forward and the backward passes: (count, matmul cycles, elementwise elements) each
+    forward_ops, backward_ops = [0, 0.0, 0], [0, 0.0, 0]
     segments: List[int] = []
     for depth, steps in stages:
         step_costs = [costs.get(step.path, UNCALLED) for step in steps]
         stage_activations = sum(cost.activation_bytes for cost in step_costs)
         activations += stage_activations
         forward += sum(cost.forward_flops for cost in step_costs)
+        for cost in step_costs:
+            for total, operations in ((forward_ops, cost.forward), (backward_ops, cost.backward)):
+                total[0] += operations.count
+                total[1] += operations.matmul_cycles
+                total[2] += operations.elementwise_elements
+        exchange += step_costs[0].input_bytes + (step_costs[-1].output_bytes if execution.training else 0)
         if not execution.recomputes:
             stash += depth * stage_activations
             continue
@@ -133,10 +145,13 @@ def work(stages: Sequence[Tuple[int, Sequence[ForwardStep]]], costs: Costs, exec
         stash += depth * (step_costs[0].input_bytes + sum(checkpoints))
         segments += _segments(steps, step_costs, execution.checkpoints_every_layer)
     if not execution.training:
-        return PipelineWork(0, 0, 0, forward, 0, 0)
+        return PipelineWork(0, 0, 0, forward, 0, 0, Operations(*forward_ops), exchange)
+    passes = 2 if execution.recomputes else 1  # the forward pass, and its recomputation
+    operations = Operations(*(passes * ahead + behind for ahead, behind in zip(forward_ops, backward_ops)))
     if not execution.recomputes:
-        return PipelineWork(activations, stash, activations, forward, 2 * forward, 0)
-    return PipelineWork(activations, stash, max(segments, default=0), forward, 2 * forward, forward)
+        return PipelineWork(activations, stash, activations, forward, 2 * forward, 0, operations, exchange)
+    return PipelineWork(activations, stash, max(segments, default=0), forward, 2 * forward, forward, operations,
+                        exchange)
 
 
 def _segments(steps: Sequence[ForwardStep], step_costs: Sequence[StepCost], every_layer: bool) -> List[int]:

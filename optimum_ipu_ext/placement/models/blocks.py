@@ -9,7 +9,9 @@ and its FLOPs, for one training micro-batch whose sizes the declaration is given
   `fp32`), an integer one 4 (int32 on the IPU), a bool 1; dropout masks are not counted (the IPU regenerates them
   from the seed), so a family describes its forward pass with dropout off;
 - `flops`: as `torch.utils.flop_counter` counts them: 2mnk for each matrix product, the convolutions; elementwise
-  operations count nothing.
+  operations count nothing;
+- `ops`: the operations the IPU runs for it, as the time model weighs them (`Operations`): matrix products, by their
+  shape, and the elementwise rest (norms, softmax, activations, look-ups, losses), by the elements they touch.
 
 A step of the placement (a block, a layer, a module run between them) is a `Sequential` of blocks, with what enters
 it from the step before (a pipeline stage starting there stashes it) and what it hands on (a recomputation
@@ -18,6 +20,8 @@ checkpoint after it stashes it). Checked against PyTorch's own accounting by tes
 
 import math
 from typing import Dict, Iterable, NamedTuple, Optional, Sequence, Tuple, Union
+
+from ..hardware import matmul_cycles
 
 FLOAT = "float"
 INTEGER = "integer"
@@ -45,18 +49,76 @@ def _named(name: str, leaf: str) -> str:
     return ".".join(part for part in (name, leaf) if part)
 
 
+class MatmulOp(NamedTuple):
+    """`batch` matrix products Y[m x n] = A[m x k] X[k x n], as Graphcore's matmul benchmark names them: A is the
+    operand every one of the n rows reuses (a layer's weight), n the rows (the micro-batch's tokens)."""
+
+    batch: int
+    m: int
+    k: int
+    n: int
+
+
+class ElementwiseOp(NamedTuple):
+    """An operation that reads and writes `elements` elements, with no matrix product (a norm, a softmax, an
+    activation, a look-up, a loss)."""
+
+    elements: int
+
+
+Op = Union[MatmulOp, ElementwiseOp]
+
+
+class Operations(NamedTuple):
+    """What one pass of a step runs on an IPU, as the time model weighs it: its operations (`count`: each costs a
+    fixed time, as compute, exchange and synchronisation on all tiles), the cycles its matrix products take at the
+    speed the IPU reaches for their shapes (`hardware.matmul_cycles`), and the elements its other operations touch."""
+
+    count: int = 0
+    matmul_cycles: float = 0.0
+    elementwise_elements: int = 0
+
+    def plus(self, other: "Operations", times: int = 1) -> "Operations":
+        """These operations and `times` those of `other`."""
+        return Operations(*(mine + times * theirs for mine, theirs in zip(self, other)))
+
+
+NO_OPERATIONS = Operations()
+
+
+def _matmul(op: MatmulOp) -> Operations:
+    return Operations(1, matmul_cycles(*op), 0)
+
+
+def forward_operations(op: Op) -> Operations:
+    """The operations of `op` in the forward pass."""
+    return _matmul(op) if isinstance(op, MatmulOp) else Operations(1, 0.0, op.elements)
+
+
+def backward_operations(op: Op) -> Operations:
+    """The operations of `op`'s backward pass: a matrix product's two (the gradient of X, A^T dY, and that of A,
+    dY X^T, whose rows are A's), the others' reading the gradient beside the input."""
+    if isinstance(op, MatmulOp):
+        return _matmul(op._replace(m=op.k, k=op.m)).plus(_matmul(op._replace(k=op.n, n=op.k)))
+    return Operations(1, 0.0, 2 * op.elements)
+
+
 class Module:
-    """A torch module or operation of one forward pass: its parameters, what autograd keeps of it, its FLOPs."""
+    """A torch module or operation of one forward pass: its parameters, what autograd keeps of it, its FLOPs and the
+    operations the IPU runs for it. `trains`: whether it has a backward pass (a frozen module has none)."""
 
-    __slots__ = ("parameters", "saved", "flops")
+    __slots__ = ("parameters", "saved", "flops", "ops", "trains")
 
-    def __init__(self, parameters: Optional[Shapes] = None, saved: Tuple[Saved, ...] = (), flops: int = 0):
+    def __init__(self, parameters: Optional[Shapes] = None, saved: Tuple[Saved, ...] = (), flops: int = 0,
+                 ops: Tuple["Op", ...] = (), trains: bool = True):
         self.parameters: Shapes = parameters or {}
         self.saved = saved
         self.flops = flops
+        self.ops = ops
+        self.trains = trains
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.parameters}, {self.saved}, {self.flops})"
+        return f"{type(self).__name__}({self.parameters}, {self.saved}, {self.flops}, {self.ops})"
 
 
 class Parameter(Module):
@@ -71,7 +133,7 @@ class Keeps(Module):
     """A tensor an operation without parameters or FLOPs keeps (an index, a mask, a copy)."""
 
     def __init__(self, name: str, elements: int, kind: str = FLOAT):
-        super().__init__(saved=(Saved(name, elements, kind),))
+        super().__init__(saved=(Saved(name, elements, kind),), ops=(ElementwiseOp(elements),))
 
 
 class Linear(Module):
@@ -87,7 +149,7 @@ class Linear(Module):
         if bias:
             parameters[_named(name, "bias")] = (outputs,)
         super().__init__(parameters, (Saved(x, rows * inputs if storage is None else storage),),
-                         2 * rows * inputs * outputs)
+                         2 * rows * inputs * outputs, (MatmulOp(1, outputs, inputs, rows),))
 
 
 class Embedding(Module):
@@ -96,7 +158,8 @@ class Embedding(Module):
 
     def __init__(self, name: str, rows: int, width: int, ids: Optional[str] = None, lookups: int = 0):
         saved = () if ids is None else (Saved(ids, lookups, INTEGER),)
-        super().__init__({_named(name, "weight"): (rows, width)}, saved)
+        super().__init__({_named(name, "weight"): (rows, width)}, saved,
+                         ops=(ElementwiseOp(lookups * width),) if lookups else ())
 
 
 class LayerNorm(Module):
@@ -104,7 +167,8 @@ class LayerNorm(Module):
 
     def __init__(self, name: str, width: int, rows: int, x: str):
         super().__init__({_named(name, "weight"): (width,), _named(name, "bias"): (width,)},
-                         (Saved(x, rows * width), Saved(f"{x}: mean", rows), Saved(f"{x}: rstd", rows)))
+                         (Saved(x, rows * width), Saved(f"{x}: mean", rows), Saved(f"{x}: rstd", rows)),
+                         ops=(ElementwiseOp(rows * width),))
 
 
 class RMSNorm(Module):
@@ -113,7 +177,8 @@ class RMSNorm(Module):
 
     def __init__(self, name: str, width: int, rows: int, x: str):
         super().__init__({_named(name, "weight"): (width,)},
-                         (Saved(x, rows * width), Saved(f"{x}: rstd", rows), Saved(f"{x}: normalised", rows * width)))
+                         (Saved(x, rows * width), Saved(f"{x}: rstd", rows), Saved(f"{x}: normalised", rows * width)),
+                         ops=(ElementwiseOp(rows * width),))
 
 
 class GroupNorm(Module):
@@ -123,7 +188,7 @@ class GroupNorm(Module):
     def __init__(self, name: str, groups: int, channels: int, batch: int, positions: int, x: str):
         super().__init__({_named(name, "weight"): (channels,), _named(name, "bias"): (channels,)},
                          (Saved(x, batch * channels * positions), Saved(f"{x}: mean", batch * groups),
-                          Saved(f"{x}: rstd", batch * groups)))
+                          Saved(f"{x}: rstd", batch * groups)), ops=(ElementwiseOp(batch * channels * positions),))
 
 
 class Convolution(Module):
@@ -144,7 +209,10 @@ class Convolution(Module):
             saved += (Saved(f"{name}: weight norm", math.prod(norm)), Saved(f"{name}: weight", math.prod(shape)))
         if bias:
             parameters[_named(name, "bias")] = (outputs,)
-        super().__init__(parameters, saved, 2 * batch * outputs * positions * (inputs // groups) * math.prod(kernel))
+        # a product per group: the group's filters by the patches of its channels under the kernel
+        product = MatmulOp(groups, outputs // groups, inputs // groups * math.prod(kernel), batch * positions)
+        super().__init__(parameters, saved, 2 * batch * outputs * positions * (inputs // groups) * math.prod(kernel),
+                         (product,))
 
 
 class Matmul(Module):
@@ -152,14 +220,14 @@ class Matmul(Module):
     operands and keeps (a transposed view is copied before the product)."""
 
     def __init__(self, batch: int, m: int, k: int, n: int, saved: Tuple[Saved, ...] = ()):
-        super().__init__(saved=saved, flops=2 * batch * m * k * n)
+        super().__init__(saved=saved, flops=2 * batch * m * k * n, ops=(MatmulOp(batch, m, k, n),))
 
 
 class Activation(Module):
     """An elementwise activation (gelu, tanh, relu, ...): keeps its input (or its output: one tensor either way)."""
 
     def __init__(self, x: str, elements: int):
-        super().__init__(saved=(Saved(x, elements),))
+        super().__init__(saved=(Saved(x, elements),), ops=(ElementwiseOp(elements),))
 
 
 class Attention(Module):
@@ -172,7 +240,9 @@ class Attention(Module):
                                 Saved(f"{name}: keys", pairs * keys * head_size),
                                 Saved(f"{name}: probabilities", pairs * queries * keys),
                                 Saved(f"{name}: values", pairs * keys * head_size)),
-                         flops=2 * (2 * pairs * queries * head_size * keys))  # scores, then their product by v
+                         flops=2 * (2 * pairs * queries * head_size * keys),  # scores, then their product by v
+                         ops=(MatmulOp(pairs, queries, head_size, keys), ElementwiseOp(pairs * queries * keys),
+                              MatmulOp(pairs, queries, keys, head_size)))
 
 
 class CrossEntropy(Module):
@@ -180,7 +250,8 @@ class CrossEntropy(Module):
 
     def __init__(self, name: str, rows: int, classes: int):
         super().__init__(saved=(Saved(f"{name}: log-probabilities", rows * classes),
-                                Saved(f"{name}: targets", rows, INTEGER), Saved(f"{name}: loss", 1)))
+                                Saved(f"{name}: targets", rows, INTEGER), Saved(f"{name}: loss", 1)),
+                         ops=(ElementwiseOp(rows * classes),))
 
 
 class Unused(Module):
@@ -193,21 +264,24 @@ class Unused(Module):
 
 class Frozen(Module):
     """Modules whose parameters do not train (`requires_grad=False`), run on an input that needs no gradient: their
-    parameters and FLOPs, and nothing kept."""
+    parameters, FLOPs and forward operations, nothing kept, no backward pass."""
 
     def __init__(self, *modules: "Part"):
-        super().__init__(_held(modules), flops=sum(module.flops for module in _flat(modules)))
+        super().__init__(_held(modules), flops=sum(module.flops for module in _flat(modules)),
+                         ops=tuple(op for module in _flat(modules) for op in module.ops), trains=False)
 
 
 class StepCost(NamedTuple):
     """What one training micro-batch keeps and computes in one step, and what crosses into it from the step before
     (`input_bytes`: what a pipeline stage starting there stashes) and out of it (`output_bytes`: what a recomputation
-    checkpoint after it stashes), in bytes."""
+    checkpoint after it stashes), in bytes; the operations of its forward and its backward pass."""
 
     activation_bytes: int
     input_bytes: int
     output_bytes: int
     forward_flops: int
+    forward: Operations = NO_OPERATIONS
+    backward: Operations = NO_OPERATIONS
 
 
 # a block, or blocks, or None (nothing): what a family's builder writes inside a `Sequential`
@@ -243,13 +317,18 @@ class Sequential:
         return {_named(path, name): shape for module in self.modules for name, shape in module.parameters.items()}
 
     def cost(self, fp32: bool) -> StepCost:
-        """What the step keeps (each named tensor once) and computes."""
+        """What the step keeps (each named tensor once) and computes, and the operations of its two passes."""
         kept: Dict[str, Saved] = {}
+        forward = backward = NO_OPERATIONS
         for module in self.modules:
             for tensor in module.saved:
                 kept.setdefault(tensor.name, tensor)
+            for op in module.ops:
+                forward = forward.plus(forward_operations(op))
+                if module.trains:
+                    backward = backward.plus(backward_operations(op))
         return StepCost(_bytes(kept.values(), fp32), _bytes(self.enters, fp32), _bytes(self.leaves, fp32),
-                        sum(module.flops for module in self.modules))
+                        sum(module.flops for module in self.modules), forward, backward)
 
 
 def _bytes(tensors: Iterable[Saved], fp32: bool) -> int:

@@ -29,8 +29,8 @@ def candidate_sentence(candidate: GenerationCandidateView) -> str:
     """A build and its figures in a sentence."""
     return (f"{candidate_label(candidate)}, layers_per_ipu {candidate.build['layers_per_ipu']}: "
             f"{candidate.job_tokens_per_second:,.1f} tokens a second (the job), "
-            f"{milliseconds(candidate.token_seconds)} a token, {seconds(candidate.first_token_seconds)} to the first "
-            f"token, the largest IPU {percent(candidate.largest_share)} of its memory")
+            f"{milliseconds(candidate.token_seconds)} ms a token, {seconds(candidate.first_token_seconds)} to the "
+            f"first token, the largest IPU {percent(candidate.largest_share)} of its memory")
 
 
 def plan_title(plan: GenerationPlanView) -> str:
@@ -38,7 +38,7 @@ def plan_title(plan: GenerationPlanView) -> str:
     asked += [f"{name} {value:,}" for name, value in (("batch", plan.batch_size), ("beams", plan.num_beams),
                                                       ("max_length", plan.max_length)) if value is not None]
     if plan.max_latency is not None:
-        asked.append(f"at most {milliseconds(plan.max_latency)} a token")
+        asked.append(f"at most {milliseconds(plan.max_latency)} ms a token")
     return f"{plan.model}: {plan.architecture} generating on {', '.join(asked)}"
 
 
@@ -69,7 +69,8 @@ def generation_plan_text(data: Mapping[str, Any], top: int = 10) -> str:
     if first is None or not first.fits:
         lines.append("No build fits: the nearest are first below.")
     elif plan.max_latency is not None and first.token_seconds > plan.max_latency:
-        lines.append(f"No build that fits makes a token in {milliseconds(plan.max_latency)}: the fastest first below.")
+        lines.append(f"No build that fits makes a token in {milliseconds(plan.max_latency)} ms: the fastest first "
+                     "below.")
     else:
         lines.append(f"Best: {candidate_sentence(first)}.")
     headers, rows = generation_plan_table(plan)
@@ -82,7 +83,7 @@ def generation_plan_text(data: Mapping[str, Any], top: int = 10) -> str:
         lines.append(f"... and {len(candidates) - top} more (--top, --json).")
     if plan.frontier:
         points = ", ".join(f"#{index + 1} {candidates[index].job_tokens_per_second:,.1f}/s at "
-                           f"{milliseconds(candidates[index].token_seconds)}" for index in plan.frontier)
+                           f"{milliseconds(candidates[index].token_seconds)} ms" for index in plan.frontier)
         lines += ["", f"Latency against throughput (the frontier): {points}."]
     return "\n".join(lines)
 

@@ -116,7 +116,7 @@ def _placement_sections(placement: PlacementView, config: Optional[str]) -> List
         "<h2>IPUs</h2>",
         _ipu_table(placement),
         "<p>" + esc("; ".join(f"{letter}: {name}" for name, letter in placement.bar_parts))
-        + ". Backward FLOPs count the recomputation; pace: the share of the slowest IPU's FLOPs.</p>",
+        + ". Backward FLOPs count the recomputation; pace: the IPU's cycle, as a share of the slowest IPU's.</p>",
         "<h2>Pipeline stages</h2>",
         _table(["Stage", "IPU", "Blocks", "Stash depth, micro-batches"],
                [[str(number), str(stage.ipu), compress(stage.blocks), str(stage.stash_depth)]

@@ -252,7 +252,8 @@ def _column_lines(placement: PlacementView, ipu: IPUView, column: float,
         yield ("over the IPU's memory" if state == Verdict.DOES_NOT_FIT else "in the reserve"), 10, "bold", "state"
     if placement.counted:
         marked = " (slowest)" if placement.bottleneck_ipu == ipu.ipu else ""
-        yield f"pace {percent(ipu.flops / placement.slowest_flops)}{marked}", 10, "bold" if marked else None, "pace"
+        yield (f"pace {percent(ipu.cycle_seconds / placement.slowest_cycle)}{marked}", 10, "bold" if marked else None,
+               "pace")
     yield f"{ipu.parameters:,} parameters", 10, None, "parameters"
     yield f"streaming {mib(ipu.streaming_bytes)} MiB", 10, None, "streaming"
     yield (f"layers {ranges(ipu.layers)}" if ipu.layers else "no layers"), 10, None, "layers"
@@ -269,7 +270,7 @@ def _column_labels(placement: PlacementView, ipu: IPUView, centre: float, column
             colour = INK
         labels.append(text(centre, y, line, size, "middle", colour, weight, data_role=role))
         if role == "pace":
-            share = ipu.flops / placement.slowest_flops
+            share = ipu.cycle_seconds / placement.slowest_cycle
             labels.append(element("rect", x=centre - 30, y=y + 3, width=60.0, height=4.0, fill="#e4e4e4"))
             labels.append(element("rect", x=centre - 30, y=y + 3, width=60 * share, height=4.0, fill=MUTED))
             y += 6
@@ -455,7 +456,7 @@ def _schedule_legend(body: List[str], y: float, training: bool, placement: Place
         body.append(text(x + 19, y + 11, label, 11))
         x += 19 + text_width(label, 11) + 16
     slowest = placement.bottleneck_ipu
-    note = (f"A cycle lasts as long as IPU {slowest}, which computes the most, takes for its work "
+    note = (f"A cycle lasts as long as IPU {slowest}, the slowest, takes for its work "
             f"(marked: its stages).")
     body.append(text(MARGIN, y + 32, note, 11, fill=MUTED))
     return y + 40

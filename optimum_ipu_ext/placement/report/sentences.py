@@ -31,12 +31,12 @@ def gflop(flops: int) -> str:
     return f"{flops / 1e9:,.1f}"
 
 
+def milliseconds(value: float) -> str:
+    return f"{1e3 * value:,.2f}"
+
+
 def seconds(value: float) -> str:
     return f"{value:.3g} s"
-
-
-def milliseconds(value: float) -> str:
-    return f"{1000 * value:.3g} ms"
 
 
 def percent(share: float) -> str:
@@ -125,7 +125,7 @@ def pipeline_line(placement: PlacementView) -> str:
     stages = placement.stages
     ipus = ", ".join(str(stage.ipu) for stage in stages)
     slowest = placement.bottleneck_ipu
-    pace = f"; IPU {slowest} computes the most and sets the pace" if slowest is not None else ""
+    pace = f"; IPU {slowest} takes the longest and sets the pace" if slowest is not None else ""
     if placement.cycles is None:
         return f"Not pipelined: the {len(stages)} stages (IPUs {ipus}) run one micro-batch at a time{pace}."
     return (f"Pipeline: {len(stages)} stages (IPUs {ipus}), {placement.cycles:,} cycles a step, "
@@ -138,8 +138,13 @@ def time_line(placement: PlacementView) -> Optional[str]:
     if time is None:
         return None
     parts = ", ".join(f"{name.replace('_', ' ')} {seconds(value)}" for name, value in time.parts.items())
-    return (f"Time: {seconds(time.step_seconds)} a step on {time.ipu.label} IPUs ({parts}): "
-            f"{time.samples_per_step:,} samples, {time.samples_per_second:,.1f} a second.")
+    low, high = time.samples_per_second_range
+    line = (f"Time: {seconds(time.step_seconds)} a step on {time.ipu.label} IPUs ({parts}): "
+            f"{time.samples_per_step:,} samples, {time.samples_per_second:,.1f} a second, {low:,.0f}-{high:,.0f} by "
+            f"the model's error on {time.runs} measured runs (data loading not counted).")
+    if time.outside:
+        line += f" Outside the measured runs: {'; '.join(time.outside)}."
+    return line
 
 
 def memory_reason(placement: PlacementView, style: Style = plain) -> str:
@@ -212,12 +217,17 @@ def _generation_time(generation: Mapping[str, Any]) -> List[str]:
     time = generation["time"]
     if time is None:
         return []
-    replicas = time["replicas"]
-    return [f"Time on {IPU_TYPES[time['ipu']].label} IPUs: {seconds(time['first_token_seconds'])} to the first token "
-            f"(the encoder {seconds(time['parts']['encoder'])}), {milliseconds(time['token_seconds'])} a token: "
+    replicas, model = time["replicas"], time["time_model"]
+    low, high = time["job_tokens_per_second_range"]
+    line = (f"Time on {IPU_TYPES[time['ipu']].label} IPUs: {seconds(time['first_token_seconds'])} to the first token "
+            f"(the encoder {seconds(time['parts']['encoder'])}), {milliseconds(time['token_seconds'])} ms a token: "
             f"{time['tokens_per_second']:,.1f} tokens a second for a replica's batch, "
-            f"{time['job_tokens_per_second']:,.1f} for the job's {replicas} replica{'s' if replicas > 1 else ''}; "
-            f"{seconds(time['sequence_seconds'])} for {generation['max_length']:,} tokens."]
+            f"{time['job_tokens_per_second']:,.1f} for the job's {replicas} replica{'s' if replicas > 1 else ''} "
+            f"({low:,.0f}-{high:,.0f} by the model's error on {model['runs']} measured runs); "
+            f"{seconds(time['sequence_seconds'])} for {generation['max_length']:,} tokens.")
+    if model["outside"]:
+        line += f" Outside the measured runs: {'; '.join(model['outside'])}."
+    return [line]
 
 
 def summary_lines(placement: PlacementView, config: Optional[str] = None) -> List[str]:
@@ -236,6 +246,18 @@ def summary_lines(placement: PlacementView, config: Optional[str] = None) -> Lis
 SWITCHES = (("recompute_checkpoint_every_layer", "Checkpoint every layer", "checkpoints"),
             ("optimizer_state_offchip", "State off chip", "state off chip"),
             ("replicated_tensor_sharding", "RTS", "RTS"))
+
+
+def band_line(plan: PlanView) -> Optional[str]:
+    """What the speeds of a plan are worth: how measured runs compared with the model (None: no time)."""
+    timed = [candidate.placement.time for candidate in plan.candidates
+             if candidate.placement is not None and candidate.placement.time is not None]
+    if not timed:
+        return None
+    time = timed[0]
+    low, high = (range_ / time.samples_per_second for range_ in time.samples_per_second_range)
+    return (f"Speeds are the model's: runs measured {low:.2f} to {high:.2f} times its figure ({time.runs} runs, each "
+            "left out of the fit in turn); it ranks builds of one model.")
 
 
 def plan_title(plan: PlanView) -> str:

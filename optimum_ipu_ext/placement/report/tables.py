@@ -24,7 +24,7 @@ def placement_table(placement: PlacementView) -> Table:
                mib(ipu.streaming_bytes)]
         if placement.counted:
             row += [gflop(ipu.forward_flops), gflop(ipu.backward_flops + ipu.recompute_flops),
-                    percent(ipu.flops / placement.slowest_flops)]
+                    percent(ipu.cycle_seconds / placement.slowest_cycle)]
         rows.append(row)
     return headers, rows
 

@@ -8,12 +8,14 @@ from ..estimate.memory import Verdict
 from .sentences import (
     SWITCHES,
     Style,
+    band_line,
     candidate_sentence,
     compress,
     generation_lines,
     gflop,
     memory_reason,
     mib,
+    milliseconds,
     percent,
     pipeline_line,
     plain,
@@ -93,7 +95,7 @@ def placement_text(data: Mapping[str, Any], style: Style = plain) -> str:
                     gflop(part["token_flops"])]
         elif counted:
             row += [gflop(ipu.forward_flops), gflop(ipu.backward_flops + ipu.recompute_flops),
-                    percent(ipu.flops / placement.slowest_flops)]
+                    percent(ipu.cycle_seconds / placement.slowest_cycle)]
         rows.append(row)
     lines = [f"{style(placement.model, 'bold')}: {placement.architecture}, {placement.build}, "
              f"{shape_clause(placement)}", ""]
@@ -112,10 +114,10 @@ def placement_text(data: Mapping[str, Any], style: Style = plain) -> str:
     legend = ", ".join(f"{letter} {name}" for name, letter in placement.bar_parts)
     if generating:
         lines.append(f"Bars: {legend} (of the IPU's largest step); KV caches: the self-attention's and the cross "
-                     "caches; a token: one decoder step, the first's FLOPs besides in --json.")
+                     "caches; a token: one decoder step, the first's besides in --json.")
     elif counted:
-        lines.append(f"Bars: {legend}; backward FLOPs count the recomputation; pace: the share of the slowest IPU's "
-                     "FLOPs.")
+        lines.append(f"Bars: {legend}; backward FLOPs count the recomputation; pace: the IPU's cycle, as a share of "
+                     "the slowest IPU's.")
     lines.append(f"Assumes {data['assumptions']}.")
     return "\n".join(lines)
 
@@ -131,12 +133,12 @@ def comparison_text(current: Mapping[str, Any], proposal: Mapping[str, Any], sty
         return style(f"Balanced: the config's layers_per_ipu already makes {goal}.", "bold")
     rows = [["IPU", "Layers", "Balanced", "On chip, MiB", "Balanced, MiB"]]
     if timed:
-        rows[0] += ["GFLOP", "Balanced, GFLOP"]
+        rows[0] += ["Cycle, ms", "Balanced, ms"]
     for now, then in zip(now_view.ipus, then_view.ipus):
         row = [str(now.ipu), str(len(now.layers)), str(len(then.layers)), mib(now.on_chip_bytes),
                mib(then.on_chip_bytes)]
         if timed:
-            row += [gflop(now.flops), gflop(then.flops)]
+            row += [milliseconds(now.cycle_seconds), milliseconds(then.cycle_seconds)]
         rows.append(row)
     table, _ = _columns(rows, ())
     lines = [style(f"Balanced: layers_per_ipu {list(then_view.layers_per_ipu)} (the config's: "
@@ -147,8 +149,8 @@ def comparison_text(current: Mapping[str, Any], proposal: Mapping[str, Any], sty
     largest = max(ipu.on_chip_bytes for ipu in then_view.ipus)
     summary = f"The largest on-chip figure: {mib(largest)} MiB instead of {mib(largest_now)} MiB"
     if timed:
-        summary = (f"The slowest IPU: {gflop(then_view.slowest_flops)} GFLOP a micro-batch instead of "
-                   f"{gflop(now_view.slowest_flops)}; " + summary[0].lower() + summary[1:])
+        summary = (f"The slowest IPU: {milliseconds(then_view.slowest_cycle)} ms a cycle instead of "
+                   f"{milliseconds(now_view.slowest_cycle)}; " + summary[0].lower() + summary[1:])
     lines.append(f"{summary}; it {verdict}.")
     return "\n".join(lines)
 
@@ -183,4 +185,7 @@ def plan_text(data: Mapping[str, Any], top: int = 10) -> str:
     if plan.reference is not None:
         lines.append(f"The base config (base in the table): {candidate_sentence(plan.reference)}, "
                      f"{plan.reference.verdict.value}.")
+    band = band_line(plan)
+    if band:
+        lines.append(band)
     return "\n".join(lines)

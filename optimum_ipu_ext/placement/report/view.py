@@ -41,6 +41,7 @@ class IPUView:
     forward_flops: Optional[int]
     backward_flops: Optional[int]
     recompute_flops: Optional[int]
+    cycle_seconds: Optional[float]
     verdict: Verdict
     generation: Optional[Mapping[str, int]] = None
 
@@ -76,13 +77,17 @@ class StageView:
 
 @dataclass(frozen=True)
 class TimeView:
-    """A step: its seconds by part on IPUs of type `ipu`, and its samples."""
+    """A step: its seconds by part on IPUs of type `ipu`, and its samples; the samples a second a run would measure
+    by the model's error on the `runs` measured runs of its calibration, and how the build is outside them."""
 
     ipu: IPUType
     step_seconds: float
     samples_per_step: int
     samples_per_second: float
     parts: Mapping[str, float]
+    samples_per_second_range: Tuple[float, float]
+    runs: int
+    outside: Tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -145,9 +150,10 @@ class PlacementView:
         return DOES_NOT_RUN if self.problems else self.verdict.value
 
     @property
-    def slowest_flops(self) -> int:
-        """The FLOPs of the IPU that computes the most (1 where none computes: a share of it is then 0)."""
-        return max(ipu.flops for ipu in self.ipus) or 1
+    def slowest_cycle(self) -> float:
+        """The seconds of the slowest IPU's cycle, which paces them all (1 where none has any: a share of it is
+        then 0)."""
+        return max(ipu.cycle_seconds for ipu in self.ipus) or 1.0
 
     @property
     def schedule(self) -> Optional[ScheduleView]:
@@ -167,7 +173,8 @@ def _ipu(data: Mapping[str, Any], memory: int, reserve: int) -> IPUView:
                    data["on_chip_bytes"], data["streaming_bytes"], data["weights_bytes"],
                    data["gradient_accumulator_bytes"], data["optimizer_state_bytes"], data["update_bytes"],
                    data["stash_bytes"], data["recompute_bytes"], data["forward_flops"], data["backward_flops"],
-                   data["recompute_flops"], verdict_of(data["on_chip_bytes"], memory, reserve), data.get("generation"))
+                   data["recompute_flops"], data["cycle_seconds"], verdict_of(data["on_chip_bytes"], memory, reserve),
+                   data.get("generation"))
 
 
 def placement_view(data: Mapping[str, Any]) -> PlacementView:
@@ -175,8 +182,10 @@ def placement_view(data: Mapping[str, Any]) -> PlacementView:
     memory, reserve = data["ipu_memory_bytes"], data["reserve_bytes"]
     time = None
     if data["step_seconds"] is not None:
+        model = data["time_model"]
         time = TimeView(IPU_TYPES[data["ipu"]], data["step_seconds"], data["samples_per_step"],
-                        data["samples_per_second"], data["step_parts"])
+                        data["samples_per_second"], data["step_parts"], tuple(data["samples_per_second_range"]),
+                        model["runs"], tuple(model["outside"]))
     return PlacementView(
         data["model"], data["architecture"], data["build"], tuple(data["layers_per_ipu"]), data["micro_batch_size"],
         data["sequence_length"], data["decoder_sequence_length"], memory, reserve, Verdict(data["verdict"]),

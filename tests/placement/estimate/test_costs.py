@@ -10,7 +10,9 @@ from optimum_ipu_ext import PlacementError, PlainIPUConfig
 from optimum_ipu_ext.placement.estimate.costs import StepCost, block_costs
 from optimum_ipu_ext.placement.estimate.layout import lay_out
 from optimum_ipu_ext.placement.estimate.pipeline import Execution, ipu_work, stages_of
+from optimum_ipu_ext.placement.hardware import matmul_cycles
 from optimum_ipu_ext.placement.models import ARCHITECTURES, resolve_shape
+from optimum_ipu_ext.placement.models.blocks import MatmulOp, Operations, backward_operations, forward_operations
 from optimum_ipu_ext.placement.models.rules import Block, InputShape, Run
 
 BERT_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
@@ -138,8 +140,14 @@ def test_an_image_of_a_height_and_a_width_is_cut_into_patches_of_theirs():
     halved on a side by each stage's downsampling."""
     b, pixels = 2, 3 * 224 * 160
     vit = costs_of("ViTForImageClassification", {"image_size": [224, 160], "patch_size": [16, 8]}, b)
-    assert vit["vit.embeddings"] == StepCost(2 * b * pixels, 2 * b * pixels, 2 * b * (14 * 20 + 1) * 768,
-                                              2 * b * 768 * 14 * 20 * 3 * 16 * 8)
+    embeddings = vit["vit.embeddings"]
+    assert embeddings[:4] == StepCost(2 * b * pixels, 2 * b * pixels, 2 * b * (14 * 20 + 1) * 768,
+                                      2 * b * 768 * 14 * 20 * 3 * 16 * 8)[:4]
+    # one product: the 768 filters of 3 x 16 x 8 weights by each image's 14 x 20 patches
+    projection = MatmulOp(1, 768, 3 * 16 * 8, b * 14 * 20)
+    assert (embeddings.forward, embeddings.backward) == (forward_operations(projection),
+                                                         backward_operations(projection))
+    assert embeddings.forward == Operations(1, matmul_cycles(1, 768, 3 * 16 * 8, b * 14 * 20), 0)
     convnext = costs_of("ConvNextForImageClassification", {"image_size": [224, 160]}, b)
     assert convnext["convnext.embeddings"].output_bytes == 2 * b * 96 * 56 * 40
     assert convnext["convnext.encoder.stages.1.downsampling_layer"].forward_flops == 2 * b * 192 * 28 * 20 * 96 * 4

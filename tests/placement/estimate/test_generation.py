@@ -171,7 +171,7 @@ def test_the_encoder_on_the_decoder_s_ipu_fills_a_buffer_expanded_to_the_beams()
     placement = placed(WHISPER, one, {"use_cond_encoder": True}, batch_size=2, num_beams=3, max_length=20)
     assert placement.generation.cond_encoder and len(placement.ipus) == 1
     assert placement.ipus[0].generation.encoder_output_bytes == (2 + 6) * 50 * 64 * 2
-    assert placement.ipus[0].generation.encoder_flops and placement.ipus[0].generation.token_flops
+    assert placement.ipus[0].generation.encoder.flops and placement.ipus[0].generation.token.flops
 
 
 @pytest.mark.parametrize("beams, state", [(1, 3 * 20 * 4), (2, (2 * 6 * 20 + 4 * 6) * 4)])
@@ -194,7 +194,7 @@ def test_the_on_chip_figure_adds_what_generating_keeps_to_the_weights():
 def test_a_kv_cache_step_computes_less_than_recomputing_the_whole_sequence():
     cached = placed(WHISPER, THREE, max_length=40).ipus[2].generation
     recomputed = placed(WHISPER, THREE, {"use_cache": False}, max_length=40).ipus[2].generation
-    assert 0 < cached.token_flops < recomputed.token_flops
+    assert 0 < cached.token.flops < recomputed.token.flops
     assert cached.kv_cache_bytes and not recomputed.kv_cache_bytes
 
 
@@ -224,3 +224,71 @@ def test_a_build_nothing_smaller_fits_says_so():
                                                          "inference_layers_per_ipu": [2, 100]},
                        batch_size=2, max_length=10)
     assert placement.fitting == {"batch_size": None, "max_length": None}
+
+
+# --- its time -------------------------------------------------------------------------------------------------------
+
+
+def _timed(placement):
+    """The placement's time model, and its IPUs' parts."""
+    return placement.generation_time, [ipu.generation for ipu in placement.ipus]
+
+
+def test_each_pass_runs_its_executor_s_ipus_in_turn_on_the_time_model(tmp_path):
+    config = PlainIPUConfig(**THREE)
+    placer = config.placer(WHISPER, generate={"max_length": 20, "batch_size": 2})
+    placement = placer.place()
+    time, parts = _timed(placement)
+    model = placer.configured.cost_model.time
+    assert time.step_seconds == sum(model.cycle_seconds(part.token.work) for part in parts)
+    assert time.first_step_seconds == sum(model.cycle_seconds(part.first_token.work) for part in parts)
+    assert time.encoder_seconds > sum(model.cycle_seconds(part.encoder.work) for part in parts)  # and its call
+    assert parts[0].token.flops == 0 and parts[1].encoder.flops == parts[2].encoder.flops == 0
+    # the decoder's second IPU receives its first layer's input from the first: the hidden state and the encoder's
+    # output; the first takes its ids from the host, and the last hidden state back for the head
+    assert parts[2].token.exchange_bytes == 2 * 1 * 64 * 2 + 2 * 50 * 64 * 2
+    assert parts[1].token.exchange_bytes == 2 * 1 * 64 * 2
+    assert time.first_token_seconds == time.encoder_seconds + time.first_step_seconds + time.call_seconds
+    assert time.token_seconds == time.step_seconds + time.call_seconds
+    assert time.job_tokens_per_second == 2 / time.token_seconds
+
+
+def test_tokens_generated_on_the_device_share_a_call():
+    host = placed(WHISPER, THREE, max_length=20).generation_time
+    device = placed(WHISPER, THREE, {"on_device_generation_steps": 8}, max_length=20).generation_time
+    assert device.tokens_per_call == 8 and host.tokens_per_call == 1
+    assert device.token_seconds == device.step_seconds + device.call_seconds / 8
+    assert device.token_seconds < host.token_seconds
+    # the first token comes back with the call's last
+    assert device.first_token_seconds == (device.encoder_seconds + device.first_step_seconds
+                                          + 7 * device.step_seconds + device.call_seconds)
+
+
+def test_an_encoder_output_kept_on_the_ipus_is_not_sent_with_every_call():
+    sent = placed(BART, THREE, max_length=20, batch_size=4).generation_time
+    kept = placed(BART, THREE, {"use_encoder_output_buffer": True}, max_length=20, batch_size=4).generation_time
+    assert kept.call_seconds < sent.call_seconds
+    assert kept.step_seconds == sent.step_seconds
+
+
+def test_a_cross_cache_saves_the_projections_of_each_step_but_the_first():
+    cached = placed(WHISPER, THREE, {"use_cross_cache": True, "encoder_max_length": 50}, max_length=20)
+    projected = placed(WHISPER, THREE, max_length=20)
+    assert cached.generation_time.step_seconds < projected.generation_time.step_seconds
+    assert cached.generation_time.first_step_seconds == pytest.approx(projected.generation_time.first_step_seconds,
+                                                                      rel=0.05)
+
+
+def test_replicas_multiply_the_job_s_tokens_a_second():
+    one = placed(WHISPER, THREE, max_length=20).generation_time
+    four = placed(WHISPER, dict(THREE, inference_replication_factor=4), max_length=20).generation_time
+    assert four.replicas == 4 and four.job_tokens_per_second == pytest.approx(4 * one.job_tokens_per_second,
+                                                                              rel=0.02)
+
+
+def test_the_time_says_what_the_measured_runs_did_not_cover():
+    time = placed(WHISPER, THREE, max_length=20).generation_time
+    assert "no measured run of a whisper model" in time.outside
+    assert any(note.startswith("1 rows a matrix product") for note in time.outside)
+    low, high = time.job_tokens_per_second_range
+    assert low < time.job_tokens_per_second < high

@@ -1,5 +1,6 @@
 """The pipeline a placement runs: how the build runs it read off its options, PopART's independent stages and their
-stash depths, what each IPU stashes and recomputes, the cycles of a step and what poptorch refuses."""
+stash depths, what each IPU stashes, recomputes, runs and receives each cycle, the cycles of a step and what poptorch
+refuses."""
 
 import pytest
 
@@ -19,6 +20,7 @@ from optimum_ipu_ext.placement.estimate.pipeline import (
     work,
 )
 from optimum_ipu_ext.placement.models import ARCHITECTURES
+from optimum_ipu_ext.placement.models.blocks import NO_OPERATIONS, Operations
 from optimum_ipu_ext.placement.models.rules import DECODER, ENCODER, MODEL
 
 TRAINING = Execution(True, True, False, False, 8, "gradient_accumulation_steps")
@@ -119,50 +121,69 @@ def step(path, layer=None):
 
 
 EMBEDDING, LAYER0, LAYER1, HEAD = step("embedding"), step("layer0", 0), step("layer1", 1), step("head")
-# activation, input (from the step before), output, forward FLOPs
-COSTS = {"embedding": StepCost(100, 4, 10, 0), "layer0": StepCost(300, 10, 10, 1000),
-         "layer1": StepCost(200, 10, 10, 1000), "head": StepCost(250, 10, 1, 3000)}
+# activation, input (from the step before), output, forward FLOPs; the operations of the forward and the backward
+# pass: (count, matmul cycles, elementwise elements)
+COSTS = {"embedding": StepCost(100, 4, 10, 0, Operations(1, 0.0, 40), Operations(1, 0.0, 80)),
+         "layer0": StepCost(300, 10, 10, 1000, Operations(10, 500.0, 60), Operations(20, 1000.0, 120)),
+         "layer1": StepCost(200, 10, 10, 1000, Operations(10, 400.0, 50), Operations(20, 800.0, 100)),
+         "head": StepCost(250, 10, 1, 3000, Operations(2, 1500.0, 30), Operations(3, 3000.0, 60))}
+# the four steps' forward operations (23, 2400.0, 180) and backward ones (44, 4800.0, 360); a training cycle runs
+# one forward, one backward and, recomputing, the forward again; it receives the stage's input (4 bytes) and, in
+# training, the gradient of its output (1 byte)
+FORWARD, BACKWARD = Operations(23, 2400.0, 180), Operations(44, 4800.0, 360)
 
 
 @pytest.mark.parametrize("execution, expected", [
     # stash: 3 x the stage's input; recomputed at once: the whole stage
-    (RECOMPUTING, PipelineWork(850, 3 * 4, 850, 5000, 10000, 5000)),
+    (RECOMPUTING, PipelineWork(850, 3 * 4, 850, 5000, 10000, 5000, Operations(2 * 23 + 44, 9600.0, 720), 4 + 1)),
     # stash: 3 x (the input and each layer's checkpointed output); recomputed at once: the embedding and the first
     # layer, the second layer, the head
-    (CHECKPOINTING, PipelineWork(850, 3 * (4 + 10 + 10), 100 + 300, 5000, 10000, 5000)),
+    (CHECKPOINTING, PipelineWork(850, 3 * (4 + 10 + 10), 100 + 300, 5000, 10000, 5000,
+                                 Operations(2 * 23 + 44, 9600.0, 720), 4 + 1)),
     # every activation stashed, and those of the micro-batch run backward kept
-    (TRAINING, PipelineWork(850, 3 * 850, 850, 5000, 10000, 0)),
-    (SHARDED, PipelineWork(850, 0, 850, 5000, 10000, 0)),
-    # inference keeps nothing for a backward pass
-    (INFERENCE, PipelineWork(0, 0, 0, 5000, 0, 0)),
+    (TRAINING, PipelineWork(850, 3 * 850, 850, 5000, 10000, 0, Operations(23 + 44, 7200.0, 540), 4 + 1)),
+    (SHARDED, PipelineWork(850, 0, 850, 5000, 10000, 0, Operations(23 + 44, 7200.0, 540), 4 + 1)),
+    # inference keeps nothing for a backward pass, runs the forward once and receives the input alone
+    (INFERENCE, PipelineWork(0, 0, 0, 5000, 0, 0, FORWARD, 4)),
 ])
 def test_what_one_stage_stashes_and_recomputes(execution, expected):
     depth = stash_depth(0, 2, execution)
-    assert work([(depth, [EMBEDDING, LAYER0, LAYER1, HEAD])], COSTS, execution) == expected
+    found = work([(depth, [EMBEDDING, LAYER0, LAYER1, HEAD])], COSTS, execution)
+    assert found == expected
+    passes = (2 if execution.recomputes else 1, 1 if execution.training else 0)
+    assert found.operations == FORWARD.plus(FORWARD, passes[0] - 1).plus(BACKWARD, passes[1])
 
 
 def test_an_ipu_running_two_stages_stashes_for_both_and_recomputes_the_larger():
+    # forward (13, 2000.0, 130), backward (24, 4000.0, 260); each stage receives its input and its output's gradient:
+    # 4 + 10 bytes, then 10 + 1
     found = work([(3, [EMBEDDING, LAYER0]), (1, [HEAD])], COSTS, RECOMPUTING)
-    assert found == PipelineWork(650, 3 * 4 + 1 * 10, 400, 4000, 8000, 4000)
+    assert found == PipelineWork(650, 3 * 4 + 1 * 10, 400, 4000, 8000, 4000, Operations(2 * 13 + 24, 8000.0, 520),
+                                 (4 + 10) + (10 + 1))
     found = work([(3, [EMBEDDING, LAYER0]), (1, [HEAD])], COSTS, TRAINING)
-    assert found == PipelineWork(650, 3 * 400 + 1 * 250, 650, 4000, 8000, 0)
+    assert found == PipelineWork(650, 3 * 400 + 1 * 250, 650, 4000, 8000, 0, Operations(13 + 24, 6000.0, 390),
+                                 (4 + 10) + (10 + 1))
 
 
 def test_a_module_wrapped_but_never_called_costs_nothing():
     uncalled = ForwardStep(MODEL, "unused", False, None, 0, None, OnIPU(0))
-    assert work([(1, [uncalled, LAYER1])], COSTS, RECOMPUTING) == PipelineWork(200, 0, 200, 1000, 2000, 1000)
+    # the stage's input is the uncalled module's, nothing; the second layer's operations are run as ever
+    assert work([(1, [uncalled, LAYER1])], COSTS, RECOMPUTING) == PipelineWork(
+        200, 0, 200, 1000, 2000, 1000, Operations(2 * 10 + 20, 1600.0, 200), 0 + 10)
 
 
 def test_each_ipu_does_the_work_of_its_stages():
     first = Stage(0, ("embedding",), 3, (EMBEDDING, LAYER0))
     second = Stage(1, ("layer1",), 1, (LAYER1._replace(ipu=1),))
     assert ipu_work(3, [first, second], COSTS, TRAINING) == (
-        PipelineWork(400, 1200, 400, 1000, 2000, 0), PipelineWork(200, 200, 200, 1000, 2000, 0),
-        PipelineWork(0, 0, 0, 0, 0, 0))
+        PipelineWork(400, 1200, 400, 1000, 2000, 0, Operations(11 + 21, 1500.0, 300), 4 + 10),
+        PipelineWork(200, 200, 200, 1000, 2000, 0, Operations(10 + 20, 1200.0, 150), 10 + 10),
+        PipelineWork(0, 0, 0, 0, 0, 0, NO_OPERATIONS, 0))
     # an IPU running no stage recomputes nothing either
     assert ipu_work(3, [first, second], COSTS, RECOMPUTING) == (
-        PipelineWork(400, 3 * 4, 400, 1000, 2000, 1000), PipelineWork(200, 10, 200, 1000, 2000, 1000),
-        PipelineWork(0, 0, 0, 0, 0, 0))
+        PipelineWork(400, 3 * 4, 400, 1000, 2000, 1000, Operations(2 * 11 + 21, 2000.0, 400), 4 + 10),
+        PipelineWork(200, 10, 200, 1000, 2000, 1000, Operations(2 * 10 + 20, 1600.0, 200), 10 + 10),
+        PipelineWork(0, 0, 0, 0, 0, 0, NO_OPERATIONS, 0))
     assert PipelineWork(1, 2, 3, 4, 5, 6).flops == 4 + 5 + 6
 
 

@@ -102,9 +102,9 @@ def test_each_ipu_holds_upstream_s_buffers_and_computes_its_flops(architecture, 
     assert "encoder" not in reference["buffers"]
     assert sum(buffers.values()) == sum(reference["buffer_names"].values())
     ipus = reference["ipus"]
-    assert {ipu.ipu: ipu.generation.encoder_flops for ipu in placement.ipus if ipu.generation.encoder_flops} == \
+    assert {ipu.ipu: ipu.generation.encoder.flops for ipu in placement.ipus if ipu.generation.encoder.flops} == \
         _per_ipu(reference["encoder"], ipus["encoder"], 0)
-    for ours_flops, measured in (("token_flops", reference["token"]), ("first_token_flops", reference["first"])):
-        assert {ipu.ipu: getattr(ipu.generation, ours_flops) for ipu in placement.ipus
-                if getattr(ipu.generation, ours_flops)} == _per_ipu(measured, ipus["decoder"], decoder.first_ipu)
+    for part, measured in (("token", reference["token"]), ("first_token", reference["first"])):
+        assert {ipu.ipu: getattr(ipu.generation, part).flops for ipu in placement.ipus
+                if getattr(ipu.generation, part).flops} == _per_ipu(measured, ipus["decoder"], decoder.first_ipu)
     assert encoder.ipus + decoder.ipus == len(placement.ipus)

@@ -1,16 +1,21 @@
 """`placement/models/blocks.py`: each building block's parameters as torch names them, what it keeps and what it
-computes, as closed forms (test_upstream_costs.py checks them within the families, against upstream's models); a step
-of blocks: its parameters under its path, each tensor kept once, the bytes of each kind of element."""
+computes, as closed forms (test_upstream_costs.py checks them within the families, against upstream's models); the
+operations the IPU runs for it (its matrix products give its FLOPs; a product's backward is two products, an
+elementwise operation's touches twice its elements, a frozen block has none); a step of blocks: its parameters under
+its path, each tensor kept once, the bytes of each kind of element, the operations of its two passes."""
 
 import pytest
 
+from optimum_ipu_ext.placement.hardware import matmul_cycles
 from optimum_ipu_ext.placement.models.blocks import (
     BOOL,
     INTEGER,
+    NO_OPERATIONS,
     Activation,
     Attention,
     Convolution,
     CrossEntropy,
+    ElementwiseOp,
     Embedding,
     Frozen,
     GroupNorm,
@@ -18,12 +23,16 @@ from optimum_ipu_ext.placement.models.blocks import (
     LayerNorm,
     Linear,
     Matmul,
+    MatmulOp,
+    Operations,
     Parameter,
     RMSNorm,
     Saved,
     Sequential,
     StepCost,
     Unused,
+    backward_operations,
+    forward_operations,
 )
 
 
@@ -88,8 +97,14 @@ def test_a_step_names_its_parameters_under_its_path_and_keeps_each_tensor_once()
                       enters=(Saved("x", 15),), leaves=(Saved("ids", 3, INTEGER),))
     assert step.parameters("layer.0") == {"layer.0.query.weight": (5, 5), "layer.0.query.bias": (5,),
                                           "layer.0.key.weight": (5, 5), "layer.0.key.bias": (5,)}
-    assert step.cost(False) == StepCost(2 * 15 + 3, 2 * 15, 4 * 3, 2 * (2 * 3 * 5 * 5))
-    assert step.cost(True) == StepCost(4 * 15 + 3, 4 * 15, 4 * 3, 2 * (2 * 3 * 5 * 5))
+    assert step.cost(False)[:4] == StepCost(2 * 15 + 3, 2 * 15, 4 * 3, 2 * (2 * 3 * 5 * 5))[:4]
+    assert step.cost(True)[:4] == StepCost(4 * 15 + 3, 4 * 15, 4 * 3, 2 * (2 * 3 * 5 * 5))[:4]
+    # forward: two products of a 5 x 5 weight by 3 rows and the mask's 3 elements; backward: each product's two
+    # (A^T dY, 5 x 5 by 3 rows; dY X^T, 5 x 3 by 5 rows) and the mask's, reading twice its elements
+    product, weight_gradient = matmul_cycles(1, 5, 5, 3), matmul_cycles(1, 5, 3, 5)
+    assert step.cost(False).forward == Operations(3, pytest.approx(2 * product), 3)
+    assert step.cost(False).backward == Operations(5, pytest.approx(2 * (product + weight_gradient)), 6)
+    assert step.cost(True)[4:] == step.cost(False)[4:]  # fp32 changes the bytes, not the operations
 
 
 @pytest.mark.parametrize("kind, fp16, fp32", [("float", 2, 4), (INTEGER, 4, 4), (BOOL, 1, 1)])
@@ -119,7 +134,9 @@ def test_frozen_modules_hold_their_parameters_and_compute_but_keep_nothing():
     step = Sequential(Frozen(convolution, (norm,)))
     assert step.parameters("extractor") == {"extractor.conv.weight": (4, 1, 3), "extractor.norm.weight": (4,),
                                             "extractor.norm.bias": (4,)}
-    assert step.cost(False) == StepCost(0, 0, 0, convolution.flops)
+    assert step.cost(False)[:4] == StepCost(0, 0, 0, convolution.flops)[:4]
+    assert step.cost(False).forward == forward_operations(convolution.ops[0]).plus(forward_operations(norm.ops[0]))
+    assert step.cost(False).backward == NO_OPERATIONS
 
 
 def test_a_parameter_named_nothing_is_the_one_the_step_s_path_names():
@@ -128,6 +145,75 @@ def test_a_parameter_named_nothing_is_the_one_the_step_s_path_names():
                                                                             "model.norm.bias": (6,)}
 
 
-def test_a_block_shows_its_kind_its_parameters_what_it_keeps_and_its_flops():
+def test_a_block_shows_its_kind_its_parameters_what_it_keeps_its_flops_and_its_ops():
     linear = Linear("dense", 2, 3, rows=5, x="x")
-    assert repr(linear) == (f"Linear({{'dense.weight': (3, 2), 'dense.bias': (3,)}}, ({Saved('x', 10)!r},), 60)")
+    assert repr(linear) == (f"Linear({{'dense.weight': (3, 2), 'dense.bias': (3,)}}, ({Saved('x', 10)!r},), 60, "
+                            "(MatmulOp(batch=1, m=3, k=2, n=5),))")
+
+
+# --- the operations the IPU runs ---------------------------------------------------------------------------------
+
+
+def product_flops(module):
+    """The FLOPs of a block's matrix products, 2 x batch x m x k x n each."""
+    return sum(2 * op.batch * op.m * op.k * op.n for op in module.ops if isinstance(op, MatmulOp))
+
+
+@pytest.mark.parametrize("module", [
+    Linear("dense", 5, 7, 3, "x"),
+    Linear("c_attn", 5, 7, 3, "x", transposed=True, bias=False),
+    Matmul(2, 3, 5, 7),
+    Attention("self", 2, 3, 5, 7, 11),
+    Attention("cross", 1, 4, 6, 9, 8),
+    Convolution("conv", 8, 6, (3, 2), 2, 10, "x", 99, groups=2),
+    Convolution("conv", 3, 768, (16, 8), 2, 14 * 20, "pixels", 99),
+    Convolution("conv", 8, 8, (5,), 2, 9, "x", 0, groups=2, weight_norm=2),
+], ids=repr)
+def test_the_matrix_products_of_a_block_give_its_flops(module):
+    assert product_flops(module) == module.flops > 0
+
+
+def test_each_block_s_products_take_the_shape_of_its_weight_and_its_rows():
+    """A product Y[m x n] = A[m x k] X[k x n] reuses A (the weight) across the n rows (the tokens)."""
+    assert Linear("dense", 5, 7, 3, "x").ops == (MatmulOp(1, 7, 5, 3),)
+    assert Matmul(2, 3, 5, 7).ops == (MatmulOp(2, 3, 5, 7),)
+    # a product per group: its 3 filters of 4 channels x 3 x 2 by the 2 x 10 positions
+    assert Convolution("conv", 8, 6, (3, 2), 2, 10, "x", 99, groups=2).ops == (MatmulOp(2, 3, 4 * 3 * 2, 2 * 10),)
+    # the scores q k^T of each head of each example, their softmax, then their product by v
+    assert Attention("self", 2, 3, 5, 7, 11).ops == (MatmulOp(6, 5, 11, 7), ElementwiseOp(6 * 5 * 7),
+                                                     MatmulOp(6, 5, 7, 11))
+
+
+def test_the_other_blocks_touch_their_elements_and_hold_no_product():
+    assert LayerNorm("norm", 5, 3, "x").ops == RMSNorm("norm", 5, 3, "x").ops == (ElementwiseOp(15),)
+    assert GroupNorm("norm", 4, 8, 3, 10, "x").ops == (ElementwiseOp(3 * 8 * 10),)
+    assert Activation("x", 9).ops == Keeps("mask", 9, BOOL).ops == (ElementwiseOp(9),)
+    assert CrossEntropy("loss", 3, 7).ops == (ElementwiseOp(21),)
+    assert Embedding("words", 11, 5, "ids", 6).ops == (ElementwiseOp(6 * 5),)
+    assert Embedding("positions", 11, 5).ops == Parameter("bias", (7,)).ops == ()
+    assert Unused(Linear("cross", 5, 5, 3, "x")).ops == ()
+
+
+def test_a_product_s_backward_is_the_gradients_of_its_two_operands():
+    """dX = A^T dY: A^T [k x m] by dY [m x n], n rows; dA = dY X^T: dY [m x n] by X^T [n x k], k rows (A's)."""
+    op = MatmulOp(2, 3, 5, 7)
+    assert forward_operations(op) == Operations(1, matmul_cycles(2, 3, 5, 7), 0)
+    assert backward_operations(op) == Operations(2, matmul_cycles(2, 5, 3, 7) + matmul_cycles(2, 3, 7, 5), 0)
+    # each of the two does the forward's arithmetic: the backward has twice its FLOPs
+    gradients = (MatmulOp(2, 5, 3, 7), MatmulOp(2, 3, 7, 5))
+    assert sum(2 * g.batch * g.m * g.k * g.n for g in gradients) == 2 * (2 * 2 * 3 * 5 * 7)
+
+
+def test_an_elementwise_operation_s_backward_reads_the_gradient_beside_its_input():
+    assert forward_operations(ElementwiseOp(9)) == Operations(1, 0.0, 9)
+    assert backward_operations(ElementwiseOp(9)) == Operations(1, 0.0, 18)
+
+
+def test_a_frozen_block_runs_forward_only_and_a_trained_one_both_ways():
+    linear = Linear("dense", 5, 7, 3, "x")
+    frozen = Frozen(linear, LayerNorm("norm", 7, 3, "y"))
+    assert frozen.trains is False and linear.trains is True
+    assert frozen.ops == (MatmulOp(1, 7, 5, 3), ElementwiseOp(21))
+    trained, still = Sequential(linear).cost(False), Sequential(frozen).cost(False)
+    assert still.forward == Operations(2, matmul_cycles(1, 7, 5, 3), 21)
+    assert (still.backward, trained.backward) == (NO_OPERATIONS, backward_operations(MatmulOp(1, 7, 5, 3)))

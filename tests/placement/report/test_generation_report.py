@@ -48,7 +48,7 @@ def test_a_generation_build_says_where_it_runs_what_its_caches_hold_and_its_time
         "every call; 4 tokens a call, generated on the device.")
     time = data["generation"]["time"]
     assert lines[1].startswith(f"Time on GC200 IPUs: {time['first_token_seconds']:.3g} s to the first token (the "
-                               f"encoder {time['parts']['encoder']:.3g} s), {1000 * time['token_seconds']:.3g} ms a "
+                               f"encoder {time['parts']['encoder']:.3g} s), {1000 * time['token_seconds']:,.2f} ms a "
                                f"token: {time['tokens_per_second']:,.1f} tokens a second for a replica's batch")
     assert len(lines) == 2
 

@@ -9,7 +9,6 @@ import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.estimate.memory import Verdict
-from optimum_ipu_ext.placement.estimate.pipeline import PipelineWork
 from optimum_ipu_ext.placement.report.sentences import compress, gflop
 from optimum_ipu_ext.placement.report.text import bar, comparison_text
 from optimum_ipu_ext.placement.report.view import placement_view
@@ -175,23 +174,22 @@ The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; it fits."""
         "The largest on-chip figure: 540.8 MiB instead of 638.8 MiB; it is tight.")
 
 
-def test_balanced_for_time_each_ipu_s_flops_are_shown_and_the_slowest_named_first(tmp_path):
+def test_balanced_for_time_each_ipu_s_cycle_is_shown_and_the_slowest_named_first(tmp_path):
     config = PlainIPUConfig(layers_per_ipu=[6, 6], gradient_accumulation_steps=8)
     placer = config.placer(bert_base(tmp_path / "bert"))
     placement = placer.place()
 
-    def computing(placement, forward_flops):
-        """The placement with each IPU computing its forward FLOPs and twice as many backward."""
+    def timed(placement, cycle_seconds):
+        """The placement with each IPU's cycle taking these seconds."""
         return dataclasses.replace(placement, ipus=tuple(
-            dataclasses.replace(ipu, work=PipelineWork(0, 0, 0, flops, 2 * flops, 0))
-            for ipu, flops in zip(placement.ipus, forward_flops)))
+            dataclasses.replace(ipu, cycle_seconds=seconds) for ipu, seconds in zip(placement.ipus, cycle_seconds)))
 
-    current = computing(placement, [3 * 10**9, 1_500_000_000])
-    balanced = computing(placer.place([4, 8]), [2 * 10**9, 2_500_000_000])
+    current = timed(placement, [0.012, 0.006])
+    balanced = timed(placer.place([4, 8]), [0.008, 0.0095])
     assert comparison_text(current.to_dict(), balanced.to_dict(), objective="time") == """\
 Balanced: layers_per_ipu [4, 8] (the config's: [6, 6])
-IPU  Layers  Balanced  On chip, MiB  Balanced, MiB  GFLOP  Balanced, GFLOP
-  0       6         4         638.8          503.6    9.0              6.0
-  1       6         8         405.6          540.8    4.5              7.5
-The slowest IPU: 7.5 GFLOP a micro-batch instead of 9.0; the largest on-chip figure: 540.8 MiB instead of 638.8 MiB; \
+IPU  Layers  Balanced  On chip, MiB  Balanced, MiB  Cycle, ms  Balanced, ms
+  0       6         4         638.8          503.6      12.00          8.00
+  1       6         8         405.6          540.8       6.00          9.50
+The slowest IPU: 9.50 ms a cycle instead of 12.00; the largest on-chip figure: 540.8 MiB instead of 638.8 MiB; \
 it fits."""

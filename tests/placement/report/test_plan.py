@@ -6,6 +6,9 @@ import pytest
 from optimum_ipu_ext.placement.report.text import plan_text
 from support.placement_fixtures import plan_candidate, written_plan
 
+BAND = ("Speeds are the model's: runs measured 0.52 to 1.18 times its figure (16 runs, each left out of the fit in "
+        "turn); it ranks builds of one model.")
+
 
 def test_the_text_says_what_the_plan_is_for_and_its_best():
     lines = plan_text(written_plan()).splitlines()
@@ -55,6 +58,7 @@ def test_the_table_left_aligns_layers_per_ipu_and_the_verdict_and_right_aligns_t
         "yes         135%  does not fit             380.0   0.0842",
         "",
         "Speed against memory (the frontier): #1 330.2/s at 56%.",
+        BAND,
     ]
 
 
@@ -82,12 +86,25 @@ def test_the_base_config_is_one_row_however_few_the_candidates():
     assert [row.split()[0] for row in rows] == ["1", "2", "3", "4", "5", "6", "7", "8", "base"]
 
 
-def test_the_frontier_marks_the_tight_and_the_base_config_closes():
+def test_the_frontier_marks_the_tight_and_the_base_config_and_the_speeds_worth_close():
     lines = plan_text(written_plan()).splitlines()
-    assert lines[-2] == ("Speed against memory (the frontier): #1 330.2/s at 56%, #2 352.9/s at 74%, "
+    assert lines[-3] == ("Speed against memory (the frontier): #1 330.2/s at 56%, #2 352.9/s at 74%, "
                          "#3 301.5/s at 48%, #4 361.0/s at 93% (tight), #8 240.0/s at 30%.")
-    assert lines[-1].startswith("The base config (base in the table): 4 IPUs x 4, micro-batch 2, G 16, ")
-    assert lines[-1].endswith("299.3 samples a second, 0.107 s a step, the largest IPU 56% of its memory, fits.")
+    assert lines[-2].startswith("The base config (base in the table): 4 IPUs x 4, micro-batch 2, G 16, ")
+    assert lines[-2].endswith("299.3 samples a second, 0.107 s a step, the largest IPU 56% of its memory, fits.")
+    assert lines[-1] == BAND
+
+
+def test_the_speeds_worth_is_the_band_of_the_calibration_that_timed_them():
+    """A band of -15 % / +92 %: a measured run was 1 / 1.92 = 0.52 to 1 / 0.85 = 1.18 times the model's figure."""
+    plan = written_plan()
+    assert plan_text(plan).splitlines()[-1] == BAND
+    for candidate in plan["candidates"]:
+        candidate["placement"]["time_model"] = dict(candidate["placement"]["time_model"], runs=3)
+        speed = candidate["placement"]["samples_per_second"]
+        candidate["placement"]["samples_per_second_range"] = [speed / 2, speed / 0.5]
+    widened = BAND.replace("0.52 to 1.18", "0.50 to 2.00").replace("16 runs", "3 runs")
+    assert plan_text(plan).splitlines()[-1] == widened
 
 
 def test_a_plan_where_nothing_fits_says_so_and_an_inference_plan_shows_device_iterations():
