@@ -47,8 +47,9 @@ def commands() -> Dict[str, List[str]]:
 
 
 def brute_force(model: Dict, ipus: int, batch: int, length: int) -> float:
-    """The fastest build and split that fits, each of the space placed by `place()`; returns its samples a second.
-    (`in_process` puts tests/ on the path, for `support.splits`.)"""
+    """The fastest build and split that fits, each of the space placed by `place()`, each build running as many
+    steps a host call as its even split's step asks (`TimeModel.fewest_steps_per_call`, the plan's rule); returns
+    its samples a second. (`in_process` puts tests/ on the path, for `support.splits`.)"""
     from optimum_ipu_ext import PlainIPUConfig
     from optimum_ipu_ext.placement.planning import replica_sizes
     from support.splits import compositions
@@ -62,11 +63,15 @@ def brute_force(model: Dict, ipus: int, batch: int, length: int) -> float:
             if remainder or not accumulation:
                 continue
             for checkpoints, offchip in itertools.product((False, True), repeat=2):
+                settings = dict(ipus_per_replica=size, replication_factor=replicas,
+                                gradient_accumulation_steps=accumulation, recompute_checkpoint_every_layer=checkpoints,
+                                optimizer_state_offchip=offchip, replicated_tensor_sharding=replicas > 1)
+                even = PlainIPUConfig(**settings, layers_per_ipu=[-1] * size).placer(
+                    model, micro_batch_size=micro_batch, sequence_length=length)
+                settings["device_iterations"] = even.configured.cost_model.time.fewest_steps_per_call(
+                    even.place().time)
                 for split in compositions(layers, size):
-                    config = PlainIPUConfig(ipus_per_replica=size, layers_per_ipu=split, replication_factor=replicas,
-                                            gradient_accumulation_steps=accumulation,
-                                            recompute_checkpoint_every_layer=checkpoints,
-                                            optimizer_state_offchip=offchip, replicated_tensor_sharding=replicas > 1)
+                    config = PlainIPUConfig(**settings, layers_per_ipu=split)
                     placement = config.placement(model, micro_batch_size=micro_batch, sequence_length=length)
                     if placement.fits:
                         fastest = max(fastest, placement.time.samples_per_second)

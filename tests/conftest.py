@@ -99,3 +99,16 @@ def _load(path: Path, name: str):
     with installed():
         spec.loader.exec_module(module)
     return module
+
+
+def pytest_sessionstart(session):
+    """Each session starts from empty caches, as a new process does. A mutation run forks every session from one
+    that already ran the tests: a function cached there (the package's `lru_cache`s, a test module's fitted
+    calibration) would answer from the unmutated code and let its mutants survive."""
+    tests = str(Path(__file__).resolve().parent)
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if name.startswith("optimum_ipu_ext") or path.startswith(tests):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()

@@ -3,7 +3,8 @@ the measured speed of a matrix product by its shape (`matmul_cycles`). The time 
 (placement/data/calibration.json, `estimate.timing.Calibration`)."""
 
 import math
-from typing import Dict, NamedTuple, Sequence, Tuple
+from functools import lru_cache
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 
 class IPUType(NamedTuple):
@@ -67,15 +68,24 @@ MATMUL_SWEEP_TFLOPS = {
 MATMUL_SWEEP_CLOCK_HZ = 1.85e9
 
 
-def _sweep_rate(size: int, rows: float) -> float:
+# the sweep as `_matmul_cycles` takes it: the items of MATMUL_SWEEP_TFLOPS, (size, TFLOPS by rows)
+Sweep = Tuple[Tuple[int, Tuple[Optional[float], ...]], ...]
+# of each size of W, (log2 of the rows, square root of the FLOPs a cycle) at each point measured
+Measured = Dict[int, List[Tuple[float, float]]]
+
+
+def _measured(sweep: Sweep) -> Measured:
+    return {size: [(math.log2(n), math.sqrt(tflops * 1e12 / MATMUL_SWEEP_CLOCK_HZ))
+                   for n, tflops in zip(MATMUL_SWEEP_ROWS, row) if tflops is not None]
+            for size, row in sweep}
+
+
+def _sweep_rate(measured: Measured, size: int, rows: float) -> float:
     """The FLOPs a cycle of the sweep's product with W of `size` x `size`, at `rows` rows: between the rows measured,
     the square root of the rate linear in the logarithm of the rows (the sweep's own curvature: each point is within
     a fifth of what its neighbours give, tests/placement/test_calibration.py); beyond the most measured, as the
     nearest smaller size's row rises from there (none: flat), up to the fastest point measured; below the fewest, the
     same time as at the fewest."""
-    measured = {size: [(math.log2(n), math.sqrt(tflops * 1e12 / MATMUL_SWEEP_CLOCK_HZ))
-                       for n, tflops in zip(MATMUL_SWEEP_ROWS, row) if tflops is not None]
-                for size, row in MATMUL_SWEEP_TFLOPS.items()}
     points, position = measured[size], math.log2(rows)
     if position <= points[0][0]:
         return points[0][1] ** 2 * 2 ** (position - points[0][0])
@@ -101,10 +111,17 @@ def matmul_cycles(batch: int, m: int, k: int, n: int) -> float:
     """The cycles an IPU takes for `batch` products Y[m x n] = W[m x k] X[k x n], at the sweep's rate for the size of
     W (`batch` x m x k elements, as a square W of that size; between the sizes measured log-log, clamped to them)
     and its rows n."""
-    sizes = sorted(MATMUL_SWEEP_TFLOPS)
+    return _matmul_cycles(batch, m, k, n, tuple(MATMUL_SWEEP_TFLOPS.items()))
+
+
+@lru_cache(maxsize=4096)
+def _matmul_cycles(batch: int, m: int, k: int, n: int, sweep: Sweep) -> float:
+    """`matmul_cycles` on `sweep`, worked out once for each shape (a model's layers repeat theirs)."""
+    measured = _measured(sweep)
+    sizes = sorted(measured)
     elements = max(1, batch * m * k)
     position = min(max(math.log2(elements) / 2, math.log2(sizes[0])), math.log2(sizes[-1]))
-    rates = [(math.log2(size), math.log2(_sweep_rate(size, max(1, n)))) for size in sizes]
+    rates = [(math.log2(size), math.log2(_sweep_rate(measured, size, max(1, n)))) for size in sizes]
     return 2 * batch * m * k * n / 2 ** _interpolated(rates, position)
 
 # A call of a compiled PopTorch model from the host, with next to no work: 0.50 ms (graphcore-research/notebooks,

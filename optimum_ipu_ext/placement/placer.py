@@ -14,7 +14,7 @@ from .estimate.generation import GENERATE_ARGUMENTS, KWARGS, GenerationModel, ge
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import FirstUse, Layout, fixed_layer_groups, generation_split, layer_counts
 from .estimate.parameters import Parameters, from_checkpoint, from_config
-from .estimate.pipeline import schedule, stages_of
+from .estimate.pipeline import Schedule, schedule, stages_of
 from .hardware import GC200, IPU_MEMORY_BYTES, IPU_TYPES, RESERVE, IPUType
 from .models import architecture_of, resolve_shape
 from .models.rules import Architecture, ModelConfig, Word
@@ -63,7 +63,7 @@ class Placer:
                                      cost.work, None if cost.time is None else cost.time.cycle_load,
                                      cost.generation))
         steps = schedule(stages, configured.execution)
-        parameter_ipus = {name: tuple(use.ipu for use in found) for name, found in uses.items()}
+        parameter_ipus = {name: tuple([use.ipu for use in found]) for name, found in uses.items()}
         generation = configured.generation
         fitting = timing = None
         if generation is not None and max(cost.on_chip_bytes for cost in costs) > configured.fitting_bytes:
@@ -94,6 +94,12 @@ class Placer:
             middle = (low + high + 1) // 2
             low, high = (middle, high) if fits(middle) else (low, middle - 1)
         return low or None
+
+    def schedule(self, layers_per_ipu: Optional[Sequence[int]] = None) -> Schedule:
+        """The schedule of the pipeline with `layers_per_ipu` (None: the config's): its stages' cycles and what
+        poptorch refuses, as `place` counts them, no IPU costed."""
+        configured = self.configured
+        return schedule(stages_of(configured.layout(layers_per_ipu), configured.execution), configured.execution)
 
     def balanced(self, current: Placement, objective: Any = Objective.MEMORY) -> Placement:
         """The placement with the `layers_per_ipu` (same number of IPUs) that balances the pipeline, among the
@@ -165,10 +171,10 @@ class Placer:
         least = runs.least_layers()
 
         def splits(count: int, ipus: slice, some_layer_within: int = 0) -> balance.Splits:
-            found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus])
+            found = balance.Splits(count, len(least[ipus]), some_layer_within, least[ipus], (runs.on_chip_bytes,))
             if objective != Objective.TIME:
                 return found
-            return found.within(runs.on_chip_bytes, configured.fitting_bytes, growing=True)
+            return found.within(runs.on_chip_bytes, configured.fitting_bytes)
 
         if cut is None:
             return balance.best_of([balance.Section(splits(layers, slice(None)), objectives, split)])

@@ -6,8 +6,9 @@ the first none of whose builds fits: a larger one keeps more; an inference plan'
 placement does not count an inference build's activations); recomputation checkpoints after every layer or not;
 the optimizer state on chip or in Streaming Memory; and, where no build of a micro-batch fits without one, the least
 serialization factor of the vocabulary (or of the projection) that makes one fit. A training build runs as many
-optimizer steps a host call (`device_iterations`) as keep the calls within `timing.CALL_SHARE` of its step; an
-inference build as many micro-batches a call as keep its pipeline busy. For each, the split is exact
+optimizer steps a host call (`device_iterations`) as keep the calls within `timing.CALL_SHARE` of its even split's
+step (timed from the costs of its runs of layers, the step `place` times); an inference build as many micro-batches
+a call as keep its pipeline busy. For each, the split is exact
 (`balance.least_weighted_sum`): the one whose step is shortest among those that fit, else the one needing the least
 memory.
 
@@ -23,14 +24,14 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tu
 from ..errors import PlacementError
 from ..settings.mode import Mode
 from .estimate import balance
-from .estimate.configured import Shapes
+from .estimate.configured import ConfiguredModel, Shapes
 from .estimate.costs import block_costs
 from .estimate.generation import KWARGS
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import fixed_layer_groups, layer_counts
 from .estimate.memory import MATMUL_PROPORTIONS, Verdict, matmul_proportions
 from .estimate.parameters import LARGEST_FACTOR
-from .estimate.pipeline import fewest_device_iterations
+from .estimate.pipeline import Schedule, fewest_device_iterations
 from .hardware import IPU_MEMORY_BYTES, IPUType
 from .models import resolve_shape
 from .models.rules import Architecture, Split
@@ -237,7 +238,7 @@ class _Search:
         self.base = base
         self.config = model.architecture.config(model.values, model.name)
         self.costs = lru_cache(maxsize=None)(self._costs)
-        self.layer_runs: Dict[Tuple[Any, ...], LayerRunCosts] = {}
+        self._layer_runs: Dict[Tuple[Any, ...], LayerRunCosts] = {}
         self.planned = 0
         self.refused: List[PlacementError] = []
 
@@ -308,19 +309,16 @@ class _Search:
         placer = self.placer(build, micro_batch)
         if placer is None:
             return None
-        even = placer.place()
+        even = placer.schedule()
         if even.problems:
             return None
+        configured = placer.configured
+        runs = self.layer_runs(build, micro_batch, configured)
         if not self.mode.is_inference:  # as many steps a call as keep the host's calls a small share of a step
-            steps = placer.configured.cost_model.time.fewest_steps_per_call(even.time)
+            even_step = runs.step(configured.layout().layers_per_ipu, even.cycles)
+            steps = configured.cost_model.time.fewest_steps_per_call(even_step)
             build = {**build, "device_iterations": steps}
-            placer = Placer(placer.configured.with_steps_per_call(steps))
-        key = (build["ipus_per_replica"], build.get("recompute_checkpoint_every_layer"),
-               build["embedding_serialization_factor"], micro_batch)
-        cost_model = placer.configured.cost_model
-        runs = (self.layer_runs[key].with_cost_model(cost_model) if key in self.layer_runs
-                else LayerRunCosts(placer.configured, None))
-        self.layer_runs.setdefault(key, runs)
+            placer = Placer(configured.with_steps_per_call(steps))
         split = list(_fastest_split(placer, even, runs))
         placement = placer.place(split)
         proportions = matmul_proportions([ipu.on_chip_bytes for ipu in placement.ipus], placement.ipu_memory_bytes,
@@ -328,32 +326,43 @@ class _Search:
         build = {**build, "layers_per_ipu": split, "matmul_proportion": proportions}
         return Candidate(build, micro_batch, placement)
 
+    def layer_runs(self, build: Dict[str, Any], micro_batch: int, configured: ConfiguredModel) -> LayerRunCosts:
+        """The costs of the runs of layers of `build`'s pipeline, costed by `configured`'s model: worked out once
+        for both places of the optimizer state. No IPU's cost depends on the steps a host call runs (the host's
+        part is the step's), so they cost the build whatever its steps a call."""
+        key = (build["ipus_per_replica"], build.get("recompute_checkpoint_every_layer"),
+               build["embedding_serialization_factor"], micro_batch)
+        if key not in self._layer_runs:
+            self._layer_runs[key] = LayerRunCosts(configured, None)
+            return self._layer_runs[key]
+        return self._layer_runs[key].with_cost_model(configured.cost_model)
 
-def _fastest_split(placer: Placer, even: Placement, runs: LayerRunCosts) -> Sequence[int]:
+
+def _fastest_split(placer: Placer, even: Schedule, runs: LayerRunCosts) -> Sequence[int]:
     """The split whose step is shortest among those that fit, else the one needing the least memory; the even one
-    where `parallelize()` places the layers itself, or a replica has one IPU; in a generation build, whose encoder
-    and decoder run as pipelines of their own, the split `--balance time` finds (the slowest IPU fastest among those
-    that fit, else the least memory).
+    (the config's, whose pipeline runs `even`) where `parallelize()` places the layers itself, or a replica has one
+    IPU; in a generation build, whose encoder and decoder run as pipelines of their own, the split `--balance time`
+    finds (the slowest IPU fastest among those that fit, else the least memory).
 
     A pipelined step is `cycle_scale` x the slowest IPU's cycle load + the largest IPU's time after the pipeline +
     what no split changes (`timing.TimeModel.step`): the least weighted sum of the two is the fastest split."""
     configured = placer.configured
-    if fixed_layer_groups(configured.architecture) or len(even.ipus) == 1:
-        return even.layers_per_ipu
-    if placer.cuts(len(even.ipus)) != [None]:  # an encoder and a decoder, each a pipeline of its own
-        return placer.balanced(even, "time").layers_per_ipu
+    current = configured.layout().layers_per_ipu
+    if fixed_layer_groups(configured.architecture) or len(current) == 1:
+        return current
+    if placer.cuts(len(current)) != [None]:  # an encoder and a decoder, each a pipeline of its own
+        return placer.balanced(placer.place(), "time").layers_per_ipu
     layers = sum(layer_counts(configured.architecture, configured.config).values())
     least = runs.least_layers()
-    splits = balance.Splits(layers, len(least), least=least)
-    if even.schedule.cycles is not None:
-        fitting = splits.within(runs.on_chip_bytes, configured.fitting_bytes, growing=True)
-        scale = configured.cost_model.time.cycle_scale(even.schedule.cycles)
-        split, _ = balance.least_weighted_sum(fitting, runs.cycle_load, scale, runs.after_pipeline_seconds,
-                                              even.layers_per_ipu)
+    splits = balance.Splits(layers, len(least), least=least, growing=(runs.on_chip_bytes,))
+    if even.cycles is not None:
+        fitting = splits.within(runs.on_chip_bytes, configured.fitting_bytes)
+        scale = configured.cost_model.time.cycle_scale(even.cycles)
+        split, _ = balance.least_weighted_sum(fitting, runs.cycle_load, scale, runs.after_pipeline_seconds, current)
         if split is not None:
             return split
-    smallest, _ = balance.best_of([balance.Section(splits, (runs.on_chip_bytes,), even.layers_per_ipu)])
-    return smallest or even.layers_per_ipu
+    smallest, _ = balance.best_of([balance.Section(splits, (runs.on_chip_bytes,), current)])
+    return smallest or current
 
 
 def with_config(candidate: Candidate, config: Any) -> Candidate:

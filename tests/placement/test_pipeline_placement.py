@@ -109,7 +109,7 @@ Pipeline: 3 stages (IPUs 0, 1, 0), 12 cycles a step, 66.7% of them with every st
 and sets the pace.
 Time: 0.112 s a step on GC200 IPUs (pipeline 0.0591 s, weight update 4.33e-08 s, reduction 0 s, host 0.053 s): 16 \
 samples, 142.7 a second, 74-168 by the model's error on 16 measured runs (data loading not counted). Outside the \
-measured runs: 32 rows a matrix product, where the measured runs had 384 to 4,096.
+runs it is fitted on: 32 rows a matrix product, where they had 384 to 4,096.
 Fits: every IPU's on-chip figure is within the 0.1 MiB a reserve of 0.0 MiB leaves of an IPU's 0.1 MiB.
 Bars: W weights, A gradient accumulators, O optimizer state, S stash, R recomputation, U optimizer state brought in \
 for the update; backward FLOPs count the recomputation; pace: the IPU's cycle, as a share of the slowest IPU's.

@@ -8,7 +8,7 @@ IPU; then the one with the fewest layers on the first IPUs). Splits can be restr
 within bounds (`Splits.within`): the time objective looks for the shortest slowest cycle among the splits that fit.
 """
 
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 # `cost(ipu, first, end)`: the cost of IPU `ipu` when it takes layers `first` to `end - 1`
 Cost = Callable[[int, int, int], int]
@@ -19,28 +19,28 @@ UNREACHABLE = float("inf")
 class Splits:
     """The splits of `layers` consecutive layers over `ipus` IPUs: IPU i takes `least[i]` layers or more (default
     0), the first `some_layer_within` IPUs at least one between them, and each IPU's `limits` (cost, bound), which
-    `within` adds, stay within their bounds."""
+    `within` adds, stay within their bounds. `growing`: costs that never fall as an IPU takes more layers (an IPU's
+    memory); an IPU's runs past its first over a bound are over it too, and past its first as large as the least
+    largest cost found from there on they cannot lower it, so they are not costed (`counts`, `least_largest`)."""
 
-    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, least: Sequence[int] = ()):
+    def __init__(self, layers: int, ipus: int, some_layer_within: int = 0, least: Sequence[int] = (),
+                 growing: Sequence[Cost] = ()):
         self.layers = layers
         self.ipus = ipus
         self.some_layer_within = some_layer_within
         self.least = tuple(least) or (0,) * ipus
-        # set by `within`: the limits, and the same splits without the last limit, whose counts these filter; whether
-        # the last limit's cost never falls as an IPU takes more layers (its counts then stop at the first over)
+        self.growing = tuple(growing)
+        # set by `within`: the limits, and the same splits without the last limit, whose counts these filter
         self.limits: Tuple[Tuple[Cost, float], ...] = ()
         self._wider: Optional[Splits] = None
-        self._growing = False
         self._counts: Dict[Tuple[int, int], List[int]] = {}
         self._least: Dict[Tuple[Cost, int, int], float] = {}
         self._closest: Dict[Tuple[Tuple[int, ...], int, int], float] = {}
 
-    def within(self, cost: Cost, bound: float, growing: bool = False) -> "Splits":
-        """The same splits, restricted to those where every IPU's `cost` is at most `bound`. `growing`: the cost never
-        falls as an IPU takes more layers (an IPU's memory), so the larger runs past the first over the bound are
-        not costed."""
-        narrower = Splits(self.layers, self.ipus, self.some_layer_within, self.least)
-        narrower.limits, narrower._wider, narrower._growing = (*self.limits, (cost, bound)), self, growing
+    def within(self, cost: Cost, bound: float) -> "Splits":
+        """The same splits, restricted to those where every IPU's `cost` is at most `bound`."""
+        narrower = Splits(self.layers, self.ipus, self.some_layer_within, self.least, self.growing)
+        narrower.limits, narrower._wider = (*self.limits, (cost, bound)), self
         return narrower
 
     def counts(self, ipu: int, first: int) -> List[int]:
@@ -49,11 +49,12 @@ class Splits:
         key = (ipu, first)
         if key not in self._counts and self._wider is not None:
             cost, bound = self.limits[-1]
+            growing = cost in self.growing
             kept = []
             for count in self._wider.counts(ipu, first):
                 if cost(ipu, first, first + count) <= bound:
                     kept.append(count)
-                elif self._growing:
+                elif growing:
                     break
             self._counts[key] = kept
         if key not in self._counts:
@@ -67,13 +68,31 @@ class Splits:
             self._counts[key] = counts
         return self._counts[key]
 
+    def runs(self) -> Iterator[Tuple[int, int, int]]:
+        """(IPU, first layer, end) of each run of layers an IPU may take after the IPUs before it took the layers
+        before: every run of every split, and none that no IPU before reaches."""
+        reached = {0}
+        for ipu in range(self.ipus):
+            following = set()
+            for first in sorted(reached):
+                for count in self.counts(ipu, first):
+                    yield ipu, first, first + count
+                    following.add(first + count)
+            reached = following
+
     def least_largest(self, cost: Cost, ipu: int = 0, first: int = 0) -> float:
         """The smallest largest `cost` of the IPUs from `ipu` on, the layers before `first` placed (UNREACHABLE:
         no split)."""
         key = (cost, ipu, first)
         if key not in self._least:
-            self._least[key] = min((max(cost(ipu, first, first + count), self._rest_largest(cost, ipu, first + count))
-                                    for count in self.counts(ipu, first)), default=UNREACHABLE)
+            growing = cost in self.growing
+            least = UNREACHABLE
+            for count in self.counts(ipu, first):
+                own = cost(ipu, first, first + count)
+                if growing and own >= least:
+                    break  # an IPU taking more costs no less: no split from here is smaller
+                least = min(least, max(own, self._rest_largest(cost, ipu, first + count)))
+            self._least[key] = least
         return self._least[key]
 
     def _rest_largest(self, cost: Cost, ipu: int, first: int) -> float:
@@ -138,21 +157,23 @@ def least_weighted_sum(splits: Splits, first: Cost, scale: float, second: Cost,
     Exact: for each bound on the largest `first` cost, from the least any split reaches up, the least largest
     `second` cost within it; the sum of a bound and its second is never less than that of the split reaching both,
     and the best split's largest `first` cost is one of the bounds. The bounds stop where `scale` x the bound alone
-    reaches the best sum found."""
-    values = sorted({first(ipu, start, start + count) for ipu in range(splits.ipus)
-                     for start in range(splits.layers + 1) for count in splits.counts(ipu, start)})
+    reaches the best sum found. The bounds are the `first` costs of the runs the IPUs reach (`Splits.runs`), which
+    hold every split's runs: a bound that is no split's largest `first` cost admits the splits, so the least
+    second, of the largest smaller bound that is one, whose sum is no greater and which is tried first, ties going
+    to the smaller bound."""
+    values = sorted({first(*run) for run in splits.runs()})
     lowest = splits.least_largest(first)
-    best, chosen_bound = UNREACHABLE, None
+    best, chosen = UNREACHABLE, None
     for bound in (value for value in values if value >= lowest):
         if scale * bound >= best:
             break
-        total = scale * bound + splits.within(first, bound).least_largest(second)
+        within = splits.within(first, bound)
+        total = scale * bound + within.least_largest(second)
         if total < best:
-            best, chosen_bound = total, bound
-    if chosen_bound is None:
+            best, chosen = total, within
+    if chosen is None:
         return None, UNREACHABLE
-    within = splits.within(first, chosen_bound)
-    return within.within(second, within.least_largest(second)).closest(current), best
+    return chosen.within(second, chosen.least_largest(second)).closest(current), best
 
 
 def distance(split: Sequence[int], current: Sequence[int]) -> int:

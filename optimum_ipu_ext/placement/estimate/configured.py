@@ -3,7 +3,8 @@ layers, is worked out from, and each IPU's load (`IPULoad`) in a placement; `con
 `config.json` and parameters and a config's settings, refusing what upstream refuses."""
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from functools import lru_cache
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ...errors import PlacementError
 from ...settings.mode import Mode
@@ -11,7 +12,7 @@ from ..hardware import IPU_MEMORY_BYTES, IPUType
 from ..models.rules import Architecture, InputShape, ModelConfig, Split
 from .cost import CostModel, IPULoad
 from .generation import GenerationModel, generation_build
-from .layout import FirstUse, Layout, first_uses, lay_out, layer_paths, split_shares
+from .layout import FirstUse, Layout, first_uses, lay_out, layer_paths, paths_holding, split_shares
 from .memory import memory_model
 from .parameters import Parameters, parallelized
 from .pipeline import Costs, Execution, Stage, execution_of, ipu_work
@@ -23,21 +24,34 @@ Measure = Callable[[Architecture, ModelConfig], Tuple[InputShape, Costs]]
 Shapes = Callable[[Architecture, ModelConfig], Parameters]
 
 
+class ParameterSize(NamedTuple):
+    """A parameter as the build holds it: whether it is frozen, its elements, and the elements of its largest part
+    the weight update takes at once (a weight `parallelize()` serializes, in its factor's parts; a split weight's
+    parts are parameters of their own)."""
+
+    frozen: bool
+    elements: int
+    updated: int
+
+
 @dataclass(frozen=True)
 class ConfiguredModel:
     """A model under one build of an IPU config: its name, architecture and `config.json`, the config's `settings`
-    (its `vars()`) and build, the model's parameters as that build holds them (`frozen`: those that do not train),
-    how the build runs its pipeline, the micro-batch the activations are counted for with each step's cost (None:
-    not counted), how an IPU is costed, the memory each IPU keeps in reserve, and the costs of a generation build
-    (None: not one; its micro-batch is then its batch, and its steps are costed by it)."""
+    (its `vars()`) and build, the layout of the config's own split, the model's parameters as that build holds them
+    (`frozen`: those that do not train; `sizes`: each one's), how the build runs its pipeline, the micro-batch the
+    activations are counted for with each step's cost (None: not counted), how an IPU is costed, the memory each IPU
+    keeps in reserve, and the costs of a generation build (None: not one; its micro-batch is then its batch, and its
+    steps are costed by it)."""
 
     model: str
     architecture: Architecture
     config: ModelConfig
     settings: Mapping[str, Any]
     for_inference: bool
+    own_layout: Layout
     parameters: Parameters
     frozen: frozenset
+    sizes: Mapping[str, ParameterSize]
     execution: Execution
     shape: Optional[InputShape]
     step_costs: Optional[Costs]
@@ -62,6 +76,8 @@ class ConfiguredModel:
 
     def layout(self, layers_per_ipu: Optional[Sequence[int]] = None) -> Layout:
         """The layout with `layers_per_ipu` (None: the config's)."""
+        if layers_per_ipu is None:
+            return self.own_layout
         return lay_out(self.model, self.architecture, self.config, self.settings, self.for_inference, layers_per_ipu)
 
     def first_uses(self, layout: Layout) -> Dict[str, List[FirstUse]]:
@@ -74,10 +90,11 @@ class ConfiguredModel:
         counts = [[0, 0] for _ in range(layout.ipus)]  # [trained, frozen] parameters of each IPU
         largest = [0] * layout.ipus
         for name, found in uses.items():
+            frozen, elements, updated = self.sizes[name]
             for use in found:
-                counts[use.ipu][name in self.frozen] += self.parameters.elements(name)
-                if name not in self.frozen:
-                    largest[use.ipu] = max(largest[use.ipu], self.updated_elements(name))
+                counts[use.ipu][frozen] += elements
+                if not frozen and updated > largest[use.ipu]:
+                    largest[use.ipu] = updated
         if self.generation is not None:
             parts = [self.generation.load([step for step in layout.forward if step.ipu == ipu])
                      for ipu in range(layout.ipus)]
@@ -87,21 +104,6 @@ class ConfiguredModel:
                  else [None] * layout.ipus)
         return [IPULoad(trained, frozen, most, work)
                 for (trained, frozen), most, work in zip(counts, largest, works)]
-
-    def updated_elements(self, name: str) -> int:
-        """The elements of the largest part of parameter `name` the weight update takes at once: a weight
-        `parallelize()` serializes, in its factor's parts (a split weight's parts are parameters of their own)."""
-        return -(-self.parameters.elements(name) // self._serialized.get(name, 1))
-
-    @property
-    def _serialized(self) -> Dict[str, int]:
-        """`{parameter: the parts parallelize() serializes it into}`."""
-        factor = self.settings["embedding_serialization_factor"] or 1
-        found = {self.architecture.serialized_embedding: factor, self.architecture.padded_embedding: factor}
-        for step in self.architecture.steps:
-            if isinstance(step, Split) and split_shares(step, self.settings, self.mode) is None:
-                found[f"{step.path}.weight"] = self.settings[self.mode.setting(step.factor)] or 1
-        return found
 
 
 def configure(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
@@ -130,7 +132,12 @@ def configure(model: str, architecture: Architecture, values: Mapping[str, Any],
         shape, step_costs = measure(architecture, config) if measure is not None else (None, None)
     parameters = parallelized(model, architecture, shapes(architecture, config), settings, for_inference)
     _check_layers(model, architecture, config, parameters)
-    frozen = frozenset(name for name in parameters.shapes if _frozen(architecture, config, name))
+    frozen = _frozen(architecture, config, parameters.shapes)
+    serialized = _serialized(architecture, settings, Mode.of(for_inference))
+    sizes = {}
+    for name in parameters.shapes:
+        elements = parameters.elements(name)
+        sizes[name] = ParameterSize(name in frozen, elements, -(-elements // serialized.get(name, 1)))
     execution = execution_of(settings, for_inference)
     memory = memory_model(dict(settings), for_inference, fp32)
     time = None
@@ -146,20 +153,44 @@ def configure(model: str, architecture: Architecture, values: Mapping[str, Any],
         outside = calibration.outside(model_type, product_rows(architecture.inputs, shape))
         time = TimeModel(ipu, job, memory.weight_bytes, calibration, outside)
     generation = None if build is None else GenerationModel(architecture, config, build, memory.weight_bytes)
-    return ConfiguredModel(model, architecture, config, settings, for_inference, parameters, frozen, execution,
-                           shape, step_costs, CostModel(memory, time), round(reserve * IPU_MEMORY_BYTES), generation)
+    return ConfiguredModel(model, architecture, config, settings, for_inference, layout, parameters, frozen, sizes,
+                           execution, shape, step_costs, CostModel(memory, time), round(reserve * IPU_MEMORY_BYTES),
+                           generation)
+
+
+def _serialized(architecture: Architecture, settings: Mapping[str, Any], mode: Mode) -> Dict[str, int]:
+    """`{parameter: the parts parallelize() serializes it into}`."""
+    factor = settings["embedding_serialization_factor"] or 1
+    found = {architecture.serialized_embedding: factor, architecture.padded_embedding: factor}
+    for step in architecture.steps:
+        if isinstance(step, Split) and split_shares(step, settings, mode) is None:
+            found[f"{step.path}.weight"] = settings[mode.setting(step.factor)] or 1
+    return found
 
 
 def _check_layers(model: str, architecture: Architecture, config: ModelConfig, parameters: Parameters) -> None:
     """Every layer the config has holds parameters: a checkpoint without one is not this config's."""
-    names = [alias for name in parameters.shapes for alias in (name, *parameters.aliases.get(name, ()))]
-    paths = layer_paths(architecture, config)
-    for path in paths:
-        if not any(name.startswith(path + ".") or name == path for name in names):
-            raise PlacementError(model, f"its checkpoint holds no parameter of `{path}`, one of the {len(paths)} "
-                                 "layers its config.json gives it: the checkpoint is not this config's")
+    aliases = tuple(alias for name, names in parameters.aliases.items() if name in parameters.shapes
+                    for alias in names)
+    paths = tuple(layer_paths(architecture, config))
+    missing = _layer_without_parameters(paths, (*parameters.shapes, *aliases))
+    if missing is not None:
+        raise PlacementError(model, f"its checkpoint holds no parameter of `{missing}`, one of the {len(paths)} "
+                             "layers its config.json gives it: the checkpoint is not this config's")
 
 
-def _frozen(architecture: Architecture, config: ModelConfig, name: str) -> bool:
-    return any((name == path or name.startswith(path + ".")) and config.holds(condition)
-               for path, condition in architecture.frozen.items())
+@lru_cache(maxsize=64)
+def _layer_without_parameters(paths: Tuple[str, ...], names: Tuple[str, ...]) -> Optional[str]:
+    """The first of the layers `paths` that holds none of the parameters `names`, if any (the same for every build
+    of a model: worked out once)."""
+    held = {path for name in names for path in paths_holding(name)}
+    return next((path for path in paths if path not in held), None)
+
+
+def _frozen(architecture: Architecture, config: ModelConfig, names: Iterable[str]) -> frozenset:
+    """The parameters of `names` that do not train: under a path the row freezes, the config meeting its condition."""
+    if not architecture.frozen:
+        return frozenset()
+    return frozenset(name for name in names
+                     if any((name == path or name.startswith(path + ".")) and config.holds(condition)
+                            for path, condition in architecture.frozen.items()))

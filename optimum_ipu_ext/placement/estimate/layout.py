@@ -8,7 +8,7 @@ then puts each parameter on the IPU of the step that first uses it.
 
 import functools
 import itertools
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ...errors import PlacementError, as_json
 from ...settings.mode import Mode
@@ -19,6 +19,7 @@ from ..models.rules import (
     Architecture,
     Block,
     ExecutorRole,
+    Expanded,
     FirstSplitIPU,
     LastIPU,
     LayerIPU,
@@ -150,8 +151,13 @@ class Layout(NamedTuple):
 
 def layer_counts(architecture: Architecture, config: ModelConfig) -> Dict[str, int]:
     """`{layer group: layers}`, in the order of the layer list."""
+    return _group_counts(expand(architecture, config))
+
+
+def _group_counts(steps: Iterable[Expanded]) -> Dict[str, int]:
+    """`{layer group: layers}` of the expanded `steps`."""
     counts: Dict[str, int] = {}
-    for _, group, _ in expand(architecture, config):
+    for _, group, _ in steps:
         if group is not None:
             counts[group] = counts.get(group, 0) + 1
     return counts
@@ -189,7 +195,7 @@ def lay_out(model: str, architecture: Architecture, config: ModelConfig, setting
     _check_kwargs(model, architecture, kwargs, mode.setting("parallelize_kwargs"))
     _check_settings(model, architecture, config, settings, mode)
     steps = list(expand(architecture, config))
-    counts = layer_counts(architecture, config)
+    counts = _group_counts(steps)
     group_ipus, executors = _layers_on_ipus(model, architecture, counts, given, ipus, setting, kwargs)
     offsets = dict(zip(counts, itertools.accumulate([0, *counts.values()])))
     blocks: List[List[Optional[str]]] = [[] for _ in range(ipus)]
@@ -402,42 +408,47 @@ def first_uses(layout: Layout, names: Sequence[str],
     """`{parameter: [where it is first used, in each executor that uses it]}`: each of its names (itself and its
     `aliases`) is held by the step with the longest path holding it, and the earliest of those steps wins.
     Parameters no step holds are left out: the architecture has no such module."""
-    placed: Dict[str, List[FirstUse]] = {}
-    for name in names:
-        found = []
-        for uses in layout.uses.values():
-            held = [use for use in (_longest_use(uses, alias) for alias in (name, *aliases.get(name, ())))
-                    if use is not None]
-            if held:
-                found.append(min(held))
-        if found:
-            placed[name] = found
-    return placed
+    named = tuple((name, *aliases.get(name, ())) for name in names)
+    found: Dict[int, List[FirstUse]] = {}
+    for uses in layout.uses.values():
+        for paths, held in _holders(tuple(uses), named):
+            use = min([uses[path] for path in paths])
+            for index in held:
+                found.setdefault(index, []).append(use)
+    return {names[index]: found[index] for index in sorted(found)}
 
 
-def _longest_use(uses: Mapping[str, FirstUse], name: str) -> Optional[FirstUse]:
-    """The first use of the longest module path holding `name`, if any."""
-    for path in _paths_holding(name):
-        found = uses.get(path)
-        if found is not None:
-            return found
-    return None
+@functools.lru_cache(maxsize=64)
+def _holders(paths: Tuple[str, ...],
+             named: Tuple[Tuple[str, ...], ...]) -> Tuple[Tuple[Tuple[str, ...], Tuple[int, ...]], ...]:
+    """The parameters, each given by its names, that `paths` hold, grouped by the paths holding them (for each of
+    its names the longest of `paths` holding it, where one does): (those paths, the parameters' indices) for each
+    group. The same for every split of a build: worked out once."""
+    known = set(paths)
+    groups: Dict[Tuple[str, ...], List[int]] = {}
+    for index, names in enumerate(named):
+        held = tuple(path for path in (_longest_path(known, name) for name in names) if path is not None)
+        if held:
+            groups.setdefault(held, []).append(index)
+    return tuple((held, tuple(indices)) for held, indices in groups.items())
+
+
+def _longest_path(paths: AbstractSet[str], name: str) -> Optional[str]:
+    """The longest of `paths` holding parameter `name`, if any."""
+    return next((path for path in paths_holding(name) if path in paths), None)
 
 
 @functools.lru_cache(maxsize=None)
-def _paths_holding(name: str) -> Tuple[str, ...]:
+def paths_holding(name: str) -> Tuple[str, ...]:
     """The module paths that may hold parameter `name`, longest first (`a.b.c`: `a.b.c`, `a.b`, `a`)."""
     parts = name.split(".")
     return tuple(".".join(parts[:end]) for end in range(len(parts), 0, -1))
 
 
-def origins(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
-            for_inference: bool, cut: Optional[int], names: Sequence[str],
-            aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Origin]]:
-    """`{parameter: the origins of its IPUs}` for any split of the layers, or in a generation build
-    any whose encoder takes `cut` IPUs."""
-    layout = reference_layout(model, architecture, config, settings, for_inference, cut)
-    return {name: [use.origin for use in uses] for name, uses in first_uses(layout, names, aliases).items()}
+def origins(reference: Layout, names: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> Dict[str, List[Origin]]:
+    """`{parameter: the origins of its IPUs}` for any split of the layers, from the `reference` layout of such a
+    split (`reference_layout`)."""
+    return {name: [use.origin for use in uses] for name, uses in first_uses(reference, names, aliases).items()}
 
 
 def reference_layout(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],

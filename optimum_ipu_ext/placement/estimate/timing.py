@@ -59,14 +59,13 @@ class Calibration(NamedTuple):
 
     def outside(self, model_type: str, rows: Optional[int]) -> Tuple[str, ...]:
         """How a build of a `model_type` model, its products taking `rows` rows (None: not a text model), is outside
-        what the runs measured: no run of its model type, or rows beyond twice the range the runs had."""
+        the runs the constants are fitted on: none of its model type, or rows beyond twice the range they had."""
         notes = []
         if self.coverage.get("model_types") and model_type not in self.coverage["model_types"]:
-            notes.append(f"no measured run of a {model_type} model")
+            notes.append(f"no {model_type} model among them")
         measured = self.coverage.get("rows")
         if rows is not None and measured and not measured[0] / 2 <= rows <= 2 * measured[1]:
-            notes.append(f"{rows:,} rows a matrix product, where the measured runs had {measured[0]:,} to "
-                         f"{measured[1]:,}")
+            notes.append(f"{rows:,} rows a matrix product, where they had {measured[0]:,} to {measured[1]:,}")
         return tuple(notes)
 
     @staticmethod

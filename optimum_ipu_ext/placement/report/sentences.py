@@ -142,9 +142,13 @@ def time_line(placement: PlacementView) -> Optional[str]:
     line = (f"Time: {seconds(time.step_seconds)} a step on {time.ipu.label} IPUs ({parts}): "
             f"{time.samples_per_step:,} samples, {time.samples_per_second:,.1f} a second, {low:,.0f}-{high:,.0f} by "
             f"the model's error on {time.runs} measured runs (data loading not counted).")
-    if time.outside:
-        line += f" Outside the measured runs: {'; '.join(time.outside)}."
-    return line
+    return line + outside_sentence(time.outside)
+
+
+def outside_sentence(outside: Sequence[str]) -> str:
+    """How a build is outside the runs the time model is fitted on, as a sentence after its time (none where it is
+    not)."""
+    return f" Outside the runs it is fitted on: {'; '.join(outside)}." if outside else ""
 
 
 def memory_reason(placement: PlacementView, style: Style = plain) -> str:
@@ -225,9 +229,7 @@ def _generation_time(generation: Mapping[str, Any]) -> List[str]:
             f"{time['job_tokens_per_second']:,.1f} for the job's {replicas} replica{'s' if replicas > 1 else ''} "
             f"({low:,.0f}-{high:,.0f} by the model's error on {model['runs']} measured runs); "
             f"{seconds(time['sequence_seconds'])} for {generation['max_length']:,} tokens.")
-    if model["outside"]:
-        line += f" Outside the measured runs: {'; '.join(model['outside'])}."
-    return [line]
+    return [line + outside_sentence(model["outside"])]
 
 
 def summary_lines(placement: PlacementView, config: Optional[str] = None) -> List[str]:

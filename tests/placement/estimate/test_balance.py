@@ -50,6 +50,20 @@ def test_the_best_split_of_any_costs_is_the_brute_force_s(seed):
             == brute_force_split(layers, ipus, cost, current, some_layer_within))
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_the_best_split_of_a_cost_declared_growing_is_the_brute_force_s(seed):
+    """A cost that never falls as an IPU takes more layers (random_cost's, as an IPU's memory) is costed only up to
+    the first run as large as the least largest found, and the first over a bound: the same split."""
+    generator = random.Random(seed)
+    layers, ipus = generator.randint(1, 7), generator.randint(1, 4)
+    cost = random_cost(generator, ipus, layers)
+    current = generator.choice(compositions(layers, ipus))
+    some_layer_within = generator.choice([0, 0, 1, 2, 3, 4])
+    splits = balance.Splits(layers, ipus, some_layer_within, growing=(cost,))
+    split, bounds = balance.best_of([balance.Section(splits, (cost,), current)])
+    assert (split, bounds[0]) == brute_force_split(layers, ipus, cost, current, some_layer_within)
+
+
 def test_the_first_ipus_take_a_layer_between_them_not_each():
     def cost(ipu, first, end):
         return [0, 0, 9][ipu] + (end - first) * 10
@@ -154,6 +168,24 @@ def test_the_distance_between_splits_is_the_sum_of_their_differences_per_ipu():
     assert balance.distance([2, 2], [2, 2]) == 0
 
 
+def test_a_growing_cost_is_not_asked_past_the_first_run_as_large_as_the_least_found_nor_over_a_bound():
+    asked = []
+
+    def counted(ipu, first, end):
+        asked.append((ipu, first, end))
+        return end - first
+
+    # IPU 0 taking 0, 1, 2 layers: largest 4, 3, 2; taking 3 costs 3 >= 2 already, so 4 is not asked
+    assert balance.Splits(4, 2, growing=(counted,)).least_largest(counted) == 2
+    assert (0, 0, 3) in asked and (0, 0, 4) not in asked and (1, 4, 4) not in asked
+    asked.clear()
+    assert balance.Splits(4, 2, growing=(counted,)).within(counted, 2).counts(0, 0) == [0, 1, 2]
+    assert (0, 0, 3) in asked and (0, 0, 4) not in asked
+    asked.clear()
+    assert balance.Splits(4, 2).least_largest(counted) == 2  # not declared growing: every run asked
+    assert (0, 0, 4) in asked
+
+
 def test_restricted_splits_keep_their_shape_and_add_the_bound():
     splits = balance.Splits(4, 2, some_layer_within=1, least=(1, 0))
     restricted = splits.within(layer_count, 2)
@@ -174,6 +206,19 @@ def test_restricted_splits_keep_their_shape_and_add_the_bound():
 ])
 def test_the_counts_an_ipu_may_take(splits, ipu, first, counts):
     assert splits.counts(ipu, first) == counts
+
+
+@pytest.mark.parametrize("splits", [balance.Splits(5, 3, least=(0, 1, 1)), balance.Splits(4, 3, some_layer_within=2),
+                                    balance.Splits(5, 3).within(layer_count, 2)])
+def test_the_runs_the_ipus_reach_are_every_split_s_and_those_the_ipus_before_reach(splits):
+    runs = set(splits.runs())
+    every = [split for split in compositions(splits.layers, splits.ipus)
+             if all(count in splits.counts(ipu, sum(split[:ipu])) for ipu, count in enumerate(split))]
+    assert {(ipu, sum(split[:ipu]), sum(split[:ipu + 1])) for split in every for ipu in range(splits.ipus)} <= runs
+    for ipu, first, end in runs:  # the IPUs before took the layers before, each as many as it may
+        assert end - first in splits.counts(ipu, first)
+        assert any(all(count in splits.counts(before, sum(prefix[:before])) for before, count in enumerate(prefix))
+                   for prefix in compositions(first, ipu)) if ipu else first == 0
 
 
 def test_the_least_largest_cost_from_an_ipu_on():

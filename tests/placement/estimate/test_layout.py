@@ -20,6 +20,7 @@ from optimum_ipu_ext.placement.estimate.layout import (
     first_uses,
     lay_out,
     origins,
+    reference_layout,
 )
 from optimum_ipu_ext.placement.estimate.parameters import Parameters, from_config, parallelized
 from optimum_ipu_ext.placement.models import ARCHITECTURES
@@ -467,14 +468,15 @@ def test_a_conditional_encoder_runs_encoder_and_decoder_as_one_executor():
 def test_each_parameter_s_ipu_is_fixed_or_that_of_a_layer(architecture, config, ipu_settings, for_inference, cut,
                                                           expected):
     row = ARCHITECTURES[architecture]
-    found = origins("m", row, row.config(config), settings(**ipu_settings), for_inference, cut, list(expected), {})
+    reference = reference_layout("m", row, row.config(config), settings(**ipu_settings), for_inference, cut)
+    found = origins(reference, list(expected), {})
     assert typed(found) == typed(expected)
 
 
-def test_the_origins_of_a_split_upstream_refuses_name_the_model():
+def test_the_reference_layout_of_a_split_upstream_refuses_names_the_model():
     row = ARCHITECTURES["LxmertForQuestionAnswering"]
     with pytest.raises(PlacementError, match="^Cannot place lxmert with `ipus_per_replica`"):
-        origins("lxmert", row, row.config({}), settings(layers_per_ipu=[-1, -1]), False, None, [], {})
+        reference_layout("lxmert", row, row.config({}), settings(layers_per_ipu=[-1, -1]), False, None)
 
 
 def test_a_parameter_is_where_it_is_first_used_not_on_the_lowest_ipu():

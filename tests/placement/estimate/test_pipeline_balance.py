@@ -114,6 +114,23 @@ def test_the_costs_the_balance_weighs_are_those_of_each_split_s_placement(case, 
         assert weighed == placed_, split
 
 
+@pytest.mark.parametrize("case", [
+    *BALANCED_CASES, SHARDED, INFERENCE,
+    ("BertForMaskedLM", {"num_hidden_layers": 2},  # IPUs without a layer; the update and the reduction timed
+     {"layers_per_ipu": [-1, -1, -1, -1], "replication_factor": 2, "replicated_tensor_sharding": True,
+      "optimizer_state_offchip": True, **TRAINING}),
+    ("LxmertForQuestionAnswering", {}, {"ipus_per_replica": 4, "layers_per_ipu": [-1, -1, -1, -1], **TRAINING}),
+])
+def test_the_step_of_the_even_split_timed_from_its_runs_is_its_placement_s(case):
+    """The plan times a build's even split from the costs of its runs (for the steps a host call runs): the step
+    `place` times, to the bit."""
+    found = placer(*case)
+    placement = found.place()
+    runs = LayerRunCosts(found.configured, None)
+    assert runs.step(placement.layers_per_ipu, placement.schedule.cycles) == placement.time
+    assert found.schedule() == placement.schedule
+
+
 GENERATION = {"inference_parallelize_kwargs": {"for_generation": True}}
 GENERATION_CASES = [
     ("T5ForConditionalGeneration", {"num_layers": 3, "num_decoder_layers": 3},

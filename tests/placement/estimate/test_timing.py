@@ -253,12 +253,12 @@ def test_the_samples_a_second_a_run_would_measure_are_the_model_s_within_its_ban
     ("bert", 128, ()),
     ("bert", 8192, ()),
     ("bert", None, ()),  # not a text model: its rows are not compared
-    ("bert", 127, ("127 rows a matrix product, where the measured runs had 256 to 4,096",)),
-    ("bert", 8193, ("8,193 rows a matrix product, where the measured runs had 256 to 4,096",)),
-    ("t5", 512, ("no measured run of a t5 model",)),
-    ("vit", None, ("no measured run of a vit model",)),
-    ("t5", 16, ("no measured run of a t5 model",
-                "16 rows a matrix product, where the measured runs had 256 to 4,096")),
+    ("bert", 127, ("127 rows a matrix product, where they had 256 to 4,096",)),
+    ("bert", 8193, ("8,193 rows a matrix product, where they had 256 to 4,096",)),
+    ("t5", 512, ("no t5 model among them",)),
+    ("vit", None, ("no vit model among them",)),
+    ("t5", 16, ("no t5 model among them",
+                "16 rows a matrix product, where they had 256 to 4,096")),
 ])
 def test_a_build_outside_the_measured_runs_is_told(model_type, rows, notes):
     assert CONSTANTS.outside(model_type, rows) == notes
@@ -360,10 +360,10 @@ def test_a_training_call_runs_device_iterations_steps_and_a_build_outside_the_ru
     placement = config.placement(bert_base(tmp_path / "bert"), micro_batch_size=1, sequence_length=64)
     constants = shipped_calibration()
     assert placement.time.host_seconds == pytest.approx(constants.call_seconds / 4 + 8 * 64 * 4 / (12.5e9 / 2))
-    note = "64 rows a matrix product, where the measured runs had 384 to 4,096"
+    note = "64 rows a matrix product, where they had 384 to 4,096"
     assert (placement.time.outside, placement.to_dict()["time_model"]["outside"]) == ((note,), [note])
     assert [line for line in str(placement).splitlines() if line.startswith("Time: ")][0].endswith(
-        f"(data loading not counted). Outside the measured runs: {note}.")
+        f"(data loading not counted). Outside the runs it is fitted on: {note}.")
 
 
 def test_an_inference_placement_is_timed_as_poptorch_calls_it(tmp_path):
