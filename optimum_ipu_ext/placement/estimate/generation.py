@@ -24,7 +24,7 @@ gives each IPU's part of it (`GenerationLoad`):
   alone); the first step, which fills the cross cache.
 """
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ...errors import PlacementError, as_json
 from ...settings.mode import INFERENCE
@@ -48,7 +48,7 @@ from ..models.rules import (
 )
 from .layout import ForwardStep, layer_counts
 from .pipeline import PipelineWork
-from .timing import Calibration, Job, TimeModel
+from .timing import Calibration, Job, StepTime, TimeModel
 
 KWARGS = "inference_parallelize_kwargs"
 # what generate() is called with, which a generation build's caches must match
@@ -458,24 +458,26 @@ class GenerationModel:
         return sent + build.batch_size * (build.max_length if build.num_beams > 1 else 1) * _INT32
 
     def time(self, model: TimeModel, parts: Sequence[GenerationLoad], replicas: int) -> "GenerationTime":
-        """The build's time on the time model's IPUs, its IPUs' parts `parts`: each pass the IPUs of its executor
-        in turn; each call the host's fixed part and what it sends and receives (`TimeModel.host_seconds`)."""
+        """The build's time on the time model's IPUs, its IPUs' parts `parts`: each call of an executor is a step
+        that is not pipelined as `TimeModel.step` times one (each pass through its IPUs in turn) with the host's part
+        of the call (its fixed part, what it sends and receives)."""
         build = self.build
         steps = build.on_device_steps or 1
 
-        def call(ipus: int, iterations: int, bytes_each: int) -> float:
-            job = Job(False, iterations, replicas, ipus, build.batch_size, 1, bytes_each)
-            return model._replace(job=job).host_seconds()
+        def call(work_of: Callable[[GenerationLoad], PassWork], passes: int, bytes_each: int) -> StepTime:
+            """A call of the executor running `passes` passes, each IPU's work in one `work_of` its part, sending
+            and receiving `bytes_each` a pass."""
+            works = [work_of(part).work for part in parts if work_of(part).operations.count]
+            job = Job(False, passes, replicas, max(1, len(works)), build.batch_size, 1, bytes_each)
+            return model._replace(job=job).step([model.ipu_time(work, 0, 0) for work in works], None)
 
-        encoder_ipus = sum(1 for part in parts if part.encoder.operations.count)
-        decoder_ipus = sum(1 for part in parts if part.token.operations.count)
-        encoder_call = call(encoder_ipus, 1, self.encoder_call_bytes()) if self.encoder_call_bytes() else 0.0
+        encoder = call(lambda part: part.encoder, 1, self.encoder_call_bytes())
+        token = call(lambda part: part.token, steps, self.step_call_bytes())
         return GenerationTime(
-            model.ipu.name, sum(model.cycle_seconds(part.encoder.work) for part in parts) + encoder_call,
-            sum(model.cycle_seconds(part.first_token.work) for part in parts),
-            sum(model.cycle_seconds(part.token.work) for part in parts),
-            call(decoder_ipus, steps, self.step_call_bytes()), steps, build.batch_size, replicas, build.max_length,
-            model.calibration, model.calibration.outside(self.model_type, build.rows))
+            model.ipu.name, encoder.step_seconds if self.encoder_call_bytes() else encoder.pipeline_seconds,
+            call(lambda part: part.first_token, 1, 0).pipeline_seconds, token.pipeline_seconds / steps,
+            token.host_seconds, steps, build.batch_size, replicas, build.max_length, model.calibration,
+            model.calibration.outside(self.model_type, build.rows))
 
 
 # --- its time ------------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ the buffers and the encoder's output each IPU holds, the on-device state, and th
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig
+from support.corpus import FULL_SIZE
 
 WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
            "d_model": 64, "encoder_layers": 2, "decoder_layers": 3, "encoder_attention_heads": 4,
@@ -292,3 +293,24 @@ def test_the_time_says_what_the_measured_runs_did_not_cover():
     assert any(note.startswith("1 rows a matrix product") for note in time.outside)
     low, high = time.job_tokens_per_second_range
     assert low < time.job_tokens_per_second < high
+
+
+def test_a_token_s_products_of_a_row_a_sequence_run_far_below_the_encoder_s_rate():
+    # whisper-small with its cross cache: a decoder step's products take one row a sequence, the encoder's 1,500;
+    # each product runs at the speed its shape reaches on the IPU (hardware.matmul_cycles), so a token costs about the
+    # same for 1 sequence or 8, and a FLOP of it much more than one of the encoder
+    settings = {"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [-1, -1]}
+    kwargs = {"use_cross_cache": True, "encoder_max_length": 1500}
+
+    def rates(batch_size):
+        placement = placed(str(FULL_SIZE / "whisper-small"), settings, kwargs, max_length=448, batch_size=batch_size)
+        time, parts = _timed(placement)
+        return (time, sum(part.encoder.flops for part in parts) / time.encoder_seconds,
+                sum(part.token.flops for part in parts) / time.step_seconds)
+
+    one, encoder_rate, token_rate = rates(1)
+    eight, _, eight_rate = rates(8)
+    assert token_rate < encoder_rate / 50
+    assert eight.step_seconds < 1.1 * one.step_seconds and eight_rate > 7 * token_rate
+    # generated on the host, each token's logits cross back: 8 sequences' take 8 times as long
+    assert eight.call_seconds > 2 * one.call_seconds

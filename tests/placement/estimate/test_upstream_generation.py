@@ -71,8 +71,9 @@ def _per_ipu(flops, ipus, offset):
 
 # the tiny model with the full-size one's layers, at the splits its users run it with
 REAL = [
-    # whisper-example.ipynb: tiny.en to small.en on 2 IPUs, medium on 4, large-v2 on 8
+    # whisper-example.ipynb: tiny.en, base.en and small.en on 2 IPUs, medium on 4, large-v2 on 8
     ("WhisperForConditionalGeneration", {"encoder_layers": 4, "decoder_layers": 4}, TWO_IPUS),
+    ("WhisperForConditionalGeneration", {"encoder_layers": 6, "decoder_layers": 6}, TWO_IPUS),
     ("WhisperForConditionalGeneration", {"encoder_layers": 12, "decoder_layers": 12}, TWO_IPUS),
     ("WhisperForConditionalGeneration", {"encoder_layers": 24, "decoder_layers": 24},
      {"inference_layers_per_ipu": [12, 12, 13, 11], "inference_ipus_per_replica": 4}),
