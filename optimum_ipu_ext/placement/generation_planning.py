@@ -21,7 +21,7 @@ from .estimate.generation import KWARGS, generation_kwargs, not_generating
 from .estimate.memory import MATMUL_PROPORTIONS, Verdict, matmul_proportions
 from .hardware import IPU_MEMORY_BYTES, IPUType
 from .placement import Placement
-from .placer import placer_of
+from .placer import Placer, placer_of
 from .planning import Model, replica_sizes
 
 # the largest batch searched where none is given
@@ -179,7 +179,7 @@ class _GenerationSearch:
             return [0]
         return [0, *(1 << power for power in range(max_length.bit_length()) if 1 << power < max_length)]
 
-    def placer(self, ipus: int, cond: bool, batch: int, steps: int):
+    def placer(self, ipus: int, cond: bool, batch: int, steps: int) -> Optional[Placer]:
         """The placer of one build (None where it is refused, the refusal kept)."""
         model, request = self.model, self.request
         replicas = request.ipus // ipus
@@ -220,7 +220,7 @@ class _GenerationSearch:
         return found
 
     @staticmethod
-    def _fastest_split(placer) -> List[int]:
+    def _fastest_split(placer: Placer) -> List[int]:
         """Of the splits balanced for memory (one for each number of IPUs the encoder may take), the fastest that
         fits, else the one needing the least memory."""
         ipus = placer.configured.settings["inference_ipus_per_replica"]
@@ -232,7 +232,7 @@ class _GenerationSearch:
                                                          found.largest_share)).layers_per_ipu)
         return list(min(placements, key=lambda found: found.largest_share).layers_per_ipu)
 
-    def _candidate(self, placer, split: List[int], batch: int, steps: int) -> GenerationCandidate:
+    def _candidate(self, placer: Placer, split: List[int], batch: int, steps: int) -> GenerationCandidate:
         placement = placer.place(split)
         build = placement.generation
         proportions = matmul_proportions([ipu.on_chip_bytes for ipu in placement.ipus], IPU_MEMORY_BYTES,
