@@ -77,6 +77,17 @@ def positive(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """The argparse type of a time (`--max-latency`): seconds, above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, e.g. 0.05, got {text!r}")
+    return value
+
+
 def named_value(text: str) -> Tuple[str, Any]:
     """The argparse type of `--arg` and `--kwarg`: `NAME=VALUE`, VALUE read as JSON (4, true, [1, 2], "x"), else
     kept as text."""
@@ -166,3 +177,39 @@ def add_reserve_option(parser: argparse.ArgumentParser, help: str = RESERVE_HELP
 def add_pod_type_option(parser: argparse.ArgumentParser, help: str = POD_TYPE_HELP) -> None:
     """`--pod-type POD`: which of an earlier release's per-pod-type values to take."""
     parser.add_argument("--pod-type", metavar="POD", help=help)
+
+
+def add_generation_options(parser: argparse.ArgumentParser, kind: Callable[[str], int], batch_help: str) -> None:
+    """`--generate` and what generate() is called with (`--batch-size`, `--num-beams`, `--max-length`), and
+    `--kwarg NAME=VALUE`, a keyword argument of the generation build's `parallelize()`."""
+    parser.add_argument("--generate", action="store_true",
+                        help="the generation build, as optimum-graphcore's pipelines generate with it: the encoder "
+                        "and the decoder on IPUs of their own, a KV cache on each decoder layer, token by token "
+                        "(implies --inference)")
+    parser.add_argument("--batch-size", type=kind, metavar="B", help=batch_help)
+    parser.add_argument("--num-beams", type=kind, metavar="N", help="with --generate: beams a sequence (default: the "
+                        "model's generation config's, config.json num_beams)")
+    parser.add_argument("--max-length", type=kind, metavar="L", help="with --generate: tokens generated up to, the "
+                        "KV caches' length (default: config.json max_length, else 20)")
+    parser.add_argument("--kwarg", action="append", type=named_value, metavar="NAME=VALUE",
+                        help="with --generate: a keyword argument of parallelize() for the generation build, set in "
+                        "inference_parallelize_kwargs (use_cross_cache=true, on_device_generation_steps=16, "
+                        "use_encoder_output_buffer=true, ...); repeat it")
+
+
+def generation_request(args: argparse.Namespace) -> Any:
+    """What `--generate` asks for (`IPUConfig.placement(generate=...)`), or False; a generation option without
+    `--generate`, or a micro-batch's option with it, is a usage error."""
+    given = {"batch_size": args.batch_size, "num_beams": args.num_beams, "max_length": args.max_length}
+    if not args.generate:
+        named = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
+        if args.kwarg:
+            named.append("--kwarg")
+        if named:
+            args.parser.error(f"argument {named[0]}: is for the generation build: give --generate too")
+        return False
+    for option in ("micro_batch_size", "decoder_sequence_length"):
+        if getattr(args, option, None) is not None:
+            args.parser.error(f"argument --{option.replace('_', '-')}: not allowed with --generate: a generation "
+                              "build runs --batch-size sequences, up to --max-length tokens")
+    return {name: value for name, value in given.items() if value is not None}

@@ -151,6 +151,7 @@ class SettingsMixin:
         ipu: str = "gc200",
         reserve: Optional[float] = None,
         calibration: Any = None,
+        generate: Any = False,
     ) -> "Placement":
         """Where optimum-graphcore 0.7.1's `parallelize()` puts `model` on this config's IPUs: the blocks, layers
         and parameters of each IPU, and the memory its parameters need as `IPUTrainer` builds the model. Needs no
@@ -177,11 +178,18 @@ class SettingsMixin:
             calibration: the time model's constants: the path of a file `ipu-config calibrate` wrote, or a
                 `Calibration`; default the file the environment variable `OPTIMUM_IPU_EXT_CALIBRATION` names, else the
                 constants shipped in the package.
+            generate: place the generation build as upstream's pipelines generate with it (implies
+                `for_inference`): `parallelize(for_generation=True, use_cache=True, **inference_parallelize_kwargs)`,
+                the encoder and the decoder on IPUs of their own, each decoder layer's KV cache on its IPU, one
+                decoder step's FLOPs; True, or what generate() is called with: `{"batch_size": 4, "num_beams": 1,
+                "max_length": 448}` (a KV cache is made for them). A config whose inference kwargs give
+                `for_generation` is placed as a generation build as they are, `micro_batch_size` its batch and
+                `decoder_sequence_length` its `max_length`.
 
         Raises:
             PlacementError: where optimum-graphcore refuses this config for this model (`ArchitectureError` for an
                 architecture with no pipelined version).
-            InvalidSettingError: for an `ipu` or a `reserve` outside what they allow.
+            InvalidSettingError: for an `ipu`, a `reserve` or a `generate` outside what they allow.
             CalibrationFileError: for a calibration file that cannot be read, naming the file and the key.
             ModelFileError: for a missing or malformed `config.json` or safetensors header, naming the file.
             HubError: where the Hub cannot give the model's files.
@@ -189,7 +197,7 @@ class SettingsMixin:
         return self.placer(model, architecture=architecture, for_inference=for_inference, fp32=fp32,
                            revision=revision, token=token, micro_batch_size=micro_batch_size,
                            sequence_length=sequence_length, decoder_sequence_length=decoder_sequence_length, ipu=ipu,
-                           reserve=reserve, calibration=calibration).place()
+                           reserve=reserve, calibration=calibration, generate=generate).place()
 
     def placer(
         self,
@@ -206,6 +214,7 @@ class SettingsMixin:
         ipu: str = "gc200",
         reserve: Optional[float] = None,
         calibration: Any = None,
+        generate: Any = False,
     ) -> "Placer":
         """The engine that places `model` under this config (the arguments are `placement()`'s), the model read
         once: `place()` gives the config's placement, `place(layers_per_ipu)` that of another split, and
@@ -220,7 +229,7 @@ class SettingsMixin:
 
         return model_placer(vars(self), model, architecture, for_inference, fp32, revision, token,
                             (micro_batch_size, sequence_length, decoder_sequence_length), ipu,
-                            RESERVE if reserve is None else reserve, calibration)
+                            RESERVE if reserve is None else reserve, calibration, generate)
 
     def batch_size_factor(
         self, for_inference: bool = False, per_instance: bool = False, popdist: Union[PopDistLaunch, bool, None] = None

@@ -3,12 +3,13 @@
 
 import copy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 from ..errors import InvalidSettingError, is_positive_whole
 from ..settings.mode import Mode
 
 if TYPE_CHECKING:
+    from ..placement.generation_planning import GenerationPlan
     from ..placement.planning import Candidate, Plan
 
 # the IPUs of each Pod a `pod` names
@@ -34,7 +35,9 @@ def plan(
     token: Optional[str] = None,
     calibration: Any = None,
     trials: int = 0,
-) -> "Plan":
+    generate: Any = False,
+    max_latency: Optional[float] = None,
+) -> Union["Plan", "GenerationPlan"]:
     """The fastest builds of `model` on `ipus` IPUs (or a `pod`'s) that fit, each placed and timed as
     `IPUConfig.placement()` places and times it, best first, with its config.
 
@@ -56,6 +59,12 @@ def plan(
         trials: the builds worth measuring to calibrate the model, as the plan's `trials`: the best, and up to
             `trials - 1` builds whose order against it the model is least sure of
             (`placement.planning.choose_trials()`), each with its config; training plans only.
+        generate: plan the generation build instead (a `GenerationPlan`), as `placement(generate=...)` takes it:
+            True, or what generate() is called with (`batch_size`, else searched; `num_beams`, `max_length`); it
+            searches the IPUs of a replica, the encoder's and the decoder's IPUs and their splits, the replicas, the
+            batch and `on_device_generation_steps`, each build's config keeping `base`'s other settings.
+        max_latency: with `generate`, the most seconds a token may take: the builds that meet it first, the most
+            tokens a second first (default: the most tokens a second).
 
     Raises:
         InvalidSettingError: for a request outside what it allows (naming the argument).
@@ -75,8 +84,16 @@ def plan(
         base = IPUConfig()
     reserve = RESERVE if reserve is None else reserve
     check_reserve(reserve)
-    if _whole_from_0("trials", trials) and inference:
+    trials = _whole_from_0("trials", trials)
+    if trials and inference:
         raise InvalidSettingError("trials", trials, "an inference plan has no trials: calibrate fits training runs")
+    if generate is not False or max_latency is not None:
+        if trials:
+            raise InvalidSettingError("trials", trials, "a generation plan has no trials: calibrate fits training "
+                                      "runs")
+        return _generation_plan(model, _ipus(ipus, pod), generate, max_latency, global_batch_size, micro_batch_size,
+                                decoder_sequence_length, sequence_length, architecture, ipu, reserve, base, fp32,
+                                revision, token, calibration_of(calibration))
     request = Request(_ipus(ipus, pod), _global_batch(global_batch_size, inference),
                       _positive("micro_batch_size", micro_batch_size), sequence_length, decoder_sequence_length,
                       ipu_type_of(ipu), reserve, inference, fp32, calibration_of(calibration))
@@ -91,6 +108,45 @@ def plan(
                        base, settings_of(trial.candidate.build, mode))))
                    for trial in choose_trials(searched, vars(base), request, candidates, trials))
     return Plan(source.name, row.name, request, tuple(candidates), tuple(pareto(candidates)), reference, chosen)
+
+
+def _generation_plan(model: Any, ipus: int, generate: Any, max_latency: Optional[float],
+                     global_batch_size: Optional[int], micro_batch_size: Optional[int],
+                     decoder_sequence_length: Optional[int], sequence_length: Optional[int],
+                     architecture: Optional[str], ipu: str, reserve: float, base: Any, fp32: bool,
+                     revision: Optional[str], token: Optional[str], calibration: Any) -> "GenerationPlan":
+    """`plan(generate=...)`: the request checked, the builds searched, each timed with `calibration`, each with its
+    config."""
+    from ..placement.generation_planning import (
+        GenerationPlan,
+        GenerationRequest,
+        frontier,
+        generation_search,
+        with_config,
+    )
+    from ..placement.models import architecture_of
+    from ..placement.placer import cached_shapes, generate_arguments, ipu_type_of
+    from ..placement.planning import Model
+    from ..placement.source.model import read_model
+
+    asked = generate_arguments(True if generate is False else generate)
+    for name, value, meaning in (("global_batch_size", global_batch_size, "a training step's samples"),
+                                 ("micro_batch_size", micro_batch_size, "a micro-batch; give generate's batch_size"),
+                                 ("decoder_sequence_length", decoder_sequence_length,
+                                  "a micro-batch's; give generate's max_length")):
+        if value is not None:
+            raise InvalidSettingError(name, value, f"a generation plan takes none: it is {meaning}")
+    if max_latency is not None and (isinstance(max_latency, bool) or not isinstance(max_latency, (int, float))
+                                    or not max_latency > 0):
+        raise InvalidSettingError("max_latency", max_latency, "allowed values are seconds a token, above 0")
+    request = GenerationRequest(ipus, asked.get("batch_size"), asked.get("num_beams"), asked.get("max_length"),
+                                sequence_length, max_latency, ipu_type_of(ipu), reserve, fp32, calibration)
+    source = read_model(model, revision, token)
+    row = architecture_of(source.name, source.config, architecture)
+    searched = Model(source.name, row, source.config, cached_shapes(source))
+    candidates = [with_config(candidate, configured(base, candidate.settings))
+                  for candidate in generation_search(searched, vars(base), request)]
+    return GenerationPlan(source.name, row.name, request, tuple(candidates), tuple(frontier(candidates)))
 
 
 def configured(base: Any, settings: Dict[str, Any]) -> Any:
@@ -143,7 +199,7 @@ def _global_batch(value: Optional[int], inference: bool) -> Optional[int]:
 def _reference(model: Any, base: Any, request: Any) -> Optional["Candidate"]:
     """`base` placed and timed as the plan's candidates are, where it runs on the plan's IPUs and batch."""
     from ..errors import PlacementError
-    from ..placement.placer import placer_of
+    from ..placement.placer import generated, placer_of
     from ..placement.planning import Candidate, build_of
 
     mode = Mode.of(request.for_inference)
@@ -161,7 +217,8 @@ def _reference(model: Any, base: Any, request: Any) -> Optional["Candidate"]:
     try:
         placer = placer_of(model.name, model.architecture, model.values, settings, model.shapes,
                            request.for_inference, request.fp32, _measure(model, request, micro_batch), request.ipu,
-                           request.reserve, request.calibration)
+                           request.reserve, request.calibration,
+                           generated((micro_batch, request.sequence_length, request.decoder_sequence_length)))
     except PlacementError:
         return None
     return Candidate(build_of(settings, mode), micro_batch, placer.place(), base)

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
+from .estimate.generation import GenerationBuild, GenerationLoad, GenerationTime
+from .estimate.layout import Executor
 from .estimate.memory import Verdict, verdict_of
 from .estimate.pipeline import PipelineWork, Schedule, Stage
 from .estimate.timing import StepTime
@@ -24,7 +26,8 @@ class IPUPlacement:
     weights, gradient accumulators and optimizer state (their on-chip parts), and the larger of what the pipeline
     keeps (stash and recomputation) and what the weight update brings on chip after it (`update_bytes`: optimizer
     state kept in Streaming Memory); in Streaming Memory. `work`: what it keeps and computes for the micro-batches
-    in flight, and `cycle_seconds` the time of each pipeline cycle it runs (None: activations not counted)."""
+    in flight, and `cycle_seconds` the time of each pipeline cycle it runs (None: activations not counted);
+    `generation`: its part of a generation build (None: not one), whose bytes are on chip too."""
 
     ipu: int
     blocks: Tuple[Optional[str], ...]
@@ -38,6 +41,7 @@ class IPUPlacement:
     update_bytes: int = 0
     work: Optional[PipelineWork] = None
     cycle_seconds: Optional[float] = None
+    generation: Optional[GenerationLoad] = None
 
     def to_dict(self) -> Dict[str, Any]:
         work = dict.fromkeys(PipelineWork._fields)
@@ -48,7 +52,8 @@ class IPUPlacement:
                 "streaming_bytes": self.streaming_bytes, "weights_bytes": self.weights_bytes,
                 "gradient_accumulator_bytes": self.gradient_accumulator_bytes,
                 "optimizer_state_bytes": self.optimizer_state_bytes, "update_bytes": self.update_bytes, **work,
-                "cycle_seconds": self.cycle_seconds}
+                "cycle_seconds": self.cycle_seconds,
+                "generation": None if self.generation is None else self.generation.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,11 @@ class Placement:
     `shape` is the micro-batch the activations are counted for (None: they are not); `time` a step of the whole job
     then. `reserve_bytes`: what each IPU keeps for what is not counted (code, exchange buffers, temporaries).
     `parameter_ipus`: `{parameter: the IPUs it is on}`, named as `named_parameters()` names it: one IPU, where it is
-    first used; in a generation build, where each executor (encoder, decoder) using it first uses it."""
+    first used; in a generation build, where each executor (encoder, decoder) using it first uses it.
+    `generation`: what a generation build runs (None: not one); its `shape` is then its batch, the encoder's input
+    and `max_length`; `executors`, the encoder's and the decoder's IPUs; `fitting`, where it does not fit, the
+    largest `batch_size` and the largest `max_length` (None: none) with which it does, the other as it is;
+    `generation_time`, its time to the first token and a token."""
 
     model: str
     architecture: str
@@ -74,6 +83,10 @@ class Placement:
     schedule: Schedule
     time: Optional[StepTime]
     parameter_ipus: Mapping[str, Tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
+    generation: Optional[GenerationBuild] = None
+    executors: Tuple[Executor, ...] = ()
+    fitting: Optional[Mapping[str, Optional[int]]] = None
+    generation_time: Optional[GenerationTime] = None
 
     @property
     def problems(self) -> Tuple[str, ...]:
@@ -132,6 +145,11 @@ class Placement:
             "pipeline_efficiency": self.schedule.efficiency,
             "bottleneck_ipu": self.bottleneck_ipu,
             **(self.time.to_dict() if self.time is not None else dict.fromkeys(NO_TIME)),
+            "generation": None if self.generation is None else {
+                **self.generation.to_dict(), "fitting": self.fitting,
+                "time": None if self.generation_time is None else self.generation_time.to_dict(),
+                "executors": {executor.name.value: list(range(executor.first_ipu, executor.first_ipu + executor.ipus))
+                              for executor in self.executors}},
             "ipus": [ipu.to_dict() for ipu in self.ipus],
         }
 

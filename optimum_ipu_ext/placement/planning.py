@@ -26,6 +26,7 @@ from ..settings.mode import Mode
 from .estimate import balance
 from .estimate.configured import ConfiguredModel, Shapes
 from .estimate.costs import block_costs
+from .estimate.generation import KWARGS
 from .estimate.layer_runs import LayerRunCosts
 from .estimate.layout import fixed_layer_groups, layer_counts
 from .estimate.memory import MATMUL_PROPORTIONS, Verdict, matmul_proportions
@@ -36,7 +37,7 @@ from .hardware import IPU_MEMORY_BYTES, IPUType
 from .models import resolve_shape
 from .models.rules import Architecture, Split
 from .placement import Placement
-from .placer import Placer, placer_of
+from .placer import Placer, generated, placer_of
 from .report.text import plan_text
 
 # the serialization factors tried, least first, where no build of a micro-batch fits without one (1: none); those
@@ -276,7 +277,8 @@ class _Search:
         settings = {**self.base, **settings_of(build, self.mode)}
         return placer_of(model.name, model.architecture, model.values, settings, model.shapes, request.for_inference,
                          request.fp32, lambda *_: self.costs(micro_batch), request.ipu, request.reserve,
-                         request.calibration)
+                         request.calibration,
+                         generated((micro_batch, request.sequence_length, request.decoder_sequence_length)))
 
     def micro_batches(self, ipus: int) -> Iterator[Tuple[int, int]]:
         """(micro-batch, micro-batches a step) of each micro-batch searched on replicas of `ipus` IPUs: a training
@@ -292,7 +294,10 @@ class _Search:
             sizes = [1 << power for power in range(LARGEST_MICRO_BATCH.bit_length())]
         if self.mode.is_inference:
             stages = self._stages(ipus)
-            steps = {size: fewest_device_iterations(stages) for size in sizes} if stages is not None else {}
+            # a generation build's decoder runs a token a device iteration
+            generating = (self.base[KWARGS] or {}).get("for_generation")
+            steps = ({size: 1 if generating else fewest_device_iterations(stages) for size in sizes}
+                     if stages is not None else {})
         else:
             steps = {size: request.global_batch_size // (size * replicas) for size in sizes
                      if request.global_batch_size % (size * replicas) == 0}

@@ -30,14 +30,14 @@ def test_a_placement_s_data_has_exactly_the_keys_of_its_json(tmp_path):
                           "decoder_sequence_length", "ipu_memory_bytes", "reserve_bytes", "verdict", "fits",
                           "problems", "stages", "pipeline_cycles", "pipeline_efficiency", "bottleneck_ipu", "ipu",
                           "step_seconds", "samples_per_step", "samples_per_second", "samples_per_second_range",
-                          "step_parts", "time_model", "ipus"]
+                          "step_parts", "time_model", "generation", "ipus"]
     assert [list(ipu) for ipu in data["ipus"]] == [
         ["ipu", "blocks", "layers", "parameters", "on_chip_bytes", "streaming_bytes", "weights_bytes",
          "gradient_accumulator_bytes", "optimizer_state_bytes", "update_bytes", "activation_bytes", "stash_bytes",
          "recompute_bytes", "forward_flops", "backward_flops", "recompute_flops", "operations", "exchange_bytes",
-         "cycle_seconds"]] * 2
+         "cycle_seconds", "generation"]] * 2
     uncounted = dict.fromkeys(["activation_bytes", "stash_bytes", "recompute_bytes", "forward_flops", "backward_flops",
-                               "recompute_flops", "operations", "exchange_bytes", "cycle_seconds"])
+                               "recompute_flops", "operations", "exchange_bytes", "cycle_seconds", "generation"])
     assert data == {
         "model": str(tmp_path / "bert"), "architecture": "BertForMaskedLM", "build": "training",
         "layers_per_ipu": [1, 2], "micro_batch_size": None, "sequence_length": None, "decoder_sequence_length": None,
@@ -47,7 +47,7 @@ def test_a_placement_s_data_has_exactly_the_keys_of_its_json(tmp_path):
                    {"ipu": 0, "blocks": ["Classifier"], "stash_depth": 1}],
         "pipeline_cycles": 5 + 4, "pipeline_efficiency": 5 / 9, "bottleneck_ipu": None,
         **dict.fromkeys(["ipu", "step_seconds", "samples_per_step", "samples_per_second", "samples_per_second_range",
-                         "step_parts", "time_model"]),
+                         "step_parts", "time_model", "generation"]),
         "ipus": [{"ipu": 0, "blocks": ["Embedding", "Encoder0", "Classifier"], "layers": [0],
                   "parameters": 1600 + 2224 + 368, "on_chip_bytes": 10 * 4192, "streaming_bytes": 0,
                   "weights_bytes": 2 * 4192, "gradient_accumulator_bytes": 2 * 4192, "optimizer_state_bytes": 6 * 4192,

@@ -117,7 +117,7 @@ def test_the_layer_rule_refuses_an_import_upwards():
 
 # The placement's parts, lowest first: a module of one may import its own part and those before it.
 PLACEMENT_PARTS = ("hardware", "source", "models", "estimate", "report", "placement", "placer", "calibration",
-                   "planning")
+                   "planning", "generation_planning")
 
 
 def placement_part(name: str) -> int:

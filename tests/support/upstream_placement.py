@@ -16,15 +16,17 @@ runs it once on CPU and watches where each parameter is used:
   `parallelize()` creates (a serialized embedding's splits, a padded vocabulary) is traced back to the
   elements it took; then every parameter gets its real values back and the model runs.
 
-A generation build runs as upstream generates: the encoder and the decoder are separate executors, each
+A generation build runs as generate() runs it: the encoder and the decoder are separate executors, each
 numbering its IPUs from 0, so the result then holds one placement per executor.
 """
 import contextlib
 import copy
 import importlib
+import importlib.metadata
 import json
 import sys
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 from unittest import mock
 
@@ -32,6 +34,8 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
+from transformers.modeling_outputs import BaseModelOutput
+from transformers.utils import versions
 
 from .doubles import installed, poptorch
 from .placement_models import TINY_MODELS
@@ -174,6 +178,19 @@ class _Executor:
         self._trace.ipu = 0  # each run starts on IPU 0, as each run of the compiled graph does
         with _tracing(self._trace):
             return self._module(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _poptorch_distribution():
+    """The poptorch double installed as a distribution of its version, as transformers' `require_version` (which
+    upstream calls before `poptorch.cond`) reads one."""
+
+    def version(name: str) -> str:
+        return poptorch.__version__ if name == "poptorch" else importlib.metadata.version(name)
+
+    shim = SimpleNamespace(version=version, PackageNotFoundError=importlib.metadata.PackageNotFoundError)
+    with mock.patch.object(versions, "importlib_metadata", shim):
+        yield
 
 
 # --- calls of parallelize() recorded ------------------------------------------------------------------
@@ -350,17 +367,34 @@ def _run_model(model: nn.Module, inputs: Dict[str, torch.Tensor]) -> Dict[str, _
     return {"model": trace}
 
 
-def _generate(model: nn.Module, inputs: Dict[str, torch.Tensor]) -> Dict[str, _Trace]:
-    """Runs `generate()` as upstream does, the encoder and the decoder each in an executor of its own."""
+def _generate(model: nn.Module, inputs: Dict[str, torch.Tensor], kwargs: Dict[str, Any]) -> Dict[str, _Trace]:
+    """Runs a generation build as generate() runs it, the encoder and the decoder each in an executor of its own
+    (with `use_cond_encoder`, the decoder's alone, the encoder in it): the encoder's once, then the decoder's wrapper
+    (`DecoderWrapper`, as `_call_generate` makes it) for the first step, on the inputs `prepare_inputs_for_generation`
+    makes: one prompt for each sequence of the kwargs' `batch_size`, each of its beams a row of the decoder's; with
+    a KV cache, the step's token, else the sequence so far. The device's own generation loop
+    (`on_device_generation_steps`) runs the same wrapper."""
     generation = upstream_modules()[1]
-    traces = {"encoder": _Trace(), "decoder": _Trace()}
-    model.poptorch_encoder = _Executor(model.get_encoder().eval(), traces["encoder"])
-    model.poptorch_decoder = _Executor(generation.DecoderWrapper(model.eval()), traces["decoder"])
-    # one prompt, as upstream's pipelines generate by default: their KV caches are sized for one
-    prompt = {name: value[:1] for name, value in inputs.items() if not name.startswith("decoder_")}
+    batch = kwargs.get("batch_size", 1)
+    beams = kwargs.get("num_beams", model.generation_config.num_beams)
+    cached = any(getattr(module, "kv_cache_initialized", False) for module in model.modules())
+    prompt = {name: value[:1].repeat_interleave(batch, dim=0) for name, value in inputs.items()
+              if not name.startswith("decoder_")}
+    traces = {"decoder": _Trace()} if model.cond_encoder_enabled else {"encoder": _Trace(), "decoder": _Trace()}
     with torch.no_grad():
-        model.generate(**prompt)
-    return traces
+        if model.cond_encoder_enabled:
+            encoded = {"encoder_outputs": BaseModelOutput(last_hidden_state=torch.zeros(batch, 1)),
+                       model.main_input_name: prompt[model.main_input_name]}
+        else:
+            encoder = _Executor(model.get_encoder().eval(), traces["encoder"])
+            hidden = encoder(**prompt, return_dict=True).last_hidden_state
+            encoded = {"encoder_outputs": BaseModelOutput(last_hidden_state=hidden.repeat_interleave(beams, dim=0))}
+            if "attention_mask" in prompt:
+                encoded["attention_mask"] = prompt["attention_mask"].repeat_interleave(beams, dim=0)
+        ids = torch.full((batch * beams, 1 if cached else 2), model.config.decoder_start_token_id)
+        step = model.prepare_inputs_for_generation(ids, use_cache=cached, **encoded)
+        _Executor(generation.DecoderWrapper(model.eval()), traces["decoder"])(t=torch.tensor([0]), **step)
+    return {"model": traces["decoder"]} if model.cond_encoder_enabled else traces
 
 
 # --- the reference ---------------------------------------------------------------------------------------
@@ -379,14 +413,15 @@ def upstream_placement(
     `ipu_settings`: a dict of `IPUConfig` arguments or an `IPUConfig` (upstream's or a subclass), default `{}`.
     `for_inference`: the inference build (`ipu_config.eval()`, `model.eval()`,
     `parallelize(**inference_parallelize_kwargs)`); `for_generation` (inference only) adds `for_generation=True`
-    as `IPUSeq2SeqTrainer` does and runs `generate()`.
+    as `IPUSeq2SeqTrainer` does and runs the build as generate() runs it (`_generate`).
 
     Returns plain data:
     - `blocks`: `[user_id, ipu_id]` of each `poptorch.BeginBlock` call, in call order;
     - `layer_ipus`: the IPU of each layer, one list per `get_layer_ipu` call, in call order;
     - `parameter_counts`: `{name: number of elements}` of the original model's parameters;
     - `frozen`: the names of the parameters `parallelize()` leaves without gradient (`requires_grad` off);
-    - the placement (for a generation build, one under `executors["encoder"]` and `executors["decoder"]`):
+    - the placement (for a generation build, one under `executors["encoder"]` and `executors["decoder"]`, but with
+      `use_cond_encoder`, whose one executor runs both):
       `started` (`[user_id, ipu_id]` of each block begun in the forward pass), `parameters` (`{name: IPU}`
       where first used), `spread` (`{name: {IPU or None (unused): elements}}` for a parameter that
       `parallelize()` split over several IPUs), `unused` (names no op used), `several_ipus` (`{name: IPUs}`
@@ -405,7 +440,7 @@ def upstream_placement(
     model_config = tiny.config if model_config is None else model_config
     modeling_utils, generation = upstream_modules()
     ipu_config = _ipu_config({} if ipu_settings is None else ipu_settings)
-    with installed(), _one_thread():
+    with installed(), _poptorch_distribution(), _one_thread():
         original = _original_model(architecture, json.dumps(model_config, sort_keys=True))
         original.train(not for_inference)
         model = modeling_utils.to_pipelined(original, ipu_config)
@@ -430,7 +465,7 @@ def upstream_placement(
             model.parallelize(**kwargs)
         holders = _holders(model, numbering, original_of)
         inputs = tiny.inputs(model.config, model.training)
-        traces = _generate(model, inputs) if for_generation else _run_model(model, inputs)
+        traces = _generate(model, inputs, kwargs) if for_generation else _run_model(model, inputs)
     result = {
         "blocks": blocks,
         "layer_ipus": layer_ipus,
@@ -438,7 +473,7 @@ def upstream_placement(
         "frozen": _frozen(holders, numbering),
     }
     placements = {name: _placement(trace, holders, numbering) for name, trace in traces.items()}
-    if for_generation:
+    if "encoder" in placements:
         result["executors"] = placements
     else:
         result.update(placements["model"])

@@ -11,6 +11,7 @@ from ..arguments import (
     add_calibration_option,
     add_command_parser,
     add_force_option,
+    add_generation_options,
     add_ipu_option,
     add_json_option,
     add_length_options,
@@ -50,6 +51,8 @@ def register(subparsers) -> None:
                         help="count the activations, the pipeline's stashes and the FLOPs of micro-batches of B "
                         "examples (default 1 when a sequence length is given)")
     add_length_options(parser, int, help_prefix="with the activations: ")
+    add_generation_options(parser, int, batch_help="with --generate: sequences a replica generates at once, the KV "
+                           "caches' batch (default 1)")
     add_ipu_option(parser, help="with the activations: " + IPU_HELP)
     add_calibration_option(parser)
     add_reserve_option(parser)
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     from ...placement.report.text import comparison_text
     from ...settings.mode import Mode
     from ..picture_files import picture_targets
-    from ..sources import CONFIG_NAME, CommandError, load, refuse_to_overwrite, write_config
+    from ..sources import CONFIG_NAME, CommandError, refuse_to_overwrite
 
     if args.list_architectures:
         for name in ARCHITECTURES:
@@ -91,8 +94,8 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     if target is not None:  # before placing: the model may be on the Hub
         refuse_to_overwrite(target, args.force)
     pictures = picture_targets(args)
-    config = load(args.source, args.revision, args.set or (), args.pod_type)
-    mode = Mode.of(args.inference)
+    config = _config(args)
+    mode = Mode.of(args.inference or args.generate)
     setting = mode.setting("layers_per_ipu")
     try:
         placer = _placer(args, config, err)
@@ -111,8 +114,7 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     except PlacementError as error:
         raise CommandError(f"{args.source}: {one_line(error)}") from error
     if target is not None:  # before any output: a reader may go away
-        setattr(config, setting, list(balanced.layers_per_ipu))
-        write_config(config, args.write, args.force)
+        _write(config, setting, balanced, args)
     written = _write_pictures(pictures, balanced.to_dict(), args, balanced is not current)
     if args.json:
         out.write(balanced.to_json_string().rstrip("\n"))
@@ -128,6 +130,30 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     for line in written:
         err.write(line)
     return 1 if args.check and not balanced.fits else 0
+
+
+def _config(args: argparse.Namespace):
+    """CONFIG, with `--set` and `--kwarg` applied; `args.generating`: what `--generate` asks for."""
+    from ..arguments import generation_request
+    from ..sources import load
+
+    args.generating = generation_request(args)
+    config = load(args.source, args.revision, args.set or (), args.pod_type)
+    if args.kwarg:
+        config.inference_parallelize_kwargs = {**(config.inference_parallelize_kwargs or {}), **dict(args.kwarg)}
+    return config
+
+
+def _write(config, setting: str, balanced, args: argparse.Namespace) -> None:
+    """The config with the balanced split written to `--write`; a generation build's with the kwargs upstream's
+    pipelines generate with (they add `for_generation` themselves)."""
+    from ..sources import write_config
+
+    setattr(config, setting, list(balanced.layers_per_ipu))
+    if balanced.generation is not None:
+        config.inference_parallelize_kwargs = {name: value for name, value in balanced.generation.kwargs.items()
+                                               if name != "for_generation"}
+    write_config(config, args.write, args.force)
 
 
 def _write_pictures(pictures: List[Tuple[str, str]], placement: Dict[str, Any], args: argparse.Namespace,
@@ -164,4 +190,4 @@ def _placer(args: argparse.Namespace, config, err: Stream):
                              fp32=args.fp32, revision=args.model_revision, token=get_token() if hub else None,
                              micro_batch_size=args.micro_batch_size, sequence_length=args.sequence_length,
                              decoder_sequence_length=args.decoder_sequence_length, ipu=args.ipu,
-                             reserve=args.reserve, calibration=args.calibration)
+                             reserve=args.reserve, calibration=args.calibration, generate=args.generating)

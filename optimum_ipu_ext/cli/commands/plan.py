@@ -11,6 +11,7 @@ from ..arguments import (
     add_calibration_option,
     add_command_parser,
     add_force_option,
+    add_generation_options,
     add_ipu_option,
     add_json_option,
     add_length_options,
@@ -18,6 +19,7 @@ from ..arguments import (
     add_reserve_option,
     add_revision_option,
     positive,
+    seconds,
 )
 from ..output import PROG, Stream, progress
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 # the option that gives each argument of `plan()` whose values the API checks: its errors name the argument
 OPTIONS = {"ipus": "--ipus", "pod": "--pod", "global_batch_size": "--global-batch-size",
-           "micro_batch_size": "--micro-batch-size"}
+           "micro_batch_size": "--micro-batch-size", "max_latency": "--max-latency"}
 
 
 def register(subparsers) -> None:
@@ -62,6 +64,11 @@ def register(subparsers) -> None:
     parser.add_argument("--inference", action="store_true",
                         help="plan the inference build: the replicas and the device iterations, weights only")
     parser.add_argument("--fp32", action="store_true", help="weights in fp32, as IPUTrainer with fp32=True")
+    add_generation_options(parser, positive, batch_help="with --generate: plan for batches of B sequences a replica "
+                           "alone (default: each power of two that fits)")
+    parser.add_argument("--max-latency", type=seconds, metavar="SECONDS",
+                        help="with --generate: the most a token may take; the builds that meet it first, the most "
+                        "tokens a second first (default: the most tokens a second)")
     add_revision_option(parser, help="branch, tag or commit of MODEL, on the Hub")
     add_json_option(parser, help="print the plan as JSON: every candidate with its config and its placement")
     parser.add_argument("--top", type=positive, default=10, metavar="K",
@@ -87,14 +94,9 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     from ..picture_files import picture_targets, write_pictures
     from ..sources import CONFIG_NAME, CommandError, refuse_to_overwrite, write_config
 
-    if args.inference and args.global_batch_size is not None:
-        args.parser.error("argument --global-batch-size: not allowed with --inference: an inference plan chooses "
-                          "the replicas and the device iterations of a step")
-    if not args.inference and args.global_batch_size is None:
-        args.parser.error("the following argument is required for a training plan: --global-batch-size (the "
-                          "samples of a step); or give --inference")
-    if args.inference and args.trials is not None:
-        args.parser.error("argument --trials: not allowed with --inference: calibrate fits training runs")
+    if args.generate:
+        return _generation(args, out, err)
+    _check_request(args)
     target = os.path.join(args.write, CONFIG_NAME) if args.write is not None and args.trials is None else None
     if target is not None:  # before planning: the model may be on the Hub
         refuse_to_overwrite(target, args.force)
@@ -130,6 +132,23 @@ def run(args: argparse.Namespace, out: Stream, err: Stream) -> int:
     return 0
 
 
+def _check_request(args: argparse.Namespace) -> None:
+    """A usage error for an option a training or inference plan does not take, or lacks."""
+    from ..arguments import generation_request
+
+    if args.max_latency is not None:
+        args.parser.error("argument --max-latency: is for the generation build: give --generate too")
+    generation_request(args)  # a generation option without --generate is a usage error
+    if args.inference and args.global_batch_size is not None:
+        args.parser.error("argument --global-batch-size: not allowed with --inference: an inference plan chooses "
+                          "the replicas and the device iterations of a step")
+    if not args.inference and args.global_batch_size is None:
+        args.parser.error("the following argument is required for a training plan: --global-batch-size (the "
+                          "samples of a step); or give --inference")
+    if args.inference and args.trials is not None:
+        args.parser.error("argument --trials: not allowed with --inference: calibrate fits training runs")
+
+
 def _report(args: argparse.Namespace, found: "Plan", data: Dict[str, Any], commands: Mapping[str, str],
             out: Stream) -> None:
     """The plan as text, then its trials, or how to save the best."""
@@ -144,6 +163,47 @@ def _report(args: argparse.Namespace, found: "Plan", data: Dict[str, Any], comma
         out.write("Save the best: add --write OUT_DIR (it writes OUT_DIR/ipu_config.json).")
 
 
+def _generation(args: argparse.Namespace, out: Stream, err: Stream) -> int:
+    """`plan --generate`: the builds that serve the model's generation, best first."""
+    from ...placement.report.generation_plan import generation_plan_svg, generation_plan_text
+    from ...placement.report.page import generation_plan_page
+    from ..arguments import generation_request
+    from ..picture_files import picture_targets, write_pictures
+    from ..sources import CONFIG_NAME, CommandError, refuse_to_overwrite, write_config
+
+    if args.global_batch_size is not None:
+        args.parser.error("argument --global-batch-size: not allowed with --generate: a generation plan searches the "
+                          "batch (--batch-size fixes it)")
+    if args.trials is not None:
+        args.parser.error("argument --trials: not allowed with --generate: calibrate fits training runs")
+    asked = generation_request(args)
+    target = os.path.join(args.write, CONFIG_NAME) if args.write is not None else None
+    if target is not None:
+        refuse_to_overwrite(target, args.force)
+    pictures = picture_targets(args)
+    base = _base(args)
+    if args.kwarg:
+        base.inference_parallelize_kwargs = {**(base.inference_parallelize_kwargs or {}), **dict(args.kwarg)}
+    found = _plan(args, base, err, generate=asked, max_latency=args.max_latency)
+    data = found.to_dict()
+    best = found.best
+    if target is not None and best is not None:
+        write_config(best.ipu_config, args.write, args.force)
+    written = write_pictures(pictures, lambda kind: generation_plan_svg(data) if kind == "svg"
+                             else generation_plan_page(data))
+    out.write(json.dumps(data, indent=2) if args.json else generation_plan_text(data, args.top))
+    if target is not None and best is not None:
+        err.write(f"Wrote {target}: the best build, rank 1")
+    for path in written:
+        err.write(f"Wrote {path}")
+    if best is None:
+        if target is not None:
+            raise CommandError(f"no build fits{' and meets --max-latency' if args.max_latency else ''}, so {target} "
+                               "is not written: the plan lists the nearest first")
+        return 1
+    return 0
+
+
 def _base(args: argparse.Namespace):
     """The config whose other settings the candidates keep: `--from`'s, read as `place` reads its CONFIG, else the
     defaults, without transformers."""
@@ -156,9 +216,9 @@ def _base(args: argparse.Namespace):
     return load(args.base)
 
 
-def _plan(args: argparse.Namespace, base, err: Stream) -> "Plan":
-    """The plan of `--model`, a Hub model read behind a spinner; a value the API refuses is a usage error naming
-    its option."""
+def _plan(args: argparse.Namespace, base, err: Stream, **generation: Any) -> "Plan":
+    """The plan of `--model`, a Hub model read behind a spinner (`generation`: `plan()`'s `generate` and
+    `max_latency`); a value the API refuses is a usage error naming its option."""
     from ...config.planning import plan
     from ...errors import InvalidSettingError, as_json
     from ...settings.sources import is_local
@@ -173,7 +233,7 @@ def _plan(args: argparse.Namespace, base, err: Stream) -> "Plan":
         "decoder_sequence_length": args.decoder_sequence_length, "architecture": args.architecture, "ipu": args.ipu,
         "reserve": args.reserve, "base": base, "inference": args.inference, "fp32": args.fp32,
         "revision": args.revision, "token": get_token() if hub else None, "calibration": args.calibration,
-        "trials": args.trials or 0,
+        "trials": args.trials or 0, **generation,
     }
     try:
         with progress(err, f"Planning {args.model}") if hub else contextlib.nullcontext():

@@ -12,6 +12,7 @@ from ..hardware import IPU_MEMORY_BYTES, IPUType
 from ..models.rules import Architecture, InputShape, ModelConfig, Split
 from .calibration_file import shipped_calibration
 from .cost import CostModel, IPULoad
+from .generation import GenerationModel, generation_build
 from .layout import FirstUse, Layout, first_uses, lay_out, layer_paths, paths_holding, split_shares
 from .memory import memory_model
 from .parameters import Parameters, parallelized
@@ -39,8 +40,9 @@ class ConfiguredModel:
     """A model under one build of an IPU config: its name, architecture and `config.json`, the config's `settings`
     (its `vars()`) and build, the layout of the config's own split, the model's parameters as that build holds them
     (`frozen`: those that do not train; `sizes`: each one's), how the build runs its pipeline, the micro-batch the
-    activations are counted for with each step's cost (None: not counted), how an IPU is costed, and the memory each
-    IPU keeps in reserve."""
+    activations are counted for with each step's cost (None: not counted), how an IPU is costed, the memory each IPU
+    keeps in reserve, and the costs of a generation build (None: not one; its micro-batch is then its batch, and its
+    steps are costed by it)."""
 
     model: str
     architecture: Architecture
@@ -56,6 +58,7 @@ class ConfiguredModel:
     step_costs: Optional[Costs]
     cost_model: CostModel
     reserve_bytes: int
+    generation: Optional[GenerationModel] = None
 
     @property
     def mode(self) -> Mode:
@@ -93,6 +96,11 @@ class ConfiguredModel:
                 counts[use.ipu][frozen] += elements
                 if not frozen and updated > largest[use.ipu]:
                     largest[use.ipu] = updated
+        if self.generation is not None:
+            parts = [self.generation.load([step for step in layout.forward if step.ipu == ipu])
+                     for ipu in range(layout.ipus)]
+            return [IPULoad(trained, frozen, most, part.work, part)
+                    for (trained, frozen), most, part in zip(counts, largest, parts)]
         works = (ipu_work(layout.ipus, stages, self.step_costs, self.execution) if self.step_costs is not None
                  else [None] * layout.ipus)
         return [IPULoad(trained, frozen, most, work)
@@ -101,20 +109,28 @@ class ConfiguredModel:
 
 def configure(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],
               shapes: Shapes, for_inference: bool, fp32: bool, measure: Optional[Measure], ipu: IPUType,
-              reserve: float, calibration: Optional[Calibration] = None) -> ConfiguredModel:
+              reserve: float, calibration: Optional[Calibration] = None,
+              generate: Optional[Mapping[str, Any]] = None) -> ConfiguredModel:
     """`architecture`, configured by `values` (its `config.json`), under the build of a config whose `settings` are
     its `vars()`. `shapes` gives its parameters; it is called only once the config's layers are found to fit the
     model, so a wrong `layers_per_ipu` is reported before any weight header is read. `measure`, where given, gives
     the micro-batch and the costs of each step: the activations are counted, and a step is timed on IPUs of type
     `ipu` with the constants of `calibration` (default: the shipped ones). `reserve`: the share of each IPU's memory
-    kept for what is not counted.
+    kept for what is not counted. An inference build whose kwargs give `for_generation` is a generation build
+    (`estimate.generation`), costed and timed whatever `measure`, for what generate() is called with (`generate`:
+    `batch_size`, `num_beams`, `max_length`, `sequence_length`, where given).
 
     Raises:
         PlacementError: where optimum-graphcore refuses the config for this model.
     """
     config = architecture.config(values, model)
     layout = lay_out(model, architecture, config, settings, for_inference)
-    shape, step_costs = measure(architecture, config) if measure is not None else (None, None)
+    build = generation_build(model, architecture, config, settings, generate or {}) if for_inference else None
+    if build is not None:
+        shape, step_costs = InputShape(build.batch_size, build.sequence_length or build.max_length,
+                                       build.max_length), None
+    else:
+        shape, step_costs = measure(architecture, config) if measure is not None else (None, None)
     parameters = parallelized(model, architecture, shapes(architecture, config), settings, for_inference)
     _check_layers(model, architecture, config, parameters)
     frozen = _frozen(architecture, config, parameters.shapes)
@@ -128,7 +144,7 @@ def configure(model: str, architecture: Architecture, values: Mapping[str, Any],
     time = None
     if shape is not None:
         mode = Mode.of(for_inference)
-        first = step_costs.get(layout.forward[0].path)
+        first = None if step_costs is None else step_costs.get(layout.forward[0].path)
         job = Job(execution.training, execution.micro_batches, settings[mode.setting("replication_factor")],
                   settings[mode.setting("ipus_per_replica")], shape.micro_batch_size,
                   settings["device_iterations"] if execution.training else 1,
@@ -137,8 +153,10 @@ def configure(model: str, architecture: Architecture, values: Mapping[str, Any],
         model_type = values.get("model_type") or architecture.model_types[0]
         outside = calibration.outside(model_type, product_rows(architecture.inputs, shape))
         time = TimeModel(ipu, job, memory.weight_bytes, calibration, outside)
+    generation = None if build is None else GenerationModel(architecture, config, build, memory.weight_bytes)
     return ConfiguredModel(model, architecture, config, settings, for_inference, layout, parameters, frozen, sizes,
-                           execution, shape, step_costs, CostModel(memory, time), round(reserve * IPU_MEMORY_BYTES))
+                           execution, shape, step_costs, CostModel(memory, time), round(reserve * IPU_MEMORY_BYTES),
+                           generation)
 
 
 def _serialized(architecture: Architecture, settings: Mapping[str, Any], mode: Mode) -> Dict[str, int]:

@@ -10,6 +10,7 @@ share of a step's time. `place`, `--balance` and `plan` all cost an IPU here, an
 
 from typing import NamedTuple, Optional, Sequence
 
+from .generation import GenerationLoad
 from .memory import MemoryModel, ParameterBytes
 from .pipeline import PipelineWork
 from .timing import IPUTime, StepTime, TimeModel
@@ -17,23 +18,25 @@ from .timing import IPUTime, StepTime, TimeModel
 
 class IPULoad(NamedTuple):
     """What one IPU holds, keeps and computes: its `trained` and `frozen` parameters, the elements of its `largest`
-    trained tensor as the weight update takes it, and its `work` for the micro-batches in flight (None: activations
-    not counted)."""
+    trained tensor as the weight update takes it, its `work` for the micro-batches in flight (None: activations
+    not counted), and its part of a generation build (None: not one)."""
 
     trained: int
     frozen: int
     largest: int
     work: Optional[PipelineWork]
+    generation: Optional[GenerationLoad] = None
 
 
 class IPUCost(NamedTuple):
     """What one IPU costs: its parameters' bytes by kind, the optimizer state the update brings on chip, its work
-    (None: not counted) and its time (None: not timed)."""
+    (None: not counted), its time (None: not timed) and its part of a generation build (None: not one)."""
 
     parameters: ParameterBytes
     update_bytes: int
     work: Optional[PipelineWork]
     time: Optional[IPUTime]
+    generation: Optional[GenerationLoad] = None
 
     @property
     def pipeline_bytes(self) -> int:
@@ -42,8 +45,10 @@ class IPUCost(NamedTuple):
 
     @property
     def on_chip_bytes(self) -> int:
-        """Its parameters' on-chip bytes, and the larger of what the pipeline keeps and what the update brings."""
-        return self.parameters.on_chip + max(self.update_bytes, self.pipeline_bytes)
+        """Its parameters' on-chip bytes, the larger of what the pipeline keeps and what the update brings, and a
+        generation build's caches, buffers and working memory."""
+        generation = 0 if self.generation is None else self.generation.on_chip_bytes
+        return self.parameters.on_chip + max(self.update_bytes, self.pipeline_bytes) + generation
 
     @property
     def streaming_bytes(self) -> int:
@@ -62,7 +67,7 @@ class CostModel(NamedTuple):
         time = None
         if self.time is not None and load.work is not None:
             time = self.time.ipu_time(load.work, load.trained, parameters.optimizer.streaming)
-        return IPUCost(parameters, self.memory.update_bytes(load.largest), load.work, time)
+        return IPUCost(parameters, self.memory.update_bytes(load.largest), load.work, time, load.generation)
 
     def step(self, costs: Sequence[IPUCost], cycles: Optional[int]) -> Optional[StepTime]:
         """The step of the pipeline whose IPUs cost `costs`, in `cycles` (None: not pipelined); None where it is not

@@ -91,10 +91,11 @@ class LayerRunCosts:
         cost of each of their steps, which of those steps follow one another in the forward pass, and whether the
         next layer's first step follows their last. None where some layer runs no step with itself (its IPU is
         fixed) or its steps do not all come before the next layer's: a run's steps are then not its layers' one after
-        the other."""
+        the other; and in a generation build, whose IPUs are each costed with their part of it (`load`)."""
         layers = len(self.layer_largest)
         positions = [self.layer_steps.get(layer) for layer in range(layers)]
-        if not all(positions) or any(before[-1] > after[0] for before, after in zip(positions, positions[1:])):
+        if self.configured.generation is not None or not all(positions) or any(
+                before[-1] > after[0] for before, after in zip(positions, positions[1:])):
             return None
         costs = self.configured.step_costs or {}
         kinds: Dict[Hashable, int] = {}
@@ -131,8 +132,14 @@ class LayerRunCosts:
         """What IPU `ipu` holds, keeps and computes taking layers `first` to `end - 1`."""
         run = (ipu, first, end)
         if run not in self._loads:
-            done = None if self.configured.step_costs is None else self._work(ipu, first, end)
-            self._loads[run] = self._load(ipu, first, end, done)
+            steps = sorted(self._steps_of(ipu, first, end))
+            generation = self.configured.generation
+            if generation is not None:
+                part = generation.load([self.forward[position] for position, _ in steps])
+                self._loads[run] = self._load(ipu, first, end, part.work)._replace(generation=part)
+            else:
+                done = None if self.configured.step_costs is None else self._work(steps)
+                self._loads[run] = self._load(ipu, first, end, done)
         return self._loads[run]
 
     def _load(self, ipu: int, first: int, end: int, done: Optional[PipelineWork]) -> IPULoad:
@@ -141,15 +148,19 @@ class LayerRunCosts:
         largest = max([self.fixed_largest[ipu], *self.layer_largest[first:end]])
         return IPULoad(self.trained(ipu, first, end), frozen, largest, done)
 
-    def _work(self, ipu: int, first: int, end: int) -> PipelineWork:
-        """The work of IPU `ipu` running its fixed steps and those of layers `first` to `end - 1`, each in its
-        stage."""
+    def _steps_of(self, ipu: int, first: int, end: int) -> List[Tuple[int, Optional[int]]]:
+        """The steps IPU `ipu` runs taking layers `first` to `end - 1`: its fixed steps and those of the layers, each
+        as (position in the forward pass, stage)."""
         steps = list(self.fixed_steps[ipu])
         stage = self.layer_stage.get(ipu)
         for layer in range(first, end):  # none of its own where the layer's IPU is fixed
             steps += [(position, stage) for position in self.layer_steps.get(layer, ())]
+        return steps
+
+    def _work(self, steps: List[Tuple[int, Optional[int]]]) -> PipelineWork:
+        """The work of an IPU running `steps` (ascending), each in its stage."""
         grouped: Dict[Optional[int], List[int]] = {}
-        for position, index in sorted(steps):
+        for position, index in steps:
             grouped.setdefault(index, []).append(position)
         return self._stages_work([(self._depth(index), positions) for index, positions in grouped.items()])
 

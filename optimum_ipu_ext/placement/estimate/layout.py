@@ -360,10 +360,17 @@ def _chosen_rule(model: str, rule: Any, config: ModelConfig, settings: Mapping[s
 
 
 def _check_kwargs(model: str, architecture: Architecture, kwargs: Mapping[str, Any], setting: str) -> None:
-    unknown = sorted(name for name in kwargs if name not in architecture.kwargs)
+    """The keyword arguments `parallelize()` takes; of those it takes as `**kwargs`, those it reads (it passes on
+    and ignores any other: a misspelt one would change nothing)."""
+    read = [*architecture.kwargs, *(architecture.generates.kwargs if architecture.generates else ())]
+    unknown = sorted(name for name in kwargs if name not in read)
     if unknown and "*" not in architecture.kwargs:
         takes = ", ".join(f"`{name}`" for name in architecture.kwargs) or "no keyword argument"
         raise PlacementError(model, f"{architecture.name}'s parallelize() takes {takes}, not `{unknown[0]}`", setting)
+    if unknown:
+        reads = ", ".join(f"`{name}`" for name in read if name != "*")
+        raise PlacementError(model, f"{architecture.name}'s parallelize() reads {reads}, and ignores any other: "
+                             f"`{unknown[0]}`", setting)
     if kwargs.get("use_group_quantized_linears"):
         raise PlacementError(model, "`use_group_quantized_linears` packs the weights into groups of 4-bit numbers, "
                              "which the placement does not size", setting)

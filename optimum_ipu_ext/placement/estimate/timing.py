@@ -64,7 +64,8 @@ class Calibration(NamedTuple):
             notes.append(f"no {model_type} model among them")
         measured = self.coverage.get("rows")
         if rows is not None and measured and not measured[0] / 2 <= rows <= 2 * measured[1]:
-            notes.append(f"{rows:,} rows a matrix product, where they had {measured[0]:,} to {measured[1]:,}")
+            notes.append(f"{rows:,} row{'' if rows == 1 else 's'} a matrix product, where they had {measured[0]:,} to "
+                         f"{measured[1]:,}")
         return tuple(notes)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Tuple
 
 from .blocks import INTEGER, Activation, CrossEntropy, Embedding, Keeps, LayerNorm, Linear, Saved, Sequential
+from .generation import Decoding, cached_decoder_layer, generation_head
 from .rules import (
     DECODER,
     ENCODER,
@@ -18,6 +19,7 @@ from .rules import (
     TEXT,
     Architecture,
     Block,
+    GenerationRow,
     InputShape,
     LayerIPU,
     LayerModule,
@@ -129,6 +131,36 @@ def classification_head(sizes: BartSizes) -> Sequential:
                       enters=(Saved("end-of-sequence hidden", sizes.b * sizes.h),))
 
 
+# --- one step of the generation build's decoder ---------------------------------------------------------------------
+
+
+def decoding_embedding(decoding: Decoding) -> Sequential:
+    """The decoder's executor embeds the decoder's ids alone."""
+    own = decoding.decoder
+    return Sequential(Embedding("", own.v, own.h, "ids", own.b * own.s),
+                      enters=(Saved("ids", own.b * own.s, INTEGER),))
+
+
+def decoding_layer(decoding: Decoding, at: Position) -> Sequential:
+    if decoding.cache_length is None:
+        return bart_decoder_layer(decoding.sizes, at)
+    return cached_decoder_layer(decoding, pre_norm=False)
+
+
+def decoding_head(decoding: Decoding) -> Sequential:
+    return generation_head(decoding, decoding.sizes.tied)
+
+
+# `parallelize(for_generation=True, use_cache=..., **kwargs)`: what it reads of `kwargs`; no cross cache (its
+# attention on the encoder's output projects its keys and values each step)
+GENERATES = GenerationRow(
+    {"batch_size": 1, "num_beams": 1, "max_length": 128, "use_encoder_output_buffer": False,
+     "on_device_generation_steps": 0},
+    kv_cache=True, steps={"model.shared": decoding_embedding, "model.decoder.layers.{i}": decoding_layer,
+                          "lm_head": decoding_head},
+    encoder_mask=True, positions="max_position_embeddings")
+
+
 # --- the rows -------------------------------------------------------------------------------------------------------
 
 _SHARED = {f"model.{stack}.embed_tokens.weight": ("model.shared.weight", None) for stack in ("encoder", "decoder")}
@@ -156,8 +188,8 @@ BART: Dict[str, Architecture] = {
         "BartForConditionalGeneration",
         Block("LM Head Output", "lm_head", executor=DECODER, module=bart_lm_head, head=True), bart_decoder_layer,
         ties={**_SHARED, "lm_head.weight": ("model.shared.weight", "tie_word_embeddings")},
-        kwargs=("for_generation", "use_cache", "*"), generation=("encoder", "decoder"), reads_embedding_factor=True,
-        inputs=ENCODER_DECODER, sizes=bart_sizes),
+        kwargs=("for_generation", "use_cache", "*"), generation=("encoder", "decoder"), generates=GENERATES,
+        reads_embedding_factor=True, inputs=ENCODER_DECODER, sizes=bart_sizes),
     "BartForSequenceClassification": _row(
         "BartForSequenceClassification",
         Block("Classification Head Output", "classification_head", LayerIPU("decoder", -1),

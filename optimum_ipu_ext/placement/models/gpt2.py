@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Tuple
 
 from .blocks import INTEGER, CrossEntropy, Embedding, Keeps, LayerNorm, Linear, Sequential, Unused
-from .rules import TEXT, Architecture, Block, InputShape, Layers, ModelConfig, Position, Run
+from .generation import Decoding, generation_head
+from .rules import TEXT, Architecture, Block, GenerationRow, InputShape, Layers, ModelConfig, Position, Run
 from .transformer import (
     LayerNames,
     Sizes,
@@ -90,6 +91,14 @@ def score(sizes: GPT2Sizes) -> Sequential:
                       CrossEntropy("loss", sizes.b, sizes.n), enters=hidden(sizes))
 
 
+def decoding_head(decoding: Decoding) -> Sequential:
+    return generation_head(decoding, decoding.sizes.tied)
+
+
+# `parallelize(for_generation=False)`: no KV cache; a generation step runs the whole padded sequence
+GENERATES = GenerationRow({}, kv_cache=False, steps={"lm_head": decoding_head}, positions="n_positions")
+
+
 # --- the rows -------------------------------------------------------------------------------------------------------
 
 
@@ -110,7 +119,8 @@ def _row(suffix: str, last: Block, **fields: Any) -> Architecture:
 GPT2 = {
     "GPT2LMHeadModel": _row(
         "LMHeadModel", Block("LM head", "lm_head", module=gpt2_lm_head, head=True),
-        ties={"lm_head.weight": ("transformer.wte.weight", "tie_word_embeddings")}, kwargs=("for_generation",)),
+        ties={"lm_head.weight": ("transformer.wte.weight", "tie_word_embeddings")}, kwargs=("for_generation",),
+        generates=GENERATES),
     "GPT2ForSequenceClassification": _row("ForSequenceClassification", head("Score", "score", score)),
     "GPT2ForTokenClassification": _row("ForTokenClassification", head("Classifier", "classifier", token_classifier)),
 }

@@ -278,6 +278,26 @@ def _allowed(name: str, default: Any, value: Any) -> str:
     return ""
 
 
+class GenerationRow(NamedTuple):
+    """What a family's `parallelize(for_generation=True, ...)` builds to generate, besides its blocks (read off its
+    pipelined class in optimum-graphcore 0.7.1):
+
+    - `kwargs`: the generation keyword arguments its `parallelize()` reads, each with its default there;
+    - `kv_cache`: whether the class is `@supports_kv_cache` (`use_cache` gives each decoder self-attention a KV
+      cache; generate() with a class that is not falls back to no cache, with a warning);
+    - `steps`: the module of one decoding step (`generation.Decoding`) of each step of the decoder whose module is
+      not its row's at the step's sizes, by path (a layer's with `{i}`, taking its `Position` too);
+    - `encoder_mask`: the decoder reads the encoder's attention mask with its output;
+    - `positions`: the config field of the decoder's learned positions, the most tokens it can index (None: any).
+    """
+
+    kwargs: Mapping[str, Any]
+    kv_cache: bool
+    steps: Mapping[str, Callable[..., Sequential]]
+    encoder_mask: bool = False
+    positions: Optional[str] = None
+
+
 class Architecture(NamedTuple):
     """One row: what optimum-graphcore 0.7.1 does with one transformers class.
 
@@ -299,8 +319,9 @@ class Architecture(NamedTuple):
       fails where the factor is null, as it is with `serialized_embedding_splits_per_ipu`);
     - `untied_splits`: whether `parallelize()` refuses a split embedding or projection (`Split` steps) where the
       word embeddings are tied;
-    - `kwargs`: the keyword arguments its `parallelize()` takes (`"*"`: any), `generation`: the encoder and decoder
-      layer groups a `for_generation=True` build splits into two executors, or None;
+    - `kwargs`: the keyword arguments its `parallelize()` takes (`"*"`: any, of which it reads those `generates`
+      names), `generation`: the encoder and decoder layer groups a `for_generation=True` build splits into two
+      executors, or None; `generates`: what its generation build builds, or None where it does not generate;
     - `renames`: `(pattern, replacement)` regular expressions mapping names a newer transformers writes in
       checkpoints to the names of transformers 4.29.2.
     """
@@ -322,6 +343,7 @@ class Architecture(NamedTuple):
     untied_splits: bool = False
     kwargs: Tuple[str, ...] = ()
     generation: Optional[Tuple[str, str]] = None
+    generates: Optional[GenerationRow] = None
     renames: Tuple[Tuple[str, str], ...] = ()
 
     def config(self, values: Mapping[str, Any], model: str = "the model") -> ModelConfig:

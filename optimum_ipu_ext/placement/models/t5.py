@@ -22,7 +22,9 @@ from .blocks import (
     RMSNorm,
     Saved,
     Sequential,
+    Unused,
 )
+from .generation import Decoding, cache_writes, cached_attention, generation_head
 from .rules import (
     DECODER,
     ENCODER,
@@ -31,6 +33,7 @@ from .rules import (
     TEXT,
     Architecture,
     Block,
+    GenerationRow,
     InputShape,
     LayerIPU,
     Layers,
@@ -156,6 +159,75 @@ def t5_lm_head(sizes: T5Sizes) -> Sequential:
     return lm_head(sizes.decoder, sizes.tied)
 
 
+# --- one step of the generation build's decoder ---------------------------------------------------------------------
+
+
+def decoding_embedding(decoding: Decoding) -> Sequential:
+    """The decoder's executor embeds the decoder's ids alone."""
+    own = decoding.decoder
+    return Sequential(Embedding("", own.v, own.h, "ids", own.b * own.s),
+                      enters=(Saved("ids", own.b * own.s, INTEGER),), leaves=hidden(own))
+
+
+def _cached_attention(path: str, name: str, decoding: Decoding, x: str, keys: int, relative: bool,
+                      cross: bool) -> Tuple:
+    """An `IPUT5Attention` at `path` of one token a row: on its KV cache of `keys` positions, the first layer
+    working out the relative bias of every pair of them and taking the step's row; or on the encoder's output of
+    `keys` positions, projected each step, or at the first step into its cross cache (`cross`)."""
+    sizes: T5Sizes = decoding.sizes
+    own = decoding.decoder
+    rows, inner = own.b, own.a * own.d
+    if cross:
+        projections = tuple(Linear(f"{path}.{kind}", sizes.h, inner, rows * keys, "encoder output", bias=False)
+                            for kind in ("k", "v"))
+        keys_values: Tuple = (Unused(*projections) if decoding.cross_cached and not decoding.first
+                              else projections)
+    else:
+        keys_values = (tuple(Linear(f"{path}.{kind}", sizes.h, inner, rows, x, bias=False) for kind in ("k", "v")),
+                       cache_writes(name, rows, own.a, keys, own.d))
+    return (
+        Linear(f"{path}.q", sizes.h, inner, rows, x, bias=False),
+        keys_values,
+        (Embedding(f"{path}.relative_attention_bias", sizes.buckets, own.a, f"{name}: buckets", keys * keys),
+         Keeps(f"{name}: position bias", own.a * keys * keys)) if relative else None,
+        cached_attention(name, rows, own.a, keys, own.d),
+        Linear(f"{path}.o", inner, sizes.h, rows, f"{name}: context", bias=False),
+    )
+
+
+def decoding_block(decoding: Decoding, at: Position) -> Sequential:
+    """A decoder `T5Block` of one step: on the KV cache, or without one the whole padded sequence (the decoder's
+    executor embeds the decoder's ids alone: its first layer keeps no view of the encoder's)."""
+    sizes = replace(decoding.sizes, joint=False)
+    if decoding.cache_length is None:
+        return t5_block(True)(sizes, at)
+    own, rows = sizes.decoder, sizes.decoder.b
+    return Sequential(
+        RMSNorm("layer.0.layer_norm", sizes.h, rows, "self: input"),
+        _cached_attention("layer.0.SelfAttention", "self", decoding, "self: normalised", decoding.cache_length,
+                          relative=at.layer == 0, cross=False),
+        RMSNorm("layer.1.layer_norm", sizes.h, rows, "cross: input"),
+        _cached_attention("layer.1.EncDecAttention", "cross", decoding, "cross: normalised", sizes.s,
+                          relative=False, cross=True),
+        RMSNorm("layer.2.layer_norm", sizes.h, rows, "feed-forward: input"),
+        _feed_forward("layer.2.DenseReluDense", sizes, rows),
+        enters=(*hidden(own), encoder_output(own, sizes.s)), leaves=hidden(own))
+
+
+def decoding_head(decoding: Decoding) -> Sequential:
+    return generation_head(decoding, decoding.sizes.tied)
+
+
+DECODING_STEPS = {"shared": decoding_embedding, "decoder.block.{i}": decoding_block, "lm_head": decoding_head}
+# `parallelize(for_generation=True, use_cache=..., use_cross_cache=..., **kwargs)`: what it reads of `kwargs`
+T5_GENERATES = GenerationRow(
+    {"batch_size": 1, "num_beams": 1, "max_length": 128, "encoder_max_length": 1500,
+     "use_encoder_output_buffer": False, "on_device_generation_steps": 0},
+    kv_cache=True, steps=DECODING_STEPS, encoder_mask=True)
+# MT5's `parallelize(for_generation=False)` takes nothing else: no KV cache
+MT5_GENERATES = GenerationRow({}, kv_cache=False, steps=DECODING_STEPS, encoder_mask=True)
+
+
 # --- the rows -------------------------------------------------------------------------------------------------------
 
 EMBEDDING = Block("Embedding", "shared", module=shared_embedding)
@@ -179,7 +251,8 @@ T5: Dict[str, Architecture] = {
         (EMBEDDING, *ENCODER_STEPS, *DECODER_STEPS,
          Block("LM Head Output", "lm_head", executor=DECODER, module=t5_lm_head, head=True)),
         DEFAULTS, ties=_TIES, kwargs=("for_generation", "use_cache", "use_cross_cache", "*"),
-        generation=("encoder", "decoder"), reads_embedding_factor=True, inputs=ENCODER_DECODER, sizes=t5_sizes),
+        generation=("encoder", "decoder"), generates=T5_GENERATES, reads_embedding_factor=True,
+        inputs=ENCODER_DECODER, sizes=t5_sizes),
     "T5EncoderModel": Architecture(
         "T5EncoderModel", ("t5",), "transformer", (EMBEDDING, *ENCODER_STEPS), DEFAULTS,
         ties={"encoder.embed_tokens.weight": ("shared.weight", None)}, inputs=TEXT, sizes=encoder_model_sizes),
@@ -195,6 +268,6 @@ T5: Dict[str, Architecture] = {
                Block("LM Head Output", "lm_head", WhenConfig("tie_word_embeddings", 0, LAST), executor=DECODER,
                      module=t5_lm_head, head=True),
                own_share=True, factor_divides=False)),
-        MT5_DEFAULTS, ties=_TIES, kwargs=("for_generation",), generation=("encoder", "decoder"), untied_splits=True,
-        inputs=ENCODER_DECODER, sizes=t5_sizes),
+        MT5_DEFAULTS, ties=_TIES, kwargs=("for_generation",), generation=("encoder", "decoder"),
+        generates=MT5_GENERATES, untied_splits=True, inputs=ENCODER_DECODER, sizes=t5_sizes),
 }

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Dict
 
 from .blocks import INTEGER, Activation, Convolution, Embedding, Saved, Sequential
+from .generation import Decoding, cached_decoder_layer, generation_head
 from .rules import (
     DECODER,
     ENCODER,
@@ -20,6 +21,7 @@ from .rules import (
     Architecture,
     Block,
     FirstSplitIPU,
+    GenerationRow,
     InputShape,
     LayerIPU,
     Layers,
@@ -124,6 +126,28 @@ def projection(sizes: WhisperSizes) -> Sequential:
     return lm_head(sizes.decoder, sizes.tied)
 
 
+# --- one step of the generation build's decoder ---------------------------------------------------------------------
+
+
+def decoding_layer(decoding: Decoding, at: Position) -> Sequential:
+    if decoding.cache_length is None:
+        return whisper_decoder_layer(decoding.sizes, at)
+    return cached_decoder_layer(decoding, pre_norm=True, key_bias=False)
+
+
+def decoding_projection(decoding: Decoding) -> Sequential:
+    return generation_head(decoding, decoding.sizes.tied)
+
+
+# `parallelize(for_generation=True, use_cache=..., use_cross_cache=..., **kwargs)`: what it reads of `kwargs`
+GENERATES = GenerationRow(
+    {"batch_size": 1, "num_beams": 1, "max_length": 448, "encoder_max_length": 1500, "use_cond_encoder": False,
+     "use_encoder_output_buffer": False, "on_device_generation_steps": 0, "batch_serialization_factor": 1,
+     "sequence_serialization_factor": 1, "use_group_quantized_linears": False},
+    kv_cache=True, steps={"model.decoder.layers.{i}": decoding_layer, "proj_out": decoding_projection},
+    positions="max_target_positions")
+
+
 # --- the row --------------------------------------------------------------------------------------------------------
 
 # the decoder's embedding and the output projection tied to it go where the decoder starts, or where
@@ -153,5 +177,5 @@ WHISPER: Dict[str, Architecture] = {
         ),
         DEFAULTS, ties={"proj_out.weight": ("model.decoder.embed_tokens.weight", "tie_word_embeddings")},
         kwargs=("for_generation", "use_cache", "use_cross_cache", "*"), generation=("encoder", "decoder"),
-        inputs=SPEECH_RECOGNITION, sizes=whisper_sizes),
+        generates=GENERATES, inputs=SPEECH_RECOGNITION, sizes=whisper_sizes),
 }

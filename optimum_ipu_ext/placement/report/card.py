@@ -6,7 +6,7 @@ from typing import Any, Mapping, Optional
 from .sentences import shape_line, summary_lines, title_line, verdict_lines
 from .svg import esc
 from .tables import placement_table
-from .view import BAR_PARTS, PlacementView, placement_view
+from .view import PlacementView, placement_view
 
 
 def card_markdown(data: Mapping[str, Any], picture: str, config: Optional[str] = None) -> str:
@@ -35,7 +35,7 @@ def card_markdown(data: Mapping[str, Any], picture: str, config: Optional[str] =
         "| " + " | ".join("---:" if header in right else "---" for header in headers) + " |",
         *("| " + " | ".join(text.replace("|", "\\|") for text in row) + " |" for row in rows),
         "",
-        ", ".join(f"{letter}: {name}" for name, letter in BAR_PARTS) + ".",
+        ", ".join(f"{letter}: {name}" for name, letter in placement.bar_parts) + ".",
         "",
         *(part for line in summary_lines(placement)[1:] if line not in verdicts for part in (line, "")),
         *(part for line in verdicts for part in (f"**{line}**", "")),

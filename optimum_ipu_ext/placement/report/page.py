@@ -10,12 +10,13 @@ import json
 from typing import Any, List, Mapping, Optional, Sequence
 
 from ..estimate.memory import Verdict
+from .generation_plan import generation_plan_svg, generation_plan_table, plan_title as generation_title
 from .placement_picture import placement_svg
 from .plan_picture import plan_svg
 from .sentences import compress, plan_title, title_line
 from .svg import HTML_MARK, esc
 from .tables import placement_table, plan_table
-from .view import BAR_PARTS, PlacementView, placement_view, plan_view
+from .view import PlacementView, generation_plan_view, placement_view, plan_view
 
 # the plan table's columns of figures, right-aligned
 NUMBERS = {"Rank", "IPUs a replica", "Replicas", "Micro-batch", "G", "Device iterations", "Largest IPU",
@@ -77,6 +78,25 @@ def plan_page(data: Mapping[str, Any]) -> str:
     return _document(title, sections)
 
 
+def generation_plan_page(data: Mapping[str, Any]) -> str:
+    """A generation plan as one HTML page: its picture, its candidates' table, the best candidate's placement and
+    the plan's JSON.
+
+    Args:
+        data (`dict`): the JSON `plan --generate --json` prints.
+    """
+    plan = generation_plan_view(data)
+    headers, rows = generation_plan_table(plan)
+    numbers = {index for index, header in enumerate(headers) if header not in ("layers_per_ipu", "Verdict")}
+    sections = [f"<figure>{generation_plan_svg(data)}</figure>", "<h2>Candidates</h2>", _table(headers, rows, numbers)]
+    if plan.candidates:
+        sections += ["<h2>The best candidate's placement</h2>",
+                     *_placement_sections(plan.candidates[0].placement, None)[:-2]]
+    sections += ["<details><summary>The plan as JSON (<code>plan --generate --json</code>)</summary>",
+                 f"<pre>{esc(json.dumps(data, indent=2))}</pre></details>"]
+    return _document(f"Plan: {generation_title(plan)}", sections)
+
+
 def placement_page(data: Mapping[str, Any], config: Optional[str] = None) -> str:
     """The placement as one HTML page: its picture (`placement_svg`, whose header says the model, the config, the
     shape and the verdict), its table, its stages, its step's time and its JSON.
@@ -95,8 +115,8 @@ def _placement_sections(placement: PlacementView, config: Optional[str]) -> List
         f"<figure>{placement_svg(placement.data, config)}</figure>",
         "<h2>IPUs</h2>",
         _ipu_table(placement),
-        "<p>" + esc("; ".join(f"{letter}: {name}" for name, letter in BAR_PARTS)) + ". Backward FLOPs count the "
-        "recomputation; pace: the IPU's cycle, as a share of the slowest IPU's.</p>",
+        "<p>" + esc("; ".join(f"{letter}: {name}" for name, letter in placement.bar_parts))
+        + ". Backward FLOPs count the recomputation; pace: the IPU's cycle, as a share of the slowest IPU's.</p>",
         "<h2>Pipeline stages</h2>",
         _table(["Stage", "IPU", "Blocks", "Stash depth, micro-batches"],
                [[str(number), str(stage.ipu), compress(stage.blocks), str(stage.stash_depth)]

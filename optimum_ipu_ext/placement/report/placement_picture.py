@@ -22,11 +22,12 @@ from .svg import (
     text_width,
     wrap,
 )
-from .view import BAR_PARTS, DOES_NOT_RUN, IPUView, PlacementView, placement_view
+from .view import DOES_NOT_RUN, IPUView, PlacementView, placement_view
 
-# each part of BAR_PARTS, in its order: its fill, its pattern (None, "stripes" or "dots") and the pattern's ink, and
-# the colour of its letter. Neighbours in a bar differ in lightness (grey-scale: 22, 46, 76, 25, 81, 29 %), the
-# pipeline's parts are striped and the update's dotted, and each part large enough carries its letter.
+# each part of a placement's bars (BAR_PARTS, or GENERATION_BAR_PARTS), in its order: its fill, its pattern (None,
+# "stripes" or "dots") and the pattern's ink, and the colour of its letter. Neighbours in a bar differ in lightness
+# (grey-scale: 22, 46, 76, 25, 81, 29 %), the pipeline's parts (a generation build's encoder output and state) are
+# striped and the update's (the working activations) dotted, and each part large enough carries its letter.
 PART_STYLES = (
     ("#1b3a6b", None, None, "#ffffff"),
     ("#4a7bc0", None, None, "#ffffff"),
@@ -72,7 +73,7 @@ def placement_svg(data: Mapping[str, Any], config: Optional[str] = None) -> str:
         f'aria-label="{esc(title_line(placement))}" data-kind="placement">',
         SVG_MARK,
         element("title", esc(f"{title_line(placement)}: placement on the IPUs")),
-        _definitions(),
+        _definitions(placement),
         element("rect", x=0, y=0, width=float(width), height=float(height), fill=PAPER),
         *body,
         "</svg>",
@@ -80,10 +81,10 @@ def placement_svg(data: Mapping[str, Any], config: Optional[str] = None) -> str:
     ])
 
 
-def _definitions() -> str:
+def _definitions(placement: PlacementView) -> str:
     """The patterns of the striped and dotted parts, and of recomputation."""
     patterns = []
-    for letter_style, (_, letter) in zip(PART_STYLES, BAR_PARTS):
+    for letter_style, (_, letter) in zip(PART_STYLES, placement.bar_parts):
         fill, pattern, ink, _ = letter_style
         if pattern is not None:
             patterns.append(_pattern(f"part-{letter}", fill, pattern, ink))
@@ -126,14 +127,14 @@ def _header(body: List[str], placement: PlacementView, config: Optional[str], wi
 
 def _legend(body: List[str], placement: PlacementView, y: float, width: float) -> float:
     """A swatch and the name of each part the bars show, then the two lines; returns the y below."""
-    present = [any(ipu.parts[index] for ipu in placement.ipus) for index in range(len(BAR_PARTS))]
+    present = [any(ipu.parts[index] for ipu in placement.ipus) for index in range(len(placement.bar_parts))]
     items: List[Tuple[str, str]] = []
     x = float(MARGIN)
-    for index, (name, letter) in enumerate(BAR_PARTS):
+    for index, (name, letter) in enumerate(placement.bar_parts):
         if not present[index]:
             continue
         label = f"{letter} {name}"
-        items.append((_swatch(index, x, y, 14), text(x + 19, y + 11, label, 11, data_role="legend")))
+        items.append((_swatch(index, letter, x, y, 14), text(x + 19, y + 11, label, 11, data_role="legend")))
         x += 19 + text_width(label, 11) + 14
         if x > width - 240:
             x, y = float(MARGIN), y + 20
@@ -148,9 +149,9 @@ def _legend(body: List[str], placement: PlacementView, y: float, width: float) -
     return y + 46
 
 
-def _swatch(index: int, x: float, y: float, size: float) -> str:
+def _swatch(index: int, letter: str, x: float, y: float, size: float) -> str:
     fill, pattern, _, _ = PART_STYLES[index]
-    paint = f"url(#part-{BAR_PARTS[index][1]})" if pattern else fill
+    paint = f"url(#part-{letter})" if pattern else fill
     return element("rect", x=x, y=y, width=size, height=size, fill=paint, stroke=INK, stroke_width=0.6)
 
 
@@ -208,10 +209,10 @@ def _ipu_column(placement: PlacementView, ipu: IPUView, left: float, column: flo
     for index, size in enumerate(ipu.parts):
         if not size:
             continue
-        letter = BAR_PARTS[index][1]
+        name, letter = placement.bar_parts[index]
         bottom, top = base - below / MIB * scale, base - (below + size) / MIB * scale
         fill, pattern, _, ink = PART_STYLES[index]
-        title = element("title", esc(f"IPU {ipu.ipu}, {BAR_PARTS[index][0]}: {mib(size)} MiB"))
+        title = element("title", esc(f"IPU {ipu.ipu}, {name}: {mib(size)} MiB"))
         pieces.append(element("rect", title, x=bar_x, y=top, width=float(BAR), height=bottom - top,
                               fill=f"url(#part-{letter})" if pattern else fill, data_part=letter, data_mib=mib(size)))
         if bottom - top >= 13:

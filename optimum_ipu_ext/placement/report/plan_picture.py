@@ -153,7 +153,7 @@ def _plan_axes(scale: _PlanScale, x_step: float, y_step: float, reserve: float) 
     return element("g", "".join(pieces), data_role="axes")
 
 
-def _marker(kind: str, x: float, y: float, size: float = 6.0, **attributes: Any) -> str:
+def marker(kind: str, x: float, y: float, size: float = 6.0, **attributes: Any) -> str:
     """A point: "fits" a filled circle, "tight" a filled triangle, "does not fit" a cross, "does not run" an open
     circle, "best" a star, "reference" an open diamond."""
     if kind == Verdict.FITS.value:
@@ -193,11 +193,11 @@ def _plan_point(scale: _PlanScale, candidate: CandidateView, index: Optional[int
     kind = candidate.verdict_word
     tip = (f"{candidate_label(candidate)}: {candidate.samples_per_second:,.1f} samples a second, the largest IPU "
            f"{percent(candidate.largest_share)} of its memory, {kind}")
-    pieces = [element("title", esc(tip)), _marker(kind, x, y)]
+    pieces = [element("title", esc(tip)), marker(kind, x, y)]
     if best:
-        pieces.append(_marker("best", x, y))
+        pieces.append(marker("best", x, y))
     if index is None:
-        pieces.append(_marker("reference", x, y))
+        pieces.append(marker("reference", x, y))
     return element("g", "".join(pieces), data_candidate=index if index is not None else "reference",
                    data_share=f"{candidate.largest_share:.4f}",
                    data_samples=f"{candidate.samples_per_second:.1f}", data_verdict=kind,
@@ -227,7 +227,7 @@ def _plan_legend(body: List[str], y: float, reference: bool) -> float:
              ("best", "the best"), *([("reference", "the base config")] if reference else [])]
     x = float(MARGIN)
     for kind, label in items:
-        body.append(_marker(kind, x + 8, y, 5.0))
+        body.append(marker(kind, x + 8, y, 5.0))
         body.append(text(x + 22, y + 4, label, 11, data_role="legend"))
         x += 22 + text_width(label, 11) + 18
     y += 22

@@ -4,10 +4,11 @@ written (MiB, GFLOP, seconds, shares, compressed names). Each format (text, pict
 out its own way."""
 
 import re
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from ..estimate.memory import Verdict
 from ..estimate.timing import SHIPPED
+from ..hardware import IPU_TYPES
 from .view import CandidateView, PlacementView, PlanView, TimeView
 
 MIB = 1 << 20
@@ -95,8 +96,17 @@ def title_line(placement: PlacementView) -> str:
 
 
 def shape_clause(placement: PlacementView) -> str:
-    """The split, and the micro-batch the activations are counted for."""
+    """The split, and the micro-batch the activations are counted for (a generation build's batch, beams and
+    tokens)."""
     clause = f"layers_per_ipu {list(placement.layers_per_ipu)}"
+    generation = placement.generation
+    if generation is not None:
+        beams = generation["num_beams"]
+        clause += (f", batch {generation['batch_size']}" + (f" x {beams} beams" if beams > 1 else "")
+                   + f", up to {generation['max_length']:,} tokens")
+        if generation["sequence_length"] is not None:
+            clause += f", encoder input {generation['sequence_length']:,}"
+        return clause
     if not placement.counted:
         return clause
     clause += f", micro-batch {placement.micro_batch_size}, sequence length {placement.sequence_length}"
@@ -133,9 +143,13 @@ def time_line(placement: PlacementView) -> Optional[str]:
     line = (f"Time: {seconds(time.step_seconds)} a step on {time.ipu.label} IPUs ({parts}): "
             f"{time.samples_per_step:,} samples, {time.samples_per_second:,.1f} a second, {low:,.0f}-{high:,.0f} by "
             f"the model's error on {time.runs} measured runs (data loading not counted).")
-    if time.outside:
-        line += f" Outside the runs it is fitted on: {'; '.join(time.outside)}."
-    return line + timed_with(time.calibration, " Timed with the calibration {}.")
+    return line + outside_sentence(time.outside) + timed_with(time.calibration, " Timed with the calibration {}.")
+
+
+def outside_sentence(outside: Sequence[str]) -> str:
+    """How a build is outside the runs the time model is fitted on, as a sentence after its time (none where it is
+    not)."""
+    return f" Outside the runs it is fitted on: {'; '.join(outside)}." if outside else ""
 
 
 def timed_with(calibration: str, words: str) -> str:
@@ -163,8 +177,73 @@ def verdict_lines(placement: PlacementView) -> List[str]:
             + [f"Does not run: {problem}." for problem in placement.problems])
 
 
+def _ipus(numbers: Sequence[int]) -> str:
+    return f"IPU{'s' if len(numbers) > 1 else ''} {ranges(numbers)}"
+
+
+def generation_lines(placement: PlacementView) -> List[str]:
+    """A generation build in words: its executors, its caches, where the encoder's output and the tokens go, what
+    upstream does besides, and where it does not fit, the batch and the length that fit."""
+    generation = placement.generation
+    executors = generation["executors"]
+    if "encoder" in executors:
+        where = (f"the encoder on {_ipus(executors['encoder'])}, the decoder on {_ipus(executors['decoder'])}, each "
+                 "running its IPUs in turn")
+    elif generation["use_cond_encoder"]:
+        where = f"the encoder and the decoder on {_ipus(executors['model'])}, the encoder at the first step"
+    else:
+        where = f"the decoder on {_ipus(executors['model'])}, in turn"
+    parts = [where]
+    rows = generation["batch_size"] * generation["num_beams"]
+    kv = sum(ipu.generation["kv_cache_bytes"] for ipu in placement.ipus)
+    if generation["use_cache"]:
+        parts.append(f"KV caches of {generation['max_length']:,} tokens for {rows:,} sequence{'s' if rows > 1 else ''}"
+                     f", {mib(kv)} MiB")
+    cross = sum(ipu.generation["cross_cache_bytes"] for ipu in placement.ipus)
+    if generation["use_cross_cache"]:
+        parts.append(f"cross caches of {generation['encoder_max_length']:,} positions, {mib(cross)} MiB")
+    if generation["encoder_length"] is not None and not generation["use_cond_encoder"]:
+        parts.append("the encoder's output kept on the decoder's IPUs" if generation["use_encoder_output_buffer"]
+                     else "the encoder's output sent with every call")
+    steps = generation["on_device_generation_steps"]
+    parts.append(f"{steps} tokens a call, generated on the device" if steps else "a token a call, from the host")
+    lines = [f"Generation: {'; '.join(parts)}.", *_generation_time(generation),
+             *(f"Note: {note}." for note in generation["notes"])]
+    fitting = generation["fitting"]
+    if fitting is not None:
+        limit = placement.memory_bytes - placement.reserve_bytes
+        largest = max(placement.ipus, key=lambda ipu: (ipu.on_chip_bytes, -ipu.ipu))
+        found = [f"{name} {fitting[name]:,} ({other} {generation[other]:,})"
+                 for name, other in (("batch_size", "max_length"), ("max_length", "batch_size"))
+                 if fitting[name] is not None]
+        lines.append(f"IPU {largest.ipu} needs {mib(largest.on_chip_bytes - limit)} MiB more than its reserve leaves; "
+                     + (f"it fits with {' or '.join(found)}." if found
+                        else "no smaller batch_size or max_length fits."))
+    return lines
+
+
+def _generation_time(generation: Mapping[str, Any]) -> List[str]:
+    """A generation build's time, in a line (none where it is not timed)."""
+    time = generation["time"]
+    if time is None:
+        return []
+    replicas, model = time["replicas"], time["time_model"]
+    low, high = time["job_tokens_per_second_range"]
+    line = (f"Time on {IPU_TYPES[time['ipu']].label} IPUs: {seconds(time['first_token_seconds'])} to the first token "
+            f"(the encoder {seconds(time['parts']['encoder'])}), {milliseconds(time['token_seconds'])} ms a token: "
+            f"{time['tokens_per_second']:,.1f} tokens a second for a replica's batch, "
+            f"{time['job_tokens_per_second']:,.1f} for the job's {replicas} replica{'s' if replicas > 1 else ''} "
+            f"({low:,.0f}-{high:,.0f} by the model's error on {model['runs']} measured runs); "
+            f"{seconds(time['sequence_seconds'])} for {generation['max_length']:,} tokens.")
+    return [line + outside_sentence(model["outside"])
+            + timed_with(model["calibration"], " Timed with the calibration {}.")]
+
+
 def summary_lines(placement: PlacementView, config: Optional[str] = None) -> List[str]:
-    """What a picture's header and a page say in words: the shape, the pipeline, the time and the verdict."""
+    """What a picture's header and a page say in words: the shape, the pipeline, the time and the verdict (a
+    generation build's, `generation_lines`)."""
+    if placement.generation is not None:
+        return [shape_line(placement, config), *generation_lines(placement), *verdict_lines(placement)]
     lines = [shape_line(placement, config), pipeline_line(placement)]
     timed = time_line(placement)
     return lines + ([timed] if timed else []) + verdict_lines(placement)
@@ -196,8 +275,24 @@ def band_line(plan: PlanView) -> Optional[str]:
         return None
     time = timed[0]
     low, high = (range_ / time.samples_per_second for range_ in time.samples_per_second_range)
-    return (f"Speeds are the model's{timed_with(time.calibration, ', with the calibration {}')}: runs measured "
-            f"{low:.2f} to {high:.2f} times its figure ({time.runs} runs, each left out of the fit in turn); it ranks "
+    return speeds_sentence(low, high, time.runs, time.calibration)
+
+
+def generation_band_line(generation: Mapping[str, Any]) -> Optional[str]:
+    """`band_line` for a generation plan, of its best build's generation (None: not timed), and how that build is
+    outside the runs the model is fitted on."""
+    time = generation["time"]
+    if time is None:
+        return None
+    model = time["time_model"]
+    low, high = (range_ / time["job_tokens_per_second"] for range_ in time["job_tokens_per_second_range"])
+    return speeds_sentence(low, high, model["runs"], model["calibration"]) + outside_sentence(model["outside"])
+
+
+def speeds_sentence(low: float, high: float, runs: int, calibration: str) -> str:
+    """What a plan's speeds are worth: measured runs were `low` to `high` times the model's figure."""
+    return (f"Speeds are the model's{timed_with(calibration, ', with the calibration {}')}: runs measured "
+            f"{low:.2f} to {high:.2f} times its figure ({runs} runs, each left out of the fit in turn); it ranks "
             "builds of one model.")
 
 

@@ -4,7 +4,7 @@ card): each writes the rows its own way."""
 from typing import List, Tuple
 
 from .sentences import SWITCHES, compress, gflop, mib, percent, ranges
-from .view import BAR_PARTS, PlacementView, PlanView
+from .view import PlacementView, PlanView
 
 Table = Tuple[List[str], List[List[str]]]
 
@@ -14,7 +14,7 @@ def placement_table(placement: PlacementView) -> Table:
     `--json` gives the bytes)."""
     memory = placement.memory_bytes
     headers = ["IPU", "Blocks", "Layers", "Parameters", f"On chip, MiB of {mib(memory)}", "Share",
-               *(f"{letter}, MiB" for _, letter in BAR_PARTS), "Streaming, MiB"]
+               *(f"{letter}, MiB" for _, letter in placement.bar_parts), "Streaming, MiB"]
     if placement.counted:
         headers += ["Forward, GFLOP", "Backward, GFLOP", "Pace"]
     rows = []

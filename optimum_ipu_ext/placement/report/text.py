@@ -11,6 +11,7 @@ from .sentences import (
     band_line,
     candidate_sentence,
     compress,
+    generation_lines,
     gflop,
     memory_reason,
     mib,
@@ -39,10 +40,10 @@ def bar(size: int, capacity: int) -> str:
     return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
 
 
-def stacked_bar(sizes: Sequence[int], capacity: int) -> str:
-    """A bar of `capacity`, each of `sizes` drawn with the letter of its part (BAR_PARTS), the rest free."""
+def stacked_bar(sizes: Sequence[int], capacity: int, parts: Sequence[Tuple[str, str]] = BAR_PARTS) -> str:
+    """A bar of `capacity`, each of `sizes` drawn with the letter of its part (of `parts`), the rest free."""
     cells, total, drawn = [], 0, 0
-    for size, (_, letter) in zip(sizes, BAR_PARTS):
+    for size, (_, letter) in zip(sizes, parts):
         total += size
         end = min(BAR_WIDTH, round(BAR_WIDTH * total / capacity))
         cells.append(letter * (end - drawn))
@@ -78,15 +79,21 @@ def placement_text(data: Mapping[str, Any], style: Style = plain) -> str:
     placement = placement_view(data)
     style = _coloured(style)
     capacity = placement.memory_bytes
-    counted = placement.counted
+    counted, generating = placement.counted, placement.generation is not None
     rows = [["IPU", "Blocks", "Parameters", f"On chip, MiB of {mib(capacity)}", "Streaming, MiB"]]
-    if counted:
+    if generating:
+        rows[0] += ["KV caches, MiB", "Encoder, GFLOP", "A token, GFLOP"]
+    elif counted:
         rows[0] += ["Forward, GFLOP", "Backward, GFLOP", "Pace"]
     for ipu in placement.ipus:
-        drawn = stacked_bar(ipu.parts, capacity) if counted else bar(ipu.on_chip_bytes, capacity)
+        drawn = stacked_bar(ipu.parts, capacity, placement.bar_parts) if counted else bar(ipu.on_chip_bytes, capacity)
         share = f"{mib(ipu.on_chip_bytes):>9} {drawn} {100 * ipu.on_chip_bytes / capacity:3.0f}%"
         row = [str(ipu.ipu), compress(ipu.blocks), f"{ipu.parameters:,}", share, mib(ipu.streaming_bytes)]
-        if counted:
+        if generating:
+            part = ipu.generation
+            row += [mib(part["kv_cache_bytes"] + part["cross_cache_bytes"]), gflop(part["encoder_flops"]),
+                    gflop(part["token_flops"])]
+        elif counted:
             row += [gflop(ipu.forward_flops), gflop(ipu.backward_flops + ipu.recompute_flops),
                     percent(ipu.cycle_seconds / placement.slowest_cycle)]
         rows.append(row)
@@ -98,12 +105,17 @@ def placement_text(data: Mapping[str, Any], style: Style = plain) -> str:
         number = widths[0]  # the IPU's number, right-aligned, begins the line: it takes the IPU's verdict's colour
         lines.append(line if ipu.verdict == Verdict.FITS else style(line[:number], ipu.verdict.value) + line[number:])
     lines.append("")
-    if counted:
+    if generating:
+        lines += generation_lines(placement)
+    elif counted:
         lines.append(pipeline_line(placement))
         lines.append(time_line(placement))
     lines.append(_verdict_line(placement, style))
-    if counted:
-        legend = ", ".join(f"{letter} {name}" for name, letter in BAR_PARTS)
+    legend = ", ".join(f"{letter} {name}" for name, letter in placement.bar_parts)
+    if generating:
+        lines.append(f"Bars: {legend} (of the IPU's largest step); KV caches: the self-attention's and the cross "
+                     "caches; a token: one decoder step, the first's besides in --json.")
+    elif counted:
         lines.append(f"Bars: {legend}; backward FLOPs count the recomputation; pace: the IPU's cycle, as a share of "
                      "the slowest IPU's.")
     lines.append(f"Assumes {data['assumptions']}.")

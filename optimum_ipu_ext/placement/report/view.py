@@ -14,6 +14,9 @@ from ..hardware import IPU_TYPES, IPUType
 # the parameters' parts, the pipeline's or the update's, whichever is larger
 BAR_PARTS = (("weights", "W"), ("gradient accumulators", "A"), ("optimizer state", "O"), ("stash", "S"),
              ("recomputation", "R"), ("optimizer state brought in for the update", "U"))
+# a generation build's parts, in the same order: its weights, then what generating keeps on the IPU
+GENERATION_BAR_PARTS = (("weights", "W"), ("KV caches", "K"), ("cross caches", "C"), ("encoder output", "E"),
+                        ("generation state", "G"), ("working activations", "X"))
 # the verdict of a placement that poptorch refuses to run, whatever its memory
 DOES_NOT_RUN = "does not run"
 
@@ -21,7 +24,8 @@ DOES_NOT_RUN = "does not run"
 @dataclass(frozen=True)
 class IPUView:
     """One IPU of a placement: its blocks, layers, parameters and bytes (`IPUPlacement`), its work for the
-    micro-batches in flight (None where the activations are not counted), and its verdict."""
+    micro-batches in flight (None where the activations are not counted), its verdict, and its part of a generation
+    build (None: not one; `GenerationLoad`'s fields)."""
 
     ipu: int
     blocks: Tuple[Optional[str], ...]
@@ -40,6 +44,7 @@ class IPUView:
     recompute_flops: Optional[int]
     cycle_seconds: Optional[float]
     verdict: Verdict
+    generation: Optional[Mapping[str, int]] = None
 
     @property
     def flops(self) -> int:
@@ -50,7 +55,12 @@ class IPUView:
     def parts(self) -> Tuple[int, ...]:
         """The sizes of the parts of its on-chip memory (BAR_PARTS): the pipeline's (stash, recomputation) or the
         update's, whichever is larger, the other's 0; the pipeline's are 0 where the activations are not counted.
-        They add up to `on_chip_bytes`."""
+        A generation build's: its weights and what generating keeps (GENERATION_BAR_PARTS). They add up to
+        `on_chip_bytes`."""
+        if self.generation is not None:
+            part = self.generation
+            return (self.weights_bytes, part["kv_cache_bytes"], part["cross_cache_bytes"],
+                    part["encoder_output_bytes"], part["state_bytes"], part["working_bytes"])
         pipeline = [self.stash_bytes or 0, self.recompute_bytes or 0]
         update = self.update_bytes if self.update_bytes > sum(pipeline) else 0
         return (self.weights_bytes, self.gradient_accumulator_bytes, self.optimizer_state_bytes,
@@ -121,6 +131,12 @@ class PlacementView:
     time: Optional[TimeView]
     ipus: Tuple[IPUView, ...]
     data: Mapping[str, Any]
+    generation: Optional[Mapping[str, Any]] = None
+
+    @property
+    def bar_parts(self) -> Tuple[Tuple[str, str], ...]:
+        """The parts its bars stack, each with its letter."""
+        return BAR_PARTS if self.generation is None else GENERATION_BAR_PARTS
 
     @property
     def counted(self) -> bool:
@@ -160,7 +176,8 @@ def _ipu(data: Mapping[str, Any], memory: int, reserve: int) -> IPUView:
                    data["on_chip_bytes"], data["streaming_bytes"], data["weights_bytes"],
                    data["gradient_accumulator_bytes"], data["optimizer_state_bytes"], data["update_bytes"],
                    data["stash_bytes"], data["recompute_bytes"], data["forward_flops"], data["backward_flops"],
-                   data["recompute_flops"], data["cycle_seconds"], verdict_of(data["on_chip_bytes"], memory, reserve))
+                   data["recompute_flops"], data["cycle_seconds"], verdict_of(data["on_chip_bytes"], memory, reserve),
+                   data.get("generation"))
 
 
 def placement_view(data: Mapping[str, Any]) -> PlacementView:
@@ -178,7 +195,7 @@ def placement_view(data: Mapping[str, Any]) -> PlacementView:
         data["fits"], tuple(data["problems"]),
         tuple(StageView(stage["ipu"], tuple(stage["blocks"]), stage["stash_depth"]) for stage in data["stages"]),
         data["pipeline_cycles"], data["pipeline_efficiency"], data["bottleneck_ipu"], time,
-        tuple(_ipu(ipu, memory, reserve) for ipu in data["ipus"]), data)
+        tuple(_ipu(ipu, memory, reserve) for ipu in data["ipus"]), data, data.get("generation"))
 
 
 # --- a plan ------------------------------------------------------------------------------------------------------
@@ -255,3 +272,55 @@ def plan_view(data: Mapping[str, Any]) -> PlanView:
                     IPU_TYPES[data["ipu"]], data["global_batch_size"], data["sequence_length"],
                     data["decoder_sequence_length"], tuple(_candidate(candidate) for candidate in data["candidates"]),
                     tuple(data["pareto"]), _candidate(reference) if reference else None, data)
+
+
+# --- a generation plan ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GenerationCandidateView:
+    """A build a generation plan weighed: what it chooses (`build`), its figures and its placement."""
+
+    build: Mapping[str, Any]
+    largest_share: float
+    verdict: Verdict
+    fits: bool
+    first_token_seconds: float
+    token_seconds: float
+    job_tokens_per_second: float
+    placement: PlacementView
+
+
+@dataclass(frozen=True)
+class GenerationPlanView:
+    """A generation plan as its reports read it (`GenerationPlan.to_dict()`): what it is for, its candidates best
+    first, the indices of those on the frontier of latency against throughput. `data` is the dict."""
+
+    model: str
+    architecture: str
+    ipus: int
+    ipu: IPUType
+    batch_size: Optional[int]
+    num_beams: Optional[int]
+    max_length: Optional[int]
+    max_latency: Optional[float]
+    candidates: Tuple[GenerationCandidateView, ...]
+    frontier: Tuple[int, ...]
+    data: Mapping[str, Any]
+
+
+_GENERATION_FIGURES = ("largest_share", "verdict", "fits", "first_token_seconds", "token_seconds",
+                       "job_tokens_per_second", "ipu_config", "placement")
+
+
+def generation_plan_view(data: Mapping[str, Any]) -> GenerationPlanView:
+    """The view of a generation plan's dict (`GenerationPlan.to_dict()`, or the JSON `plan --generate --json`
+    printed, read back)."""
+    candidates = tuple(GenerationCandidateView(
+        {key: value for key, value in candidate.items() if key not in _GENERATION_FIGURES},
+        candidate["largest_share"], Verdict(candidate["verdict"]), candidate["fits"],
+        candidate["first_token_seconds"], candidate["token_seconds"], candidate["job_tokens_per_second"],
+        placement_view(candidate["placement"])) for candidate in data["candidates"])
+    return GenerationPlanView(data["model"], data["architecture"], data["ipus"], IPU_TYPES[data["ipu"]],
+                              data["batch_size"], data["num_beams"], data["max_length"], data["max_latency"],
+                              candidates, tuple(data["frontier"]), data)

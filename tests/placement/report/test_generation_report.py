@@ -1,0 +1,64 @@
+"""The reports of a generation build: its bars stack the caches, the encoder's output, the state and the working
+activations on the weights, in every format; its lines say where the executors run, what the caches hold, and where
+it does not fit, by how much and with which batch or length it does."""
+
+from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext.placement.report.card import card_markdown
+from optimum_ipu_ext.placement.report.page import placement_page
+from optimum_ipu_ext.placement.report.placement_picture import placement_svg
+from optimum_ipu_ext.placement.report.sentences import generation_lines
+from optimum_ipu_ext.placement.report.view import GENERATION_BAR_PARTS, placement_view
+
+WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
+           "d_model": 1024, "encoder_layers": 2, "decoder_layers": 8, "encoder_attention_heads": 16,
+           "decoder_attention_heads": 16, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "num_mel_bins": 8,
+           "max_source_positions": 50, "max_target_positions": 448}
+CONFIG = PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 8],
+                        inference_parallelize_kwargs={"use_cross_cache": True, "encoder_max_length": 50,
+                                                      "on_device_generation_steps": 4})
+
+
+def placed(**generate):
+    return CONFIG.placement(WHISPER, generate=generate).to_dict()
+
+
+def test_a_generation_build_s_bars_stack_what_generating_keeps_on_the_weights():
+    data = placed(batch_size=2, max_length=100)
+    view = placement_view(data)
+    assert view.bar_parts == GENERATION_BAR_PARTS
+    decoder = view.ipus[1]
+    generation = data["ipus"][1]["generation"]
+    assert decoder.parts == (decoder.weights_bytes, generation["kv_cache_bytes"], generation["cross_cache_bytes"],
+                             generation["encoder_output_bytes"], generation["state_bytes"],
+                             generation["working_bytes"])
+    assert sum(decoder.parts) == decoder.on_chip_bytes
+    svg = placement_svg(data)
+    for letter in "WKCEGX":
+        assert f'data-part="{letter}"' in svg
+    assert "K KV caches" in svg and "A gradient accumulators" not in svg
+    assert "K: KV caches" in placement_page(data) and "K: KV caches" in card_markdown(data, "p.svg")
+
+
+def test_a_generation_build_says_where_it_runs_what_its_caches_hold_and_its_time():
+    data = placed(batch_size=2, num_beams=2, max_length=100)
+    lines = generation_lines(placement_view(data))
+    assert lines[0] == (
+        "Generation: the encoder on IPU 0, the decoder on IPU 1, each running its IPUs in turn; KV caches of 100 "
+        "tokens for 4 sequences, 12.5 MiB; cross caches of 50 positions, 6.3 MiB; the encoder's output sent with "
+        "every call; 4 tokens a call, generated on the device.")
+    time = data["generation"]["time"]
+    assert lines[1].startswith(f"Time on GC200 IPUs: {time['first_token_seconds']:.3g} s to the first token (the "
+                               f"encoder {time['parts']['encoder']:.3g} s), {1000 * time['token_seconds']:,.2f} ms a "
+                               f"token: {time['tokens_per_second']:,.1f} tokens a second for a replica's batch")
+    assert len(lines) == 2
+
+
+def test_a_build_that_does_not_fit_says_by_how_much_and_what_fits():
+    data = placed(batch_size=64, max_length=448)
+    lines = generation_lines(placement_view(data))
+    fitting = data["generation"]["fitting"]
+    over = data["ipus"][1]["on_chip_bytes"] - (data["ipu_memory_bytes"] - data["reserve_bytes"])
+    assert lines[-1] == (f"IPU 1 needs {over / (1 << 20):,.1f} MiB more than its reserve leaves; it fits with "
+                         f"batch_size {fitting['batch_size']} (max_length 448) or max_length "
+                         f"{fitting['max_length']} (batch_size 64).")
+    assert "K KV caches" in placement_svg(data)

@@ -1,0 +1,135 @@
+"""`plan(generate=...)`: the builds that serve a model's generation, each placed and timed as `placement(generate=...)`
+places and times its config; the ranking with and without `max_latency`; the frontier of latency against
+throughput; what the search chooses and leaves out; what it refuses."""
+
+import pytest
+
+from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig, plan
+from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
+from optimum_ipu_ext.placement.report.generation_plan import generation_plan_text
+
+WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
+           "d_model": 64, "encoder_layers": 2, "decoder_layers": 3, "encoder_attention_heads": 4,
+           "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "num_mel_bins": 8,
+           "max_source_positions": 50, "max_target_positions": 64}
+MT5 = {"architectures": ["MT5ForConditionalGeneration"], "model_type": "mt5", "vocab_size": 96, "d_model": 64,
+       "d_kv": 8, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 2, "num_heads": 4}
+BERT = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 96}
+
+
+@pytest.fixture(scope="module")
+def whisper_plan():
+    return plan(WHISPER, 4, generate={"max_length": 8, "batch_size": 2})
+
+
+def test_each_candidate_is_its_config_placed_for_generation(whisper_plan):
+    for candidate in whisper_plan.candidates:
+        again = candidate.ipu_config.placement(WHISPER, generate={"max_length": 8, "batch_size": 2})
+        assert again.to_dict() == candidate.placement.to_dict()
+        kwargs = candidate.ipu_config.inference_parallelize_kwargs
+        assert "for_generation" not in kwargs  # upstream's pipelines pass it themselves
+        assert kwargs["on_device_generation_steps"] == candidate.build["on_device_generation_steps"]
+
+
+def test_the_search_covers_replicas_encoder_ipus_and_on_device_steps(whisper_plan):
+    builds = {(candidate.build["ipus_per_replica"], candidate.build["replication_factor"],
+               candidate.build["on_device_generation_steps"]) for candidate in whisper_plan.candidates}
+    assert builds == {(ipus, 4 // ipus, steps) for ipus in (1, 2, 4) for steps in (0, 1, 2, 4)}
+    for candidate in whisper_plan.candidates:
+        build = candidate.build
+        assert build["use_cond_encoder"] == (build["ipus_per_replica"] == 1)  # one IPU: the encoder on it
+        # upstream refuses the encoder's buffer with replicas
+        assert build["use_encoder_output_buffer"] == (build["replication_factor"] == 1)
+        assert build["batch_size"] == 2
+    splits = {tuple(candidate.build["layers_per_ipu"]) for candidate in whisper_plan.candidates
+              if candidate.build["ipus_per_replica"] == 4}
+    assert splits and all(sum(split) == 5 for split in splits)
+
+
+def test_the_best_fits_and_makes_the_most_tokens_a_second(whisper_plan):
+    best = whisper_plan.best
+    assert best is whisper_plan.candidates[0] and best.fits
+    assert best.job_tokens_per_second == max(candidate.job_tokens_per_second
+                                             for candidate in whisper_plan.candidates if candidate.fits)
+
+
+def test_the_frontier_holds_the_builds_no_other_beats_in_latency_and_throughput(whisper_plan):
+    candidates = whisper_plan.candidates
+    fitting = [candidate for candidate in candidates if candidate.fits]
+
+    def beaten(candidate):
+        return any(other.token_seconds <= candidate.token_seconds
+                   and other.job_tokens_per_second >= candidate.job_tokens_per_second
+                   and (other.token_seconds, other.job_tokens_per_second)
+                   != (candidate.token_seconds, candidate.job_tokens_per_second) for other in fitting)
+
+    on = [candidates[index] for index in whisper_plan.frontier]
+    assert on and not any(beaten(candidate) for candidate in on)
+    assert all(beaten(candidate) or any((other.token_seconds, other.job_tokens_per_second)
+                                        == (candidate.token_seconds, candidate.job_tokens_per_second)
+                                        for other in on) for candidate in fitting)
+
+
+def test_a_latency_asked_for_puts_the_builds_that_meet_it_first():
+    everything = plan(WHISPER, 4, generate={"max_length": 8})
+    latencies = sorted({candidate.token_seconds for candidate in everything.candidates if candidate.fits})
+    bound = latencies[0]
+    found = plan(WHISPER, 4, generate={"max_length": 8}, max_latency=bound)
+    assert found.best.token_seconds <= bound
+    meeting = [candidate for candidate in found.candidates if candidate.fits and candidate.token_seconds <= bound]
+    assert list(found.candidates[:len(meeting)]) == meeting
+    assert plan(WHISPER, 4, generate={"max_length": 8}, max_latency=bound / 2).best is None
+
+
+def test_a_model_without_a_kv_cache_generates_each_token_from_the_host():
+    found = plan(MT5, 2, generate={"max_length": 6})
+    assert {candidate.build["on_device_generation_steps"] for candidate in found.candidates} == {0}
+    assert not found.candidates[0].placement.generation.kv_cache
+
+
+def test_the_batches_searched_stop_at_the_first_none_fits():
+    found = plan(dict(WHISPER, max_source_positions=1500, d_model=512, encoder_ffn_dim=2048, decoder_ffn_dim=2048),
+                 2, generate={"max_length": 64})
+    batches = sorted({candidate.build["batch_size"] for candidate in found.candidates})
+    assert batches == [1 << power for power in range(len(batches))]
+    largest = [candidate for candidate in found.candidates if candidate.build["batch_size"] == batches[-1]]
+    assert not any(candidate.fits for candidate in largest)
+    assert any(candidate.fits for candidate in found.candidates if candidate.build["batch_size"] == batches[-2])
+
+
+@pytest.mark.parametrize("arguments, field", [
+    ({"global_batch_size": 8}, "global_batch_size"),
+    ({"micro_batch_size": 2}, "micro_batch_size"),
+    ({"decoder_sequence_length": 8}, "decoder_sequence_length"),
+    ({"max_latency": 0}, "max_latency"),
+    ({"max_latency": True}, "max_latency"),
+    ({"generate": {"beams": 2}}, "generate"),
+    ({"trials": 2}, "trials"),
+])
+def test_what_a_generation_plan_refuses_names_the_argument(arguments, field):
+    with pytest.raises(InvalidSettingError) as refused:
+        plan(WHISPER, 4, **{"generate": True, **arguments})
+    assert refused.value.field == field
+
+
+def test_a_model_that_does_not_generate_is_refused_as_place_refuses_it():
+    with pytest.raises(PlacementError, match="BertForMaskedLM does not generate in optimum-graphcore 0.7.1"):
+        plan(BERT, 2, generate=True)
+
+
+def test_a_calibration_times_the_builds_and_the_plan_names_it(whisper_plan):
+    slower = shipped_calibration()._replace(operation_cycles=100_000, name="slow-host.json")
+    found = plan(WHISPER, 4, generate={"max_length": 8, "batch_size": 2}, calibration=slower)
+    best = found.best.placement.generation_time
+    assert best.token_seconds > whisper_plan.best.token_seconds
+    assert found.best.ipu_config.placement(WHISPER, generate={"max_length": 8, "batch_size": 2},
+                                           calibration=slower).generation_time == best
+    shipped_line = generation_plan_text(whisper_plan.to_dict()).splitlines()[-1]
+    line = generation_plan_text(found.to_dict()).splitlines()[-1]
+    assert shipped_line.startswith("Speeds are the model's: runs measured ")
+    assert line.startswith("Speeds are the model's, with the calibration slow-host.json: runs measured ")
+    assert "Outside the runs it is fitted on: no whisper model among them" in line
+    placement = PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 3]).placement(
+        WHISPER, generate={"max_length": 8}, calibration=slower)
+    assert placement.text().count("Timed with the calibration slow-host.json.") == 1
