@@ -7,7 +7,7 @@ from typing import Any, List, Mapping
 from ..estimate.memory import Verdict
 from .plan_picture import marker
 from .sentences import generation_band_line, milliseconds, percent, seconds
-from .svg import FONT, INK, MARGIN, MUTED, PAPER, SVG_MARK, coordinate, element, esc, nice_step, text
+from .svg import INK, MARGIN, MUTED, coordinate, element, esc, nice_step, picture, text
 from .tables import Table
 from .view import GenerationCandidateView, GenerationPlanView, generation_plan_view
 
@@ -151,14 +151,4 @@ def generation_plan_svg(data: Mapping[str, Any]) -> str:
         y += 16
     height = y + MARGIN
     title = f"Plan: {plan_title(plan)}"
-    return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{coordinate(height)}" '
-        f'viewBox="0 0 {WIDTH} {coordinate(height)}" font-family="{FONT}" role="img" aria-label="{esc(title)}" '
-        'data-kind="generation plan">',
-        SVG_MARK,
-        element("title", esc(title)),
-        element("rect", x=0, y=0, width=float(WIDTH), height=float(height), fill=PAPER),
-        *body,
-        "</svg>",
-        "",
-    ])
+    return picture(WIDTH, height, title, "generation plan", title, body)

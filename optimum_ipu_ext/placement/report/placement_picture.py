@@ -7,17 +7,16 @@ from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
 from ..estimate.memory import Verdict
 from .sentences import MIB, compress, mib, percent, ranges, summary_lines, title_line, verdict_lines
 from .svg import (
-    FONT,
     INK,
     MARGIN,
     MUTED,
     PAPER,
-    SVG_MARK,
     VERDICT_COLOURS,
     coordinate,
     element,
     esc,
     nice_step,
+    picture,
     text,
     text_width,
     wrap,
@@ -67,18 +66,8 @@ def placement_svg(data: Mapping[str, Any], config: Optional[str] = None) -> str:
     if placement.counted and placement.cycles is not None:
         y = _schedule_panel(body, placement, y + 18, width)
     height = y + MARGIN
-    return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{coordinate(width)}" height="{coordinate(height)}" '
-        f'viewBox="0 0 {coordinate(width)} {coordinate(height)}" font-family="{FONT}" role="img" '
-        f'aria-label="{esc(title_line(placement))}" data-kind="placement">',
-        SVG_MARK,
-        element("title", esc(f"{title_line(placement)}: placement on the IPUs")),
-        _definitions(placement),
-        element("rect", x=0, y=0, width=float(width), height=float(height), fill=PAPER),
-        *body,
-        "</svg>",
-        "",
-    ])
+    return picture(width, height, title_line(placement), "placement",
+                   f"{title_line(placement)}: placement on the IPUs", body, _definitions(placement))
 
 
 def _definitions(placement: PlacementView) -> str:

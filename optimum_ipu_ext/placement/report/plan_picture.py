@@ -7,17 +7,16 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 from ..estimate.memory import Verdict
 from .sentences import candidate_label, percent, plan_calibration_note, plan_request, plan_title
 from .svg import (
-    FONT,
     INK,
     MARGIN,
     MUTED,
     PAPER,
-    SVG_MARK,
     VERDICT_COLOURS,
     coordinate,
     element,
     esc,
     nice_step,
+    picture,
     text,
     text_width,
 )
@@ -87,17 +86,7 @@ def plan_svg(data: Mapping[str, Any]) -> str:
     bottom = _plan_legend(body, top + PLAN_PLOT_HEIGHT + 58, reference is not None)
     bottom = _plan_key(body, named, bottom + 14)
     height = bottom + MARGIN
-    return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{PLAN_WIDTH}" height="{coordinate(height)}" '
-        f'viewBox="0 0 {PLAN_WIDTH} {coordinate(height)}" font-family="{FONT}" role="img" aria-label="{esc(title)}" '
-        'data-kind="plan">',
-        SVG_MARK,
-        element("title", esc(title)),
-        element("rect", x=0, y=0, width=float(PLAN_WIDTH), height=float(height), fill=PAPER),
-        *body,
-        "</svg>",
-        "",
-    ])
+    return picture(PLAN_WIDTH, height, title, "plan", title, body)
 
 
 class _PlanScale(NamedTuple):

@@ -48,6 +48,24 @@ def element(tag: str, content: Optional[str] = None, **attributes: Any) -> str:
     return f"{opening}/>" if content is None else f"{opening}>{content}</{tag}>"
 
 
+def picture(width: float, height: float, label: str, kind: str, title: str, body: List[str],
+            definitions: Optional[str] = None) -> str:
+    """A whole SVG file: `body` on a page of `width` x `height`, its accessible `label`, its `kind` (`data-kind`)
+    and `title`, the pattern `definitions` it draws with where it has some; the package's mark on its second line."""
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{coordinate(width)}" height="{coordinate(height)}" '
+        f'viewBox="0 0 {coordinate(width)} {coordinate(height)}" font-family="{FONT}" role="img" '
+        f'aria-label="{esc(label)}" data-kind="{kind}">',
+        SVG_MARK,
+        element("title", esc(title)),
+        *([definitions] if definitions is not None else []),
+        element("rect", x=0, y=0, width=float(width), height=float(height), fill=PAPER),
+        *body,
+        "</svg>",
+        "",
+    ])
+
+
 def text(x: float, y: float, content: str, size: float = 11, anchor: str = "start", fill: str = INK,
          weight: Optional[str] = None, **attributes: Any) -> str:
     """A line of text at (x, y), its baseline at y."""
