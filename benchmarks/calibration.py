@@ -17,7 +17,6 @@ installed package has them. Prints the medians, the goals and the ratios.
     python benchmarks/calibration.py [--runs 5]
 """
 
-import argparse
 import json
 import os
 import sys
@@ -35,7 +34,7 @@ RUNS = 20
 GOAL = 2.0  # seconds `calibrate` may take on 20 runs
 
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-from cli import medians  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
+from cli import benchmark_parser, medians, parsed  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
 
 
 def runs_file(folder: str) -> List[Dict[str, object]]:
@@ -93,11 +92,7 @@ def in_process(model: str, calibration: str) -> Dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5, help="runs of each command (after one warm-up run)")
-    args = parser.parse_args()
-    if not SCRIPT.exists():
-        raise SystemExit(f"{SCRIPT} not found: install the package in this environment (pip install -e .)")
+    args = parsed(benchmark_parser(__doc__, 5))
     sys.path.insert(0, str(TESTS))
     from support.placement_fixtures import bert_base
 

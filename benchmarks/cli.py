@@ -35,6 +35,21 @@ GOALS = {"ipu-config validate, 1 file": 0.15, "ipu-config validate, 100 files": 
 OURS = ("ipu-config show", "ipu-config show --json", "ipu-config validate")
 
 
+def benchmark_parser(description: str, runs: int) -> argparse.ArgumentParser:
+    """A benchmark's command line: `--runs`, default `runs`; add a benchmark's own options, then `parsed()`."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=runs, help="runs of each command (after one warm-up run)")
+    return parser
+
+
+def parsed(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The benchmark's arguments, once `ipu-config`, which it times, is found beside this Python."""
+    args = parser.parse_args()
+    if not SCRIPT.exists():
+        raise SystemExit(f"{SCRIPT} not found: install the package in this environment (pip install -e .)")
+    return args
+
+
 def shared_files(directory: str, count: int) -> List[str]:
     """`count` copies of the preset without the settings this package adds, which optimum-graphcore rejects."""
     from optimum_ipu_ext.settings.table import EXTENSION_SETTINGS
@@ -73,11 +88,7 @@ def medians(commands: Dict[str, List[str]], runs: int) -> Dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=10, help="runs of each command (after one warm-up run)")
-    args = parser.parse_args()
-    if not SCRIPT.exists():
-        raise SystemExit(f"{SCRIPT} not found: install the package in this environment (pip install -e .)")
+    args = parsed(benchmark_parser(__doc__, 10))
 
     paths = shared_files(tempfile.mkdtemp(), 100)
     commands: Dict[str, List[str]] = {

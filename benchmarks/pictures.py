@@ -12,7 +12,6 @@ Then the drawing alone, in this process: `placement_svg` and `placement_page` of
     python benchmarks/pictures.py [--runs 10]
 """
 
-import argparse
 import os
 import sys
 import tempfile
@@ -28,7 +27,7 @@ SCRIPT = Path(sys.executable).with_name("ipu-config")
 GOAL = 0.1  # seconds a picture may add to `place`
 
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-from cli import medians  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
+from cli import benchmark_parser, medians, parsed  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
 
 
 class Case(NamedTuple):
@@ -105,11 +104,7 @@ def drawing_alone(timed: Dict[str, Case]) -> Dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=10, help="runs of each command (after one warm-up run)")
-    args = parser.parse_args()
-    if not SCRIPT.exists():
-        raise SystemExit(f"{SCRIPT} not found: install the package in this environment (pip install -e .)")
+    args = parsed(benchmark_parser(__doc__, 10))
     with tempfile.TemporaryDirectory() as folder:
         placed = cases(folder)
         timed = commands(placed, folder)

@@ -44,7 +44,7 @@ PEERS = {"ipu-config place, bert-base": "build + parallelize(), bert-base (peer)
 
 # byte-code caches are written on the warm-up run, as an installed package has them
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-from cli import medians  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
+from cli import benchmark_parser, medians, parsed  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
 
 # The peer: optimum-graphcore's package stood in as the IPU-host tests stand it in (its real modules, the poptorch
 # doubles), then the model transformers builds, pipelined and parallelized.
@@ -118,13 +118,10 @@ def peer_config(folder: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5, help="runs of each command (after one warm-up run)")
+    parser = benchmark_parser(__doc__, 5)
     parser.add_argument("--peer-python", default=str(ROOT / ".venv" / "host" / "bin" / "python"),
                         help="the Python of the IPU-host stack, which has optimum-graphcore 0.7.1's models")
-    args = parser.parse_args()
-    if not SCRIPT.exists():
-        raise SystemExit(f"{SCRIPT} not found: install the package in this environment (pip install -e .)")
+    args = parsed(parser)
     if not Path(args.peer_python).exists():
         raise SystemExit(f"{args.peer_python} not found: build the IPU-host stack (make .venv/host/bin/python)")
     with tempfile.TemporaryDirectory() as folder:

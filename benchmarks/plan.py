@@ -15,7 +15,6 @@ model's config.json, without compiling or running anything.
     python benchmarks/plan.py [--runs 5]
 """
 
-import argparse
 import itertools
 import os
 import sys
@@ -31,7 +30,7 @@ SCRIPT = Path(sys.executable).with_name("ipu-config")
 GOAL = 1.0  # seconds for a whole plan
 
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-from cli import medians  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
+from cli import benchmark_parser, medians, parsed  # noqa: E402  (benchmarks/cli.py: commands run in alternation, offline)
 
 PLAN = "ipu-config plan, bert-large pre-training, 16 IPUs"
 PLACE = "ipu-config place, bert-large, Graphcore's config (peer)"
@@ -96,11 +95,7 @@ def in_process() -> Dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5, help="runs of each command (after one warm-up run)")
-    args = parser.parse_args()
-    if not SCRIPT.exists():
-        raise SystemExit(f"{SCRIPT} not found: install the package in this environment (pip install -e .)")
+    args = parsed(benchmark_parser(__doc__, 5))
     found = medians(commands(), args.runs)
     print(f"Whole process, median of {args.runs} runs, Python {sys.version.split()[0]}")
     for name, median in found.items():
