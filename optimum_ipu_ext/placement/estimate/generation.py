@@ -526,8 +526,7 @@ class GenerationTime(NamedTuple):
     @property
     def job_tokens_per_second_range(self) -> Tuple[float, float]:
         """The job's tokens a second a run would measure, by the model's error on the runs of its calibration."""
-        low, high = self.calibration.band
-        return self.job_tokens_per_second / (1 + high), self.job_tokens_per_second / (1 + low)
+        return self.calibration.measured_range(self.job_tokens_per_second)
 
     @property
     def sequence_seconds(self) -> float:
@@ -535,7 +534,6 @@ class GenerationTime(NamedTuple):
         return self.first_token_seconds + (self.max_length - 1) * self.token_seconds
 
     def to_dict(self) -> Dict[str, Any]:
-        calibration = self.calibration
         return {"ipu": self.ipu, "first_token_seconds": self.first_token_seconds,
                 "token_seconds": self.token_seconds, "tokens_per_second": self.tokens_per_second,
                 "job_tokens_per_second": self.job_tokens_per_second,
@@ -544,5 +542,4 @@ class GenerationTime(NamedTuple):
                 "parts": {"encoder": self.encoder_seconds, "first_step": self.first_step_seconds,
                           "step": self.step_seconds, "call": self.call_seconds},
                 "tokens_per_call": self.tokens_per_call, "replicas": self.replicas,
-                "time_model": {"calibration": calibration.name, "runs": calibration.runs,
-                               "band": list(calibration.band), "outside": list(self.outside)}}
+                "time_model": self.calibration.report(self.outside)}

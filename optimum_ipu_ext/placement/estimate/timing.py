@@ -68,6 +68,17 @@ class Calibration(NamedTuple):
                          f"{measured[1]:,}")
         return tuple(notes)
 
+    def measured_range(self, speed: float) -> Tuple[float, float]:
+        """The range a run would measure of a modelled `speed`, by the model's error on its runs (`band`: modelled
+        over measured, less one)."""
+        low, high = self.band
+        return speed / (1 + high), speed / (1 + low)
+
+    def report(self, outside: Sequence[str]) -> Dict[str, Any]:
+        """A time's `time_model` in a report: this calibration's name, runs and band, and how the build timed is
+        outside its runs."""
+        return {"calibration": self.name, "runs": self.runs, "band": list(self.band), "outside": list(outside)}
+
 
 class Job(NamedTuple):
     """The build around the pipeline: `micro_batches` a step (G, or the inference device iterations), the replicas,
@@ -121,18 +132,15 @@ class StepTime(NamedTuple):
     def samples_per_second_range(self) -> Tuple[float, float]:
         """The samples a second a run would measure, by the model's error on the runs of its calibration (`band`:
         modelled over measured, less one)."""
-        low, high = self.calibration.band
-        return self.samples_per_second / (1 + high), self.samples_per_second / (1 + low)
+        return self.calibration.measured_range(self.samples_per_second)
 
     def to_dict(self) -> Dict[str, Any]:
-        calibration = self.calibration
         return {"ipu": self.ipu, "step_seconds": self.step_seconds, "samples_per_step": self.samples_per_step,
                 "samples_per_second": self.samples_per_second,
                 "samples_per_second_range": list(self.samples_per_second_range),
                 "step_parts": {"pipeline": self.pipeline_seconds, "weight_update": self.weight_update_seconds,
                                "reduction": self.reduction_seconds, "host": self.host_seconds},
-                "time_model": {"calibration": calibration.name, "runs": calibration.runs,
-                               "band": list(calibration.band), "outside": list(self.outside)}}
+                "time_model": self.calibration.report(self.outside)}
 
 
 class TimeModel(NamedTuple):
