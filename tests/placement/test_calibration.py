@@ -40,6 +40,7 @@ from optimum_ipu_ext.placement.hardware import (
 )
 from optimum_ipu_ext.placement.placer import model_placer
 from support.corpus import FULL_SIZE, PUBLISHED_CONFIGS
+from support.processes import run_in_c_locale
 from support.published_runs import PUBLISHED_RUNS
 
 
@@ -68,6 +69,25 @@ def test_the_shipped_calibration_is_the_one_its_runs_give():
 def test_the_file_holds_its_figures_to_6_significant_digits():
     assert json.loads(calibration_text({"a": [0.1234567891, {"b": 12345.6789}], "c": 3}))  == {
         "a": [0.123457, {"b": 12345.7}], "c": 3}
+
+
+def test_the_file_is_indented_by_one_space_with_its_keys_sorted_and_a_last_new_line():
+    text = calibration_text({"runs": 2, "band": [-0.1234567891, 0.5], "name": "x", "exact": [0.1234567891]},
+                            exact=("exact",))
+    assert text.splitlines(keepends=True) == [
+        '{\n', ' "band": [\n', '  -0.123457,\n', '  0.5\n', ' ],\n', ' "exact": [\n', '  0.1234567891\n', ' ],\n',
+        ' "name": "x",\n', ' "runs": 2\n', '}\n']
+
+
+def test_the_runs_file_is_read_as_utf_8_whatever_the_locale(tmp_path):
+    """A run named with an en dash, read where the locale's encoding is ASCII."""
+    data = json.loads(calibration.RUNS_FILE.read_text(encoding="utf-8"))
+    data["runs"] = [dict(data["runs"][0], name="BERT \u2013 mine")]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code = ("from optimum_ipu_ext.placement.calibration import read_runs\n"
+            f"print(ascii(read_runs({str(path)!r})[0].name))\n")
+    assert run_in_c_locale(code) == "'BERT \\u2013 mine'\n"
 
 
 # modelled samples a second over measured, less one: each fitted run left out of the fit
