@@ -66,6 +66,34 @@ def test_the_shipped_calibration_is_the_one_its_runs_give():
         assert value == (pytest.approx(expected, rel=1e-5) if isinstance(expected, float) else expected), path
 
 
+def test_writing_the_shipped_calibration_writes_the_fit_of_the_shipped_runs(tmp_path, monkeypatch):
+    from optimum_ipu_ext.config import calibration as config_calibration
+
+    monkeypatch.setattr(config_calibration, "SHIPPED", tmp_path / "calibration.json")
+    data = config_calibration.write_shipped()
+    assert data == fitted()
+    assert (tmp_path / "calibration.json").read_text(encoding="utf-8") == calibration_text(fitted())
+
+
+def test_a_calibration_of_other_runs_is_fitted_on_them_and_covers_them():
+    """ViT-base and HuBERT-base fitted, another ViT-base run held out: its error is at the constants fitted on the
+    two, not at the shipped ones; no text model among them, so no rows."""
+    runs = {run.name: run for run in read_runs()}
+    chosen = [runs["optimum-graphcore ViT-base CIFAR-10"],
+              runs["HuBERT-base keyword spotting (notebook)"]._replace(role="fit"),
+              runs["ViT-base ChestX-ray14 (tutorial, 4 IPUs)"]]
+    data = calibration_data(chosen, START, "vision")
+    assert (data["name"], data["runs"], data["coverage"]) == ("vision", 2, {"model_types": ["hubert", "vit"],
+                                                                             "rows": None})
+    held = chosen[2]
+    timed = timed_run(held, run_settings(held))
+    measured = calibration.measured_seconds(held, timed)
+    constants = [data["constants"][name] for name in calibration.CONSTANTS]
+    assert data["errors"]["held_out"] == {held.name: pytest.approx(measured / timed.step_seconds(constants) - 1)}
+    assert round(data["errors"]["held_out"][held.name], 2) == -0.29
+    assert round(measured / timed.step_seconds(None) - 1, 2) == 0.47  # at the shipped constants
+
+
 def test_the_file_holds_its_figures_to_6_significant_digits():
     assert json.loads(calibration_text({"a": [0.1234567891, {"b": 12345.6789}], "c": 3}))  == {
         "a": [0.123457, {"b": 12345.7}], "c": 3}

@@ -269,6 +269,7 @@ def test_the_samples_a_second_a_run_would_measure_are_the_model_s_within_its_ban
     ("bert", 8192, ()),
     ("bert", None, ()),  # not a text model: its rows are not compared
     ("bert", 127, ("127 rows a matrix product, where they had 256 to 4,096",)),
+    ("bert", 1, ("1 row a matrix product, where they had 256 to 4,096",)),
     ("bert", 8193, ("8,193 rows a matrix product, where they had 256 to 4,096",)),
     ("t5", 512, ("no t5 model among them",)),
     ("vit", None, ("no vit model among them",)),
