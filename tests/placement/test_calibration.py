@@ -107,6 +107,35 @@ def test_the_file_is_indented_by_one_space_with_its_keys_sorted_and_a_last_new_l
         ' "name": "x",\n', ' "runs": 2\n', '}\n']
 
 
+def test_a_runs_file_s_runs_are_read_with_their_models_what_a_run_leaves_out_none_or_empty(tmp_path):
+    model = {"model_type": "bert", "hidden_size": 16}
+    given = {"name": "given", "role": "fit", "build": "training", "model": "tiny", "architecture": "BertForMaskedLM",
+             "ipu_config": {"layers_per_ipu": [2]}, "micro_batch_size": 4, "sequence_length": 128,
+             "decoder_sequence_length": 32, "ipu": "bow", "measured_samples_per_second": 100.5, "source": "a page",
+             "note": "a note"}
+    bare = {key: value for key, value in given.items()
+            if key not in ("sequence_length", "decoder_sequence_length", "source", "note")}
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"models": {"tiny": model}, "runs": [given, dict(bare, name="bare")]}),
+                    encoding="utf-8")
+    assert read_runs(str(path)) == [
+        calibration.MeasuredRun("given", "fit", "training", model, "BertForMaskedLM", {"layers_per_ipu": [2]}, 4, 128,
+                                32, "bow", 100.5, "a page", "a note"),
+        calibration.MeasuredRun("bare", "fit", "training", model, "BertForMaskedLM", {"layers_per_ipu": [2]}, 4, None,
+                                None, "bow", 100.5, "", "")]
+
+
+@pytest.mark.parametrize("values, share, expected", [
+    ([0.3], 0.9, 0.3),  # one value: itself at any share
+    ([3.0, 1.0, 2.0], 1.0, 3.0),
+    ([3.0, 1.0, 2.0], 0.0, 1.0),
+    ([3.0, 1.0, 2.0], 0.5, 2.0),
+    ([1.0, 2.0, 3.0, 5.0], 0.9, 3.0 + 0.7 * 2.0),  # between the nearest ranks
+])
+def test_a_percentile_is_between_the_nearest_ranks(values, share, expected):
+    assert calibration.percentile(values, share) == pytest.approx(expected)
+
+
 def test_the_runs_file_is_read_as_utf_8_whatever_the_locale(tmp_path):
     """A run named with an en dash, read where the locale's encoding is ASCII."""
     data = json.loads(calibration.RUNS_FILE.read_text(encoding="utf-8"))
@@ -374,6 +403,18 @@ def test_the_constants_runs_determine_are_found_again_from_steps_they_time():
                            [shares(timed, _shipped()) for timed in timed_users()])
     assert (found.fitted, found.kept) == (calibration.CONSTANTS, {})
     assert found.constants == pytest.approx(truth, rel=1e-4)
+
+
+def test_a_constant_on_which_runs_spend_just_the_share_is_determined():
+    """Two runs spending exactly a tenth of their steps on the operations, nothing on the rest: they fit that one."""
+    from optimum_ipu_ext.placement.calibration import MIN_SHARE, fit_determined
+
+    pair = [timed_users()[0], timed_users()[2]]
+    found = fit_determined([(timed, timed.step_seconds(_shipped())) for timed in pair], _shipped(),
+                           [(MIN_SHARE, 0.0, 0.0)] * 2)
+    assert MIN_SHARE == 0.1
+    assert found.fitted == ("operation_cycles",)
+    assert found.constants == pytest.approx(_shipped(), rel=1e-6)
 
 
 def test_a_constant_the_runs_do_not_determine_keeps_its_start():
