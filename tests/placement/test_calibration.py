@@ -40,6 +40,7 @@ from optimum_ipu_ext.placement.hardware import (
 )
 from optimum_ipu_ext.placement.placer import model_placer
 from support.corpus import FULL_SIZE, PUBLISHED_CONFIGS
+from support.processes import run_in_c_locale
 from support.published_runs import PUBLISHED_RUNS
 
 
@@ -65,9 +66,85 @@ def test_the_shipped_calibration_is_the_one_its_runs_give():
         assert value == (pytest.approx(expected, rel=1e-5) if isinstance(expected, float) else expected), path
 
 
+def test_writing_the_shipped_calibration_writes_the_fit_of_the_shipped_runs(tmp_path, monkeypatch):
+    from optimum_ipu_ext.config import calibration as config_calibration
+
+    monkeypatch.setattr(config_calibration, "SHIPPED", tmp_path / "calibration.json")
+    data = config_calibration.write_shipped()
+    assert data == fitted()
+    assert (tmp_path / "calibration.json").read_text(encoding="utf-8") == calibration_text(fitted())
+
+
+def test_a_calibration_of_other_runs_is_fitted_on_them_and_covers_them():
+    """ViT-base and HuBERT-base fitted, another ViT-base run held out: its error is at the constants fitted on the
+    two, not at the shipped ones; no text model among them, so no rows."""
+    runs = {run.name: run for run in read_runs()}
+    chosen = [runs["optimum-graphcore ViT-base CIFAR-10"],
+              runs["HuBERT-base keyword spotting (notebook)"]._replace(role="fit"),
+              runs["ViT-base ChestX-ray14 (tutorial, 4 IPUs)"]]
+    data = calibration_data(chosen, START, "vision")
+    assert (data["name"], data["runs"], data["coverage"]) == ("vision", 2, {"model_types": ["hubert", "vit"],
+                                                                             "rows": None})
+    held = chosen[2]
+    timed = timed_run(held, run_settings(held))
+    measured = calibration.measured_seconds(held, timed)
+    constants = [data["constants"][name] for name in calibration.CONSTANTS]
+    assert data["errors"]["held_out"] == {held.name: pytest.approx(measured / timed.step_seconds(constants) - 1)}
+    assert round(data["errors"]["held_out"][held.name], 2) == -0.29
+    assert round(measured / timed.step_seconds(None) - 1, 2) == 0.47  # at the shipped constants
+
+
 def test_the_file_holds_its_figures_to_6_significant_digits():
     assert json.loads(calibration_text({"a": [0.1234567891, {"b": 12345.6789}], "c": 3}))  == {
         "a": [0.123457, {"b": 12345.7}], "c": 3}
+
+
+def test_the_file_is_indented_by_one_space_with_its_keys_sorted_and_a_last_new_line():
+    text = calibration_text({"runs": 2, "band": [-0.1234567891, 0.5], "name": "x", "exact": [0.1234567891]},
+                            exact=("exact",))
+    assert text.splitlines(keepends=True) == [
+        '{\n', ' "band": [\n', '  -0.123457,\n', '  0.5\n', ' ],\n', ' "exact": [\n', '  0.1234567891\n', ' ],\n',
+        ' "name": "x",\n', ' "runs": 2\n', '}\n']
+
+
+def test_a_runs_file_s_runs_are_read_with_their_models_what_a_run_leaves_out_none_or_empty(tmp_path):
+    model = {"model_type": "bert", "hidden_size": 16}
+    given = {"name": "given", "role": "fit", "build": "training", "model": "tiny", "architecture": "BertForMaskedLM",
+             "ipu_config": {"layers_per_ipu": [2]}, "micro_batch_size": 4, "sequence_length": 128,
+             "decoder_sequence_length": 32, "ipu": "bow", "measured_samples_per_second": 100.5, "source": "a page",
+             "note": "a note"}
+    bare = {key: value for key, value in given.items()
+            if key not in ("sequence_length", "decoder_sequence_length", "source", "note")}
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"models": {"tiny": model}, "runs": [given, dict(bare, name="bare")]}),
+                    encoding="utf-8")
+    assert read_runs(str(path)) == [
+        calibration.MeasuredRun("given", "fit", "training", model, "BertForMaskedLM", {"layers_per_ipu": [2]}, 4, 128,
+                                32, "bow", 100.5, "a page", "a note"),
+        calibration.MeasuredRun("bare", "fit", "training", model, "BertForMaskedLM", {"layers_per_ipu": [2]}, 4, None,
+                                None, "bow", 100.5, "", "")]
+
+
+@pytest.mark.parametrize("values, share, expected", [
+    ([0.3], 0.9, 0.3),  # one value: itself at any share
+    ([3.0, 1.0, 2.0], 1.0, 3.0),
+    ([3.0, 1.0, 2.0], 0.0, 1.0),
+    ([3.0, 1.0, 2.0], 0.5, 2.0),
+    ([1.0, 2.0, 3.0, 5.0], 0.9, 3.0 + 0.7 * 2.0),  # between the nearest ranks
+])
+def test_a_percentile_is_between_the_nearest_ranks(values, share, expected):
+    assert calibration.percentile(values, share) == pytest.approx(expected)
+
+
+def test_the_runs_file_is_read_as_utf_8_whatever_the_locale(tmp_path):
+    """A run named with an en dash, read where the locale's encoding is ASCII."""
+    data = json.loads(calibration.RUNS_FILE.read_text(encoding="utf-8"))
+    data["runs"] = [dict(data["runs"][0], name="BERT \u2013 mine")]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code = ("from optimum_ipu_ext.placement.calibration import read_runs\n"
+            f"print(ascii(read_runs({str(path)!r})[0].name))\n")
+    assert run_in_c_locale(code) == "'BERT \\u2013 mine'\n"
 
 
 # modelled samples a second over measured, less one: each fitted run left out of the fit
@@ -326,6 +403,18 @@ def test_the_constants_runs_determine_are_found_again_from_steps_they_time():
                            [shares(timed, _shipped()) for timed in timed_users()])
     assert (found.fitted, found.kept) == (calibration.CONSTANTS, {})
     assert found.constants == pytest.approx(truth, rel=1e-4)
+
+
+def test_a_constant_on_which_runs_spend_just_the_share_is_determined():
+    """Two runs spending exactly a tenth of their steps on the operations, nothing on the rest: they fit that one."""
+    from optimum_ipu_ext.placement.calibration import MIN_SHARE, fit_determined
+
+    pair = [timed_users()[0], timed_users()[2]]
+    found = fit_determined([(timed, timed.step_seconds(_shipped())) for timed in pair], _shipped(),
+                           [(MIN_SHARE, 0.0, 0.0)] * 2)
+    assert MIN_SHARE == 0.1
+    assert found.fitted == ("operation_cycles",)
+    assert found.constants == pytest.approx(_shipped(), rel=1e-6)
 
 
 def test_a_constant_the_runs_do_not_determine_keeps_its_start():

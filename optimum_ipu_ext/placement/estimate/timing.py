@@ -211,18 +211,18 @@ class TimeModel(NamedTuple):
 
 
 def product_rows(inputs: str, shape: InputShape) -> Optional[int]:
-    """The rows a matrix product of a text model's layers takes, a micro-batch's tokens (None: not a text model)."""
-    return shape.micro_batch_size * shape.sequence_length if inputs in (TEXT, ENCODER_DECODER) else None
+    """The rows a matrix product of a text model's layers takes, a micro-batch's tokens (each example's choices' of a
+    multiple-choice model; None: not a text model)."""
+    if inputs not in (TEXT, ENCODER_DECODER):
+        return None
+    return shape.micro_batch_size * shape.choices * shape.sequence_length
 
 
 def reduction_seconds(gradient_bytes: int, replicas: int, ipus_per_replica: int) -> float:
     """The ring sum of one IPU's `gradient_bytes` over the replicas: within each Pod over IPU-Links, then of each
     replica's share between Pods over the Gateway-Links."""
-    if replicas == 1:
-        return 0.0
     within = max(1, min(replicas, POD_IPUS // ipus_per_replica))
     pods = ceil(replicas / within)
-    seconds = 2 * (within - 1) / within * gradient_bytes / IPU_LINK_BYTES_PER_SECOND
-    if pods > 1:
-        seconds += 2 * (pods - 1) / pods * gradient_bytes / within / GATEWAY_LINK_BYTES_PER_SECOND
-    return seconds
+    # each ring's term is 0 where it has one member: one replica, or one Pod
+    return (2 * (within - 1) / within * gradient_bytes / IPU_LINK_BYTES_PER_SECOND
+            + 2 * (pods - 1) / pods * gradient_bytes / within / GATEWAY_LINK_BYTES_PER_SECOND)

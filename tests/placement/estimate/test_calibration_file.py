@@ -1,6 +1,7 @@
 """`placement/estimate/calibration_file.py`: a calibration read from its file and checked, each malformed key refused
 naming the file and the key; the shipped one; the one a caller asks for (a `Calibration`, a path, else the file
-`OPTIMUM_IPU_EXT_CALIBRATION` names, else the shipped one); a file read once while it is unchanged."""
+`OPTIMUM_IPU_EXT_CALIBRATION` names, else the shipped one); a file read once while it is unchanged, and as UTF-8 in
+any locale."""
 
 import json
 import os
@@ -18,6 +19,7 @@ from optimum_ipu_ext.placement.estimate.calibration_file import (
     shipped_calibration,
 )
 from optimum_ipu_ext.placement.estimate.timing import Calibration
+from support.processes import run_in_c_locale
 
 DATA = {"name": "mine", "constants": {"operation_cycles": 1000.0, "elementwise_cycles": 0.5, "call_seconds": 0.05},
         "band": [-0.2, 0.5], "runs": 10, "coverage": {"model_types": ["bert", "gpt2"], "rows": [256, 4096]},
@@ -118,6 +120,15 @@ def test_a_file_that_is_not_a_calibration_is_refused(tmp_path):
     binary.write_bytes(b"\xff\xfe")
     with pytest.raises(CalibrationFileError, match="not valid JSON"):
         read_calibration(str(binary))
+
+
+def test_a_file_is_read_as_utf_8_whatever_the_locale(tmp_path):
+    """A calibration whose runs are named with an en dash, read where the locale's encoding is ASCII."""
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(dict(DATA, name="mine \u2013 2026"), ensure_ascii=False), encoding="utf-8")
+    code = ("from optimum_ipu_ext.placement.estimate.calibration_file import read_calibration\n"
+            f"print(read_calibration({str(path)!r}).operation_cycles)\n")
+    assert run_in_c_locale(code) == "1000.0\n"
 
 
 def test_a_file_is_read_once_while_unchanged(tmp_path, monkeypatch):

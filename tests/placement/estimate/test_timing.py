@@ -21,6 +21,7 @@ from optimum_ipu_ext.placement.estimate.timing import (
     Job,
     StepTime,
     TimeModel,
+    product_rows,
     reduction_seconds,
 )
 from optimum_ipu_ext.placement.hardware import (
@@ -34,7 +35,15 @@ from optimum_ipu_ext.placement.hardware import (
     STREAMING_BYTES_PER_SECOND,
 )
 from optimum_ipu_ext.placement.models.blocks import Operations
-from support.placement_fixtures import bert_base
+from optimum_ipu_ext.placement.models.rules import (
+    AUDIO,
+    ENCODER_DECODER,
+    IMAGE,
+    SPEECH_RECOGNITION,
+    TEXT,
+    InputShape,
+)
+from support.placement_fixtures import bert_base, tiny_bert
 
 # constants chosen for the test: 1,000 cycles an operation, half a cycle an element, 50 ms a host call; measured runs
 # 20 % slower to 50 % faster than the model's figure
@@ -201,6 +210,14 @@ def test_an_inference_step_is_its_pipeline_and_a_poptorch_call():
                             CONSTANTS)
 
 
+@pytest.mark.parametrize("job", [TRAINING, Job(False, 4, 2, 2, 3)], ids=["training", "inference"])
+def test_a_step_says_how_its_build_is_outside_the_runs_of_its_calibration(job):
+    notes = ("no t5 model among them", "16 rows a matrix product, where they had 256 to 4,096")
+    time_model = model(job)._replace(outside=notes)
+    assert time_model.step(two_ipus(time_model), 5).outside == notes
+    assert time_model.step(two_ipus(time_model), None).outside == notes
+
+
 def test_a_job_is_one_step_a_call_and_no_inputs_unless_told():
     assert (TRAINING.steps_per_call, TRAINING.input_bytes) == (1, 0)
 
@@ -252,6 +269,7 @@ def test_the_samples_a_second_a_run_would_measure_are_the_model_s_within_its_ban
     ("bert", 8192, ()),
     ("bert", None, ()),  # not a text model: its rows are not compared
     ("bert", 127, ("127 rows a matrix product, where they had 256 to 4,096",)),
+    ("bert", 1, ("1 row a matrix product, where they had 256 to 4,096",)),
     ("bert", 8193, ("8,193 rows a matrix product, where they had 256 to 4,096",)),
     ("t5", 512, ("no t5 model among them",)),
     ("vit", None, ("no vit model among them",)),
@@ -260,6 +278,28 @@ def test_the_samples_a_second_a_run_would_measure_are_the_model_s_within_its_ban
 ])
 def test_a_build_outside_the_measured_runs_is_told(model_type, rows, notes):
     assert CONSTANTS.outside(model_type, rows) == notes
+
+
+@pytest.mark.parametrize("inputs, shape, rows", [
+    (TEXT, InputShape(2, 128, 128), 256),
+    (ENCODER_DECODER, InputShape(2, 128, 32), 256),  # the encoder's tokens
+    (TEXT, InputShape(2, 128, 128, choices=4), 1024),  # a multiple-choice model: each example's 4 sequences
+    (IMAGE, InputShape(2, 224, 224), None),
+    (AUDIO, InputShape(2, 16000, 16000), None),
+    (SPEECH_RECOGNITION, InputShape(2, 3000, 448), None),
+])
+def test_a_text_model_s_products_take_a_micro_batch_s_tokens_as_rows(inputs, shape, rows):
+    assert product_rows(inputs, shape) == rows
+
+
+def test_a_multiple_choice_model_s_rows_are_its_choices_tokens(tmp_path):
+    """2 examples of 4 choices of 32 tokens: products of 256 rows, within the 384 to 4,096 the shipped runs had
+    (not 64, half of the fewest)."""
+    model_ = tiny_bert(tmp_path, architecture="BertForMultipleChoice")
+    config = PlainIPUConfig(layers_per_ipu=[1, 2], gradient_accumulation_steps=8)
+    assert config.placement(model_, micro_batch_size=2, sequence_length=32).time.outside == ()
+    assert config.placement(model_, micro_batch_size=1, sequence_length=32).time.outside == (
+        "128 rows a matrix product, where they had 384 to 4,096",)
 
 
 def test_a_calibration_covering_nothing_tells_nothing():
