@@ -2,6 +2,8 @@
 places and times its config; the ranking with and without `max_latency`; the frontier of latency against
 throughput; what the search chooses and leaves out; what it refuses."""
 
+import dataclasses
+
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig, plan
@@ -18,8 +20,9 @@ BERT = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size
         "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 96}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def whisper_plan():
+    """Made in each test that takes it, so that mutation testing runs each test against the search's mutants."""
     return plan(WHISPER, 4, generate={"max_length": 8, "batch_size": 2})
 
 
@@ -133,3 +136,23 @@ def test_a_calibration_times_the_builds_and_the_plan_names_it(whisper_plan):
     placement = PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 3]).placement(
         WHISPER, generate={"max_length": 8}, calibration=slower)
     assert placement.text().count("Timed with the calibration slow-host.json.") == 1
+
+
+def test_the_plan_s_json_gives_what_it_was_asked_for_and_each_build_with_its_config():
+    found = plan(WHISPER, 4, generate={"max_length": 8, "batch_size": 2, "num_beams": 2}, sequence_length=100,
+                 max_latency=0.5, reserve=0.2)
+    data = found.to_dict()
+    assert {key: value for key, value in data.items() if key not in ("candidates", "frontier")} == {
+        "model": "the model config", "architecture": "WhisperForConditionalGeneration", "build": "generation",
+        "ipus": 4, "ipu": "gc200", "batch_size": 2, "num_beams": 2, "max_length": 8, "sequence_length": 100,
+        "max_latency": 0.5, "ipu_memory_bytes": 940_572_672, "reserve_bytes": round(0.2 * 940_572_672)}
+    assert data["frontier"] == list(found.frontier)
+    for candidate, written in zip(found.candidates, data["candidates"]):
+        time = candidate.placement.generation_time
+        assert written == {**candidate.build, "largest_share": candidate.largest_share,
+                           "verdict": candidate.verdict.value, "fits": candidate.fits,
+                           "first_token_seconds": time.first_token_seconds, "token_seconds": time.token_seconds,
+                           "job_tokens_per_second": time.job_tokens_per_second,
+                           "ipu_config": candidate.ipu_config.to_dict(), "placement": candidate.placement.to_dict()}
+    # a build the search found, before its caller made its config
+    assert dataclasses.replace(found.best, ipu_config=None).to_dict()["ipu_config"] is None

@@ -114,7 +114,9 @@ KWARGS = "inference_parallelize_kwargs"
      "the KV caches are made for max_length 30, and generate() is called with max_length=40"),
     (WHISPER, TWO, {"max_lenght": 30}, {}, KWARGS, "`max_lenght`"),
     (BART, TWO, {"use_cross_cache": True}, {}, KWARGS, "`use_cross_cache`"),
-    (BERT, {}, {}, {}, None, "BertForMaskedLM does not generate in optimum-graphcore 0.7.1: "),
+    (BERT, {}, {}, {}, None, "BertForMaskedLM does not generate in optimum-graphcore 0.7.1: "
+     "BartForConditionalGeneration, GPT2LMHeadModel, MT5ForConditionalGeneration, T5ForConditionalGeneration, "
+     "WhisperForConditionalGeneration do"),
 ])
 def test_what_upstream_refuses_is_refused_naming_the_setting(model, settings, kwargs, generate, setting, words):
     with pytest.raises(PlacementError) as refused:
@@ -314,3 +316,15 @@ def test_a_token_s_products_of_a_row_a_sequence_run_far_below_the_encoder_s_rate
     assert eight.step_seconds < 1.1 * one.step_seconds and eight_rate > 7 * token_rate
     # generated on the host, each token's logits cross back: 8 sequences' take 8 times as long
     assert eight.call_seconds > 2 * one.call_seconds
+
+
+def test_the_time_s_json_gives_each_figure_under_its_name():
+    time = placed(WHISPER, THREE, {"on_device_generation_steps": 4}, max_length=20).generation_time
+    assert time.to_dict() == {
+        "ipu": "gc200", "first_token_seconds": time.first_token_seconds, "token_seconds": time.token_seconds,
+        "tokens_per_second": time.tokens_per_second, "job_tokens_per_second": time.job_tokens_per_second,
+        "job_tokens_per_second_range": list(time.job_tokens_per_second_range),
+        "sequence_seconds": time.sequence_seconds,
+        "parts": {"encoder": time.encoder_seconds, "first_step": time.first_step_seconds, "step": time.step_seconds,
+                  "call": time.call_seconds},
+        "tokens_per_call": 4, "replicas": 1, "time_model": time.calibration.report(time.outside)}
