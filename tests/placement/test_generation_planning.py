@@ -156,3 +156,8 @@ def test_the_plan_s_json_gives_what_it_was_asked_for_and_each_build_with_its_con
                            "ipu_config": candidate.ipu_config.to_dict(), "placement": candidate.placement.to_dict()}
     # a build the search found, before its caller made its config
     assert dataclasses.replace(found.best, ipu_config=None).to_dict()["ipu_config"] is None
+
+
+def test_a_plan_prints_as_its_report(whisper_plan):
+    assert str(whisper_plan) == generation_plan_text(whisper_plan.to_dict())
+    assert str(whisper_plan).startswith("the model config: WhisperForConditionalGeneration generating on 4 GC200 IPUs")
