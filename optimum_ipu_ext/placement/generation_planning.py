@@ -96,9 +96,6 @@ class GenerationCandidate:
                 "placement": self.placement.to_dict()}
 
 
-_RANK = {Verdict.FITS: 0, Verdict.TIGHT: 1, Verdict.DOES_NOT_FIT: 2}
-
-
 def ranked(candidates: Sequence[GenerationCandidate], max_latency: Optional[float]) -> List[GenerationCandidate]:
     """Best first: those that fit and meet `max_latency`, then those that fit, then the tight, each the most tokens
     a second of the job first (then the least latency, the least memory); then those that do not fit, the nearest
@@ -108,8 +105,8 @@ def ranked(candidates: Sequence[GenerationCandidate], max_latency: Optional[floa
         if found.verdict == Verdict.DOES_NOT_FIT:
             return 3, found.largest_share, found.token_seconds
         late = max_latency is not None and found.token_seconds > max_latency
-        step = _RANK[found.verdict] + (1 if found.verdict == Verdict.FITS and late else 0)
-        return step, -found.job_tokens_per_second, found.token_seconds, found.largest_share
+        group = 2 if found.verdict == Verdict.TIGHT else int(late)
+        return group, -found.job_tokens_per_second, found.token_seconds, found.largest_share
 
     return sorted(candidates, key=rank)
 

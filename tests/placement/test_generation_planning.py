@@ -3,11 +3,14 @@ places and times its config; the ranking with and without `max_latency`; the fro
 throughput; what the search chooses and leaves out; what it refuses."""
 
 import dataclasses
+from typing import NamedTuple
 
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig, plan
 from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
+from optimum_ipu_ext.placement.generation_planning import frontier, ranked
+from optimum_ipu_ext.placement.estimate.memory import Verdict
 from optimum_ipu_ext.placement.report.generation_plan import generation_plan_text
 
 WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
@@ -161,3 +164,40 @@ def test_the_plan_s_json_gives_what_it_was_asked_for_and_each_build_with_its_con
 def test_a_plan_prints_as_its_report(whisper_plan):
     assert str(whisper_plan) == generation_plan_text(whisper_plan.to_dict())
     assert str(whisper_plan).startswith("the model config: WhisperForConditionalGeneration generating on 4 GC200 IPUs")
+
+
+class Found(NamedTuple):
+    """What ranking and the frontier read of a candidate."""
+
+    name: str
+    verdict: Verdict
+    token_seconds: float
+    job_tokens_per_second: float
+    largest_share: float = 0.5
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict == Verdict.FITS
+
+
+def test_builds_rank_by_what_they_meet_then_by_throughput():
+    builds = [Found("over", Verdict.DOES_NOT_FIT, 0.001, 9000.0, 1.2),
+              Found("tight", Verdict.TIGHT, 0.001, 8000.0),
+              Found("late", Verdict.FITS, 0.004, 7000.0),
+              Found("later and faster", Verdict.FITS, 0.005, 7500.0),
+              Found("in time", Verdict.FITS, 0.002, 1000.0),
+              Found("further over", Verdict.DOES_NOT_FIT, 0.001, 9000.0, 1.5)]
+    names = [found.name for found in ranked(builds, max_latency=0.003)]
+    assert names == ["in time", "later and faster", "late", "tight", "over", "further over"]
+    names = [found.name for found in ranked(builds, max_latency=None)]
+    assert names == ["later and faster", "late", "in time", "tight", "over", "further over"]
+
+
+def test_the_frontier_keeps_of_builds_as_fast_a_token_the_one_making_the_most_tokens():
+    builds = [Found("slow token, most tokens", Verdict.FITS, 0.004, 4000.0),
+              Found("fast token", Verdict.FITS, 0.001, 1000.0),
+              Found("as fast a token, more tokens", Verdict.FITS, 0.001, 2000.0),
+              Found("slower token, as many tokens", Verdict.FITS, 0.002, 2000.0),
+              Found("tight", Verdict.TIGHT, 0.0005, 9000.0)]
+    assert [builds[index].name for index in frontier(builds)] == ["as fast a token, more tokens",
+                                                                  "slow token, most tokens"]
