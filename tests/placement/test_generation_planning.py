@@ -9,8 +9,8 @@ import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig, plan
 from optimum_ipu_ext.placement.estimate.calibration_file import shipped_calibration
-from optimum_ipu_ext.placement.generation_planning import frontier, ranked
 from optimum_ipu_ext.placement.estimate.memory import Verdict
+from optimum_ipu_ext.placement.generation_planning import frontier, ranked
 from optimum_ipu_ext.placement.report.generation_plan import generation_plan_text
 
 WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
@@ -201,3 +201,37 @@ def test_the_frontier_keeps_of_builds_as_fast_a_token_the_one_making_the_most_to
               Found("tight", Verdict.TIGHT, 0.0005, 9000.0)]
     assert [builds[index].name for index in frontier(builds)] == ["as fast a token, more tokens",
                                                                   "slow token, most tokens"]
+
+
+def test_a_base_config_keeps_its_other_kwargs_and_the_search_sets_the_build_s_own():
+    base = PlainIPUConfig(inference_device_iterations=4, inference_ipus_per_replica=2, inference_layers_per_ipu=[1, 4],
+                          inference_matmul_proportion=[0.1, 0.3], inference_parallelize_kwargs={
+                              "for_generation": True, "use_cross_cache": True, "encoder_max_length": 50})
+    found = plan(WHISPER, 4, base=base, generate={"max_length": 8, "batch_size": 2})
+    assert {candidate.build["ipus_per_replica"] for candidate in found.candidates} == {1, 2, 4}
+    for candidate in found.candidates:
+        config = candidate.ipu_config
+        assert config.inference_device_iterations == 1
+        assert config.inference_matmul_proportion == candidate.build["matmul_proportion"]
+        kwargs = config.inference_parallelize_kwargs
+        assert "for_generation" not in kwargs  # upstream's pipelines pass it themselves
+        assert (kwargs["use_cross_cache"], kwargs["encoder_max_length"]) == (True, 50)
+
+
+def test_a_base_config_s_kwargs_upstream_would_ignore_are_refused_naming_the_model():
+    base = PlainIPUConfig(inference_parallelize_kwargs={"max_lenght": 30})
+    with pytest.raises(PlacementError) as refused:
+        plan(WHISPER, 4, base=base, generate={"max_length": 8})
+    assert str(refused.value).startswith("Cannot place the model config with `inference_parallelize_kwargs`: "
+                                         "WhisperForConditionalGeneration's parallelize() reads `for_generation`")
+    assert str(refused.value).endswith("and ignores any other: `max_lenght`.")
+
+
+@pytest.mark.parametrize("asked", [{"fp32": True}, {"sequence_length": 24}])
+def test_each_build_is_placed_with_the_weights_type_and_the_encoder_s_input_asked_for(asked):
+    found = plan(MT5, 2, generate={"max_length": 8, "batch_size": 2}, **asked)
+    default = plan(MT5, 2, generate={"max_length": 8, "batch_size": 2})
+    for candidate in found.candidates:
+        placed = candidate.ipu_config.placement(MT5, generate={"max_length": 8, "batch_size": 2}, **asked)
+        assert candidate.placement.to_dict() == placed.to_dict()
+    assert found.best.placement.to_dict() != default.best.placement.to_dict()

@@ -114,7 +114,8 @@ KWARGS = "inference_parallelize_kwargs"
      "the KV caches are made for max_length 30, and generate() is called with max_length=40"),
     (WHISPER, TWO, {"max_lenght": 30}, {}, KWARGS, "`max_lenght`"),
     (BART, TWO, {"use_cross_cache": True}, {}, KWARGS, "`use_cross_cache`"),
-    (BERT, {}, {}, {}, None, "BertForMaskedLM does not generate in optimum-graphcore 0.7.1: "
+    (BERT, {}, {}, {}, None, "Cannot place the model config: BertForMaskedLM does not generate in optimum-graphcore "
+     "0.7.1: "
      "BartForConditionalGeneration, GPT2LMHeadModel, MT5ForConditionalGeneration, T5ForConditionalGeneration, "
      "WhisperForConditionalGeneration do"),
 ])
