@@ -5,7 +5,12 @@ the buffers and the encoder's output each IPU holds, the on-device state, and th
 import pytest
 
 from optimum_ipu_ext import InvalidSettingError, PlacementError, PlainIPUConfig
+from optimum_ipu_ext.placement.estimate.layout import layer_counts
+from optimum_ipu_ext.placement.models import ARCHITECTURES
+from optimum_ipu_ext.placement.models.generation import Decoding
+from optimum_ipu_ext.placement.models.rules import InputShape, Layers, Position, expand, module_of
 from support.corpus import FULL_SIZE
+from support.placement_models import TINY_MODELS
 
 WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
            "d_model": 64, "encoder_layers": 2, "decoder_layers": 3, "encoder_attention_heads": 4,
@@ -329,3 +334,27 @@ def test_the_time_s_json_gives_each_figure_under_its_name():
         "parts": {"encoder": time.encoder_seconds, "first_step": time.first_step_seconds, "step": time.step_seconds,
                   "call": time.call_seconds},
         "tokens_per_call": 4, "replicas": 1, "time_model": time.calibration.report(time.outside)}
+
+
+@pytest.mark.parametrize("name", [name for name, row in ARCHITECTURES.items() if row.generates is not None])
+def test_a_decoder_step_of_the_generation_build_declares_the_parameters_of_the_model_s_step(name):
+    """A step the generation build runs on a token a row (its KV cache, its cross cache) is the model's module: the
+    same parameters, under the names torch gives them."""
+    architecture = ARCHITECTURES[name]
+    config = architecture.config(TINY_MODELS[name].config)
+    sizes = architecture.sizes(config, InputShape(2, 8, 1))
+    overrides = architecture.generates.steps
+    compared = 0
+    counts = layer_counts(architecture, config)
+    for decoding in (Decoding(sizes, None), Decoding(sizes, 16), Decoding(sizes, 16, cross_cached=True),
+                     Decoding(sizes, 16, cross_cached=True, first=True)):
+        for step, group, index in expand(architecture, config):
+            pattern = next((each.path for each in architecture.steps
+                            if isinstance(each, Layers) and each.path.format(i=index) == step.path), step.path)
+            if pattern not in overrides:
+                continue
+            at = None if group is None else Position(index, counts[group] - 1)
+            generating = overrides[pattern](decoding, *([at] if at else []))
+            assert generating.parameters(step.path) == module_of(step)(sizes).parameters(step.path), step.path
+            compared += 1
+    assert compared >= 4
