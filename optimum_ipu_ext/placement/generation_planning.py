@@ -18,11 +18,12 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tu
 
 from ..errors import PlacementError
 from .estimate.generation import KWARGS, generation_kwargs, not_generating
+from .estimate.layout import layer_counts
 from .estimate.memory import MATMUL_PROPORTIONS, Verdict, matmul_proportions
 from .estimate.timing import Calibration
 from .hardware import IPU_MEMORY_BYTES, IPUType
 from .placement import Placement
-from .placer import Placer, placer_of
+from .placer import Placer, even_split, placer_of
 from .planning import Model, replica_sizes
 
 # the largest batch searched where none is given
@@ -141,7 +142,8 @@ def generation_search(model: Model, base: Dict[str, Any], request: GenerationReq
                 break  # a larger batch keeps more: it fits no better
     if not found:
         raise searching.refused[0] if searching.refused else PlacementError(
-            model.name, f"no build generates on {request.ipus} IPUs")
+            model.name, f"{model.architecture.name} generates with its encoder and its decoder on IPUs of their "
+            f"own (its parallelize() takes no `use_cond_encoder`): plan on 2 IPUs or more")
     return ranked(found, request.max_latency)
 
 
@@ -178,6 +180,15 @@ class _GenerationSearch:
             return [0]
         return [0, *(1 << power for power in range(max_length.bit_length()) if 1 << power < max_length)]
 
+    def start_split(self, ipus: int) -> List[int]:
+        """A split the builds of replicas of `ipus` IPUs start from, before theirs is chosen: each part's layers
+        spread evenly, an encoder's on the first half of the IPUs (the even split over all of them may end the
+        encoder where upstream refuses it: a model of 6 encoder layers and 2 decoder layers on 2 IPUs)."""
+        architecture = self.model.architecture
+        counts = list(layer_counts(architecture, architecture.config(self.model.values)).values())
+        separate = ipus > 1 and architecture.generation is not None
+        return even_split(counts, ipus, ipus // 2 if separate else None)
+
     def placer(self, ipus: int, cond: bool, batch: int, steps: int) -> Optional[Placer]:
         """The placer of one build (None where it is refused, the refusal kept)."""
         model, request = self.model, self.request
@@ -187,7 +198,7 @@ class _GenerationSearch:
                   **({"use_cond_encoder": True} if cond else {})}
         kwargs.update({name: value for name, value in chosen.items() if name in self.row.kwargs})
         settings = {**self.base, "inference_ipus_per_replica": ipus, "inference_replication_factor": replicas,
-                    "inference_layers_per_ipu": [-1] * ipus, "inference_device_iterations": 1,
+                    "inference_layers_per_ipu": self.start_split(ipus), "inference_device_iterations": 1,
                     "inference_matmul_proportion": MATMUL_PROPORTIONS[1], KWARGS: kwargs}
         asked = {name: value for name, value in (("batch_size", batch), ("num_beams", request.num_beams),
                                                  ("max_length", request.max_length)) if value is not None}

@@ -143,9 +143,7 @@ class Placer:
         counts = list(layer_counts(configured.architecture, configured.config).values())
         found = []
         for cut in self.cuts(ipus):
-            parts = [(sum(counts), ipus)] if cut is None else [(counts[0], cut), (sum(counts[1:]), ipus - cut)]
-            even = [layers // part + (index >= part - layers % part) for layers, part in parts
-                    for index in range(part)]
+            even = even_split(counts, ipus, cut)
             split, _ = self._best_for(even, cut, Objective.MEMORY) if ipus > 1 else (even, ())
             if split is not None:
                 found.append(split)
@@ -186,6 +184,13 @@ class Placer:
         return balance.best_of([balance.Section(splits(encoder, slice(cut)), objectives, split[:cut]),
                                 balance.Section(splits(layers - encoder, slice(cut, None), cut), tuple(decoder),
                                                 split[cut:])])
+
+
+def even_split(counts: Sequence[int], ipus: int, cut: Optional[int]) -> List[int]:
+    """Layer groups of `counts` layers spread evenly over `ipus` IPUs, the later IPUs taking one more where they do
+    not divide; with `cut`, the encoder's (the first group) over the first `cut` IPUs and the rest over the others."""
+    parts = [(sum(counts), ipus)] if cut is None else [(counts[0], cut), (sum(counts[1:]), ipus - cut)]
+    return [layers // part + (index >= part - layers % part) for layers, part in parts for index in range(part)]
 
 
 def placer_of(model: str, architecture: Architecture, values: Mapping[str, Any], settings: Mapping[str, Any],

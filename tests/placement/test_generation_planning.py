@@ -120,7 +120,7 @@ def test_what_a_generation_plan_refuses_names_the_argument(arguments, field):
 
 
 def test_a_model_that_does_not_generate_is_refused_as_place_refuses_it():
-    with pytest.raises(PlacementError, match="BertForMaskedLM does not generate in optimum-graphcore 0.7.1"):
+    with pytest.raises(PlacementError, match="^Cannot place the model config: BertForMaskedLM does not generate in "):
         plan(BERT, 2, generate=True)
 
 
@@ -235,3 +235,46 @@ def test_each_build_is_placed_with_the_weights_type_and_the_encoder_s_input_aske
         placed = candidate.ipu_config.placement(MT5, generate={"max_length": 8, "batch_size": 2}, **asked)
         assert candidate.placement.to_dict() == placed.to_dict()
     assert found.best.placement.to_dict() != default.best.placement.to_dict()
+
+
+@pytest.mark.parametrize("ipus, splits", [(2, {(8,), (6, 2)}), (4, {(8,), (6, 2), (3, 3, 1, 1)})])
+def test_an_encoder_with_more_layers_than_its_decoder_is_planned_from_a_split_upstream_takes(ipus, splits):
+    """Spread over all the IPUs, 6 encoder layers and 2 decoder layers would end the encoder on none of IPUs 1, 2, 4:
+    each build starts from the encoder's layers on the first half of its IPUs."""
+    uneven = dict(WHISPER, encoder_layers=6, decoder_layers=2)
+    found = plan(uneven, ipus, generate={"max_length": 8, "batch_size": 2})
+    assert {tuple(candidate.build["layers_per_ipu"]) for candidate in found.candidates} == splits
+    for candidate in found.candidates:
+        placed = candidate.ipu_config.placement(uneven, generate={"max_length": 8, "batch_size": 2})
+        assert placed.to_dict() == candidate.placement.to_dict()
+
+
+def test_an_encoder_decoder_that_cannot_share_an_ipu_is_refused_on_one_ipu_saying_why():
+    bart = {"architectures": ["BartForConditionalGeneration"], "model_type": "bart", "vocab_size": 96, "d_model": 64,
+            "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4, "decoder_attention_heads": 4,
+            "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "max_position_embeddings": 64}
+    with pytest.raises(PlacementError) as refused:
+        plan(bart, 1, generate={"max_length": 8})
+    assert str(refused.value) == (
+        "Cannot place the model config: BartForConditionalGeneration generates with its encoder and its decoder on "
+        "IPUs of their own (its parallelize() takes no `use_cond_encoder`): plan on 2 IPUs or more.")
+    assert {candidate.build["ipus_per_replica"] for candidate in plan(WHISPER, 1, generate=True).candidates} == {1}
+
+
+def test_each_part_s_split_is_the_memory_balanced_one_that_makes_a_token_fastest():
+    """With a vocabulary of 50,000 the decoder's last IPU holds the projection: the memory-balanced splits give it
+    fewer layers than the even split. Of those (one for each number of IPUs the encoder takes), the one whose token
+    is fastest is taken, where the one the encoder takes an IPU of comes first and needs no more memory."""
+    wide = dict(WHISPER, encoder_layers=4, decoder_layers=4, vocab_size=50_000, d_model=512, encoder_ffn_dim=2048,
+                decoder_ffn_dim=2048)
+    found = plan(wide, 4, generate={"max_length": 8, "batch_size": 2})
+    four = [candidate for candidate in found.candidates if candidate.build["ipus_per_replica"] == 4]
+    assert {tuple(candidate.build["layers_per_ipu"]) for candidate in four} == {(2, 2, 1, 3)}
+    for candidate in four:
+        assert list(candidate.placement.layers_per_ipu) == [2, 2, 1, 3]
+    placer = four[0].ipu_config.placer(wide, generate={"max_length": 8, "batch_size": 2})
+    other, taken = (placer.place(split) for split in placer.memory_splits(4))
+    assert (list(other.layers_per_ipu), list(taken.layers_per_ipu)) == ([4, 1, 1, 2], [2, 2, 1, 3])
+    assert taken.fits and other.fits
+    assert taken.generation_time.token_seconds < other.generation_time.token_seconds
+    assert taken.largest_share == other.largest_share  # the projection's IPU is the largest in both
