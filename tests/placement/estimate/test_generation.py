@@ -358,3 +358,42 @@ def test_a_decoder_step_of_the_generation_build_declares_the_parameters_of_the_m
             assert generating.parameters(step.path) == module_of(step)(sizes).parameters(step.path), step.path
             compared += 1
     assert compared >= 4
+
+
+def test_each_ipu_receives_from_the_one_before_what_its_first_step_of_each_pass_takes():
+    """The encoder over IPUs 0 and 1, the decoder over 2 and 3 (with a cross cache): an IPU whose first step of a
+    pass follows a step on the IPU before receives that step's output, in the encoder's pass, in the first decoder
+    step (which fills the cross cache) and in every later one; one whose first step is its executor's first takes
+    it from the host."""
+    four = {"inference_ipus_per_replica": 4, "inference_layers_per_ipu": [1, 1, 1, 2]}
+    placement = placed(WHISPER, four, {"use_cross_cache": True, "encoder_max_length": 50}, max_length=20,
+                       batch_size=2)
+    parts = [ipu.generation for ipu in placement.ipus]
+    hidden, encoder_output = 2 * 1 * 64 * 2, 2 * 50 * 64 * 2  # a token's state of each row; the encoder's output
+    assert [part.encoder.exchange_bytes for part in parts] == [0, encoder_output, 0, 0]
+    assert [part.token.exchange_bytes for part in parts] == [0, 0, hidden, hidden + encoder_output]
+    assert [part.first_token.exchange_bytes for part in parts] == [0, 0, hidden, hidden + encoder_output]
+
+
+def test_an_ipu_s_working_activations_are_its_largest_step_s_in_any_pass():
+    """The first decoder step also projects the encoder's output into the cross caches: IPU 3's decoder layers
+    keep the most then."""
+    four = {"inference_ipus_per_replica": 4, "inference_layers_per_ipu": [1, 1, 1, 2]}
+    placer = PlainIPUConfig(**dict(four, inference_parallelize_kwargs={"use_cross_cache": True,
+                                                                       "encoder_max_length": 50})).placer(
+        WHISPER, generate={"max_length": 20, "batch_size": 2})
+    generation = placer.configured.generation
+    working = [ipu.generation.working_bytes for ipu in placer.place().ipus]
+    first = generation.first["model.decoder.layers.1"].activation_bytes
+    assert first > generation.token["model.decoder.layers.1"].activation_bytes
+    assert working[3] == first == generation.first["model.decoder.layers.2"].activation_bytes
+    assert working[0] == working[1] == generation.encoder["model.encoder.layers.0"].activation_bytes
+
+
+def test_an_encoder_run_in_the_decoder_s_call_costs_no_call_of_its_own():
+    placement = placed(WHISPER, {"inference_ipus_per_replica": 1, "inference_layers_per_ipu": [5]},
+                       {"use_cond_encoder": True}, max_length=20)
+    time = placement.generation_time
+    model = PlainIPUConfig(inference_ipus_per_replica=1, inference_layers_per_ipu=[5], inference_parallelize_kwargs={
+        "use_cond_encoder": True}).placer(WHISPER, generate={"max_length": 20}).configured.cost_model.time
+    assert time.encoder_seconds == model.cycle_seconds(placement.ipus[0].generation.encoder.work)
