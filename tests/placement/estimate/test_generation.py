@@ -397,3 +397,33 @@ def test_an_encoder_run_in_the_decoder_s_call_costs_no_call_of_its_own():
     model = PlainIPUConfig(inference_ipus_per_replica=1, inference_layers_per_ipu=[5], inference_parallelize_kwargs={
         "use_cond_encoder": True}).placer(WHISPER, generate={"max_length": 20}).configured.cost_model.time
     assert time.encoder_seconds == model.cycle_seconds(placement.ipus[0].generation.encoder.work)
+
+
+ONE = {"inference_ipus_per_replica": 1, "inference_layers_per_ipu": [5]}
+
+
+@pytest.mark.parametrize("model, settings, kwargs, generate, encoder_call, step_call", [
+    # Whisper's features (batch 2 x 8 bins x 100 frames, fp16) and its output back (2 x 50 positions x 64, fp16);
+    # a step sends each row's token (int32) and the encoder's output, and receives each row's logits (96, fp16)
+    (WHISPER, THREE, {}, {"batch_size": 2}, 2 * 8 * 100 * 2 + 2 * 50 * 64 * 2,
+     2 * 4 + 2 * 50 * 64 * 2 + 2 * 96 * 2),
+    # on the device, the encoder's output in a buffer: a step sends the tokens and receives each sequence's token
+    (WHISPER, THREE, {"on_device_generation_steps": 4, "use_encoder_output_buffer": True}, {"batch_size": 2},
+     2 * 8 * 100 * 2 + 2 * 50 * 64 * 2, 2 * 4 + 2 * 4),
+    # beams: 4 rows, and each sequence's tokens so far back
+    (WHISPER, THREE, {"on_device_generation_steps": 4}, {"batch_size": 2, "num_beams": 2},
+     2 * 8 * 100 * 2 + 2 * 50 * 64 * 2, 4 * 4 + 4 * 50 * 64 * 2 + 2 * 20 * 4),
+    # the encoder in the decoder's call: no call of its own, its features sent with each step
+    (WHISPER, ONE, {"use_cond_encoder": True}, {"batch_size": 2}, 0, 2 * 4 + 2 * 8 * 100 * 2 + 2 * 96 * 2),
+    # BART's ids and their mask (int32, 128 tokens) and the output; the mask sent beside the output with each step
+    (BART, THREE, {}, {"batch_size": 2}, 2 * 128 * 4 * 2 + 2 * 128 * 64 * 2,
+     2 * 4 + 2 * 128 * (64 * 2 + 4) + 2 * 96 * 2),
+    # MT5 has no KV cache: each step sends the whole sequence of max_length 12 (2 beams from its config)
+    (MT5, THREE, {}, {"batch_size": 2, "max_length": 12}, 2 * 128 * 4 * 2 + 2 * 128 * 64 * 2,
+     4 * 12 * 4 + 4 * 128 * (64 * 2 + 4) + 4 * 96 * 2),
+])
+def test_what_each_call_sends_and_receives(model, settings, kwargs, generate, encoder_call, step_call):
+    config = PlainIPUConfig(**dict(settings, inference_parallelize_kwargs=kwargs))
+    generation = config.placer(model, generate=dict(generate, max_length=generate.get("max_length", 20))
+                               ).configured.generation
+    assert (generation.encoder_call_bytes(), generation.step_call_bytes()) == (encoder_call, step_call)
