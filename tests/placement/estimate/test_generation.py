@@ -384,8 +384,10 @@ def test_an_ipu_s_working_activations_are_its_largest_step_s_in_any_pass():
         WHISPER, generate={"max_length": 20, "batch_size": 2})
     generation = placer.configured.generation
     working = [ipu.generation.working_bytes for ipu in placer.place().ipus]
-    first = generation.first["model.decoder.layers.1"].activation_bytes
-    assert first > generation.token["model.decoder.layers.1"].activation_bytes
+    first, later = (step["model.decoder.layers.1"].activation_bytes for step in (generation.first, generation.token))
+    assert first > later
+    # add_to_kv_cache writes a key and a value each into a tensor the size of its cache
+    assert later > cache_bytes(2, 4, 20, 16) - 4
     assert working[3] == first == generation.first["model.decoder.layers.2"].activation_bytes
     assert working[0] == working[1] == generation.encoder["model.encoder.layers.0"].activation_bytes
 
@@ -427,3 +429,27 @@ def test_what_each_call_sends_and_receives(model, settings, kwargs, generate, en
     generation = config.placer(model, generate=dict(generate, max_length=generate.get("max_length", 20))
                                ).configured.generation
     assert (generation.encoder_call_bytes(), generation.step_call_bytes()) == (encoder_call, step_call)
+
+
+@pytest.mark.parametrize("settings, kwargs", [(THREE, {}), (THREE, {"on_device_generation_steps": 4}),
+                                              (ONE, {"use_cond_encoder": True})])
+def test_a_call_costs_poptorch_s_call_and_its_bytes_over_the_host_link_its_ipus_share(settings, kwargs):
+    """An IPU-M2000's four IPUs share its host link: an executor on fewer has that share of it."""
+    from optimum_ipu_ext.placement.hardware import HOST_LINK_BYTES_PER_SECOND, POPTORCH_CALL_SECONDS
+
+    config = PlainIPUConfig(**dict(settings, inference_parallelize_kwargs=kwargs))
+    placer = config.placer(WHISPER, generate={"max_length": 20, "batch_size": 2})
+    placement, generation = placer.place(), placer.configured.generation
+    model = placer.configured.cost_model.time
+    parts = [ipu.generation for ipu in placement.ipus]
+    encoder_ipus = [part.encoder for part in parts if part.encoder.operations.count]
+    decoder_ipus = [part.token for part in parts if part.token.operations.count]
+    assert (len(encoder_ipus), len(decoder_ipus)) == ((1, 2) if settings is THREE else (1, 1))
+    time, steps = placement.generation_time, max(1, kwargs.get("on_device_generation_steps", 0))
+    link = HOST_LINK_BYTES_PER_SECOND * len(decoder_ipus) / 4
+    assert time.call_seconds == pytest.approx(POPTORCH_CALL_SECONDS + steps * generation.step_call_bytes() / link,
+                                              rel=1e-12)
+    encoder = sum(model.cycle_seconds(work.work) for work in encoder_ipus)
+    if generation.encoder_call_bytes():
+        encoder += POPTORCH_CALL_SECONDS + generation.encoder_call_bytes() / (HOST_LINK_BYTES_PER_SECOND / 4)
+    assert time.encoder_seconds == pytest.approx(encoder, rel=1e-12)
