@@ -65,7 +65,9 @@ def test_a_model_without_a_kv_cache_generates_without_one_and_says_what_upstream
                                 "use_cache=False, with a warning, and each step recomputes the whole sequence, padded "
                                 "to max_length",)
     no_cache = placed(T5, kwargs={"use_cache": False}).generation
-    assert not no_cache.kv_cache and no_cache.notes[0].startswith("no KV cache (`use_cache` is not true)")
+    assert not no_cache.kv_cache and no_cache.notes == (
+        "no KV cache (`use_cache` is not true): generate() must be called with use_cache=False, and each step "
+        "recomputes the whole sequence, padded to max_length",)
 
 
 def test_the_encoder_s_input_is_whisper_s_frames_and_text_s_tokens():
@@ -453,3 +455,17 @@ def test_a_call_costs_poptorch_s_call_and_its_bytes_over_the_host_link_its_ipus_
     if generation.encoder_call_bytes():
         encoder += POPTORCH_CALL_SECONDS + generation.encoder_call_bytes() / (HOST_LINK_BYTES_PER_SECOND / 4)
     assert time.encoder_seconds == pytest.approx(encoder, rel=1e-12)
+
+
+def test_a_decoder_alone_generates_with_no_encoder_pass():
+    gpt2 = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 96, "n_embd": 64, "n_layer": 2,
+            "n_head": 4, "n_positions": 64}
+    placement = placed(gpt2, {"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [1, 1]}, max_length=16)
+    assert [ipu.generation.encoder.flops for ipu in placement.ipus] == [0, 0]
+    assert all(ipu.generation.token.flops for ipu in placement.ipus)
+    assert placement.generation_time.encoder_seconds == 0
+
+
+def test_the_time_names_the_model_type_of_a_config_that_gives_none():
+    untyped = {key: value for key, value in T5.items() if key != "model_type"}
+    assert "no t5 model among them" in placed(untyped, THREE, max_length=12).generation_time.outside
