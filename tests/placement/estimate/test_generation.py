@@ -114,15 +114,21 @@ KWARGS = "inference_parallelize_kwargs"
      "inference_device_iterations", "it is 2: the decoder of a generation build runs a token a device iteration, "
      "1 or 4 (`on_device_generation_steps`)"),
     (WHISPER, dict(TWO, inference_replication_factor=2), {"use_encoder_output_buffer": True}, {},
-     "inference_replication_factor", "upstream refuses replication with `use_encoder_output_buffer`"),
+     "inference_replication_factor", "it is 2, and upstream refuses replication with `use_encoder_output_buffer`"),
     (WHISPER, TWO, {"use_cross_cache": True, "encoder_max_length": 64}, {}, KWARGS,
      "`encoder_max_length` is 64, and the encoder's output has 50 positions"),
     (WHISPER, TWO, {"max_length": 30}, {"max_length": 40}, KWARGS,
      "the KV caches are made for max_length 30, and generate() is called with max_length=40"),
-    (WHISPER, TWO, {"max_lenght": 30}, {}, KWARGS, "`max_lenght`"),
-    (BART, TWO, {"use_cross_cache": True}, {}, KWARGS, "`use_cross_cache`"),
-    (BERT, {}, {}, {}, None, "Cannot place the model config: BertForMaskedLM does not generate in optimum-graphcore "
-     "0.7.1: "
+    (WHISPER, TWO, {"max_lenght": 30}, {}, KWARGS,
+     "WhisperForConditionalGeneration's parallelize() reads `for_generation`, `use_cache`, `use_cross_cache`, "
+     "`batch_size`, `num_beams`, `max_length`, `encoder_max_length`, `use_cond_encoder`, `use_encoder_output_buffer`, "
+     "`on_device_generation_steps`, `batch_serialization_factor`, `sequence_serialization_factor`, "
+     "`use_group_quantized_linears`, and ignores any other: `max_lenght`"),
+    (BART, TWO, {"use_cross_cache": True}, {}, KWARGS,
+     "BartForConditionalGeneration's parallelize() reads `for_generation`, `use_cache`, `batch_size`, `num_beams`, "
+     "`max_length`, `use_encoder_output_buffer`, `on_device_generation_steps`, and ignores any other: "
+     "`use_cross_cache`"),
+    (BERT, {}, {}, {}, None, "BertForMaskedLM does not generate in optimum-graphcore 0.7.1: "
      "BartForConditionalGeneration, GPT2LMHeadModel, MT5ForConditionalGeneration, T5ForConditionalGeneration, "
      "WhisperForConditionalGeneration do"),
 ])
@@ -130,7 +136,8 @@ def test_what_upstream_refuses_is_refused_naming_the_setting(model, settings, kw
     with pytest.raises(PlacementError) as refused:
         placed(model, settings, kwargs, **generate)
     assert refused.value.setting == setting
-    assert words in str(refused.value)
+    named = "Cannot place the model config" + (f" with `{setting}`" if setting else "") + ": "
+    assert str(refused.value).startswith(named + words)
 
 
 @pytest.mark.parametrize("generate, field", [("yes", "generate"), ({"beams": 2}, "generate"),
@@ -338,12 +345,13 @@ def test_the_time_s_json_gives_each_figure_under_its_name():
         "tokens_per_call": 4, "replicas": 1, "time_model": time.calibration.report(time.outside)}
 
 
+@pytest.mark.parametrize("tied", [True, False])
 @pytest.mark.parametrize("name", [name for name, row in ARCHITECTURES.items() if row.generates is not None])
-def test_a_decoder_step_of_the_generation_build_declares_the_parameters_of_the_model_s_step(name):
+def test_a_decoder_step_of_the_generation_build_declares_the_parameters_of_the_model_s_step(name, tied):
     """A step the generation build runs on a token a row (its KV cache, its cross cache) is the model's module: the
-    same parameters, under the names torch gives them."""
+    same parameters, under the names torch gives them (a head of its own where the word embeddings are not tied)."""
     architecture = ARCHITECTURES[name]
-    config = architecture.config(TINY_MODELS[name].config)
+    config = architecture.config(dict(TINY_MODELS[name].config, tie_word_embeddings=tied))
     sizes = architecture.sizes(config, InputShape(2, 8, 1))
     overrides = architecture.generates.steps
     compared = 0
