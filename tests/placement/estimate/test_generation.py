@@ -95,7 +95,8 @@ KWARGS = "inference_parallelize_kwargs"
 
 
 @pytest.mark.parametrize("model, settings, kwargs, generate, setting, words", [
-    (WHISPER, TWO, {"for_generation": True}, {}, KWARGS, "it gives `for_generation`, which upstream's pipelines"),
+    (WHISPER, TWO, {"for_generation": True}, {}, KWARGS, "it gives `for_generation`, which upstream's pipelines"
+     " and IPUSeq2SeqTrainer pass themselves to generate (a second value is a TypeError): leave it out"),
     (WHISPER, TWO, {"use_cache": "yes"}, {}, KWARGS, '`use_cache` is "yes": true or false'),
     (WHISPER, TWO, {"max_length": 0}, {}, KWARGS, "`max_length` is 0: a positive whole number"),
     (WHISPER, TWO, {"on_device_generation_steps": -1}, {}, KWARGS,
@@ -103,22 +104,31 @@ KWARGS = "inference_parallelize_kwargs"
     (WHISPER, TWO, {"max_length": 65}, {}, KWARGS,
      "`max_length` is 65, and the decoder's learned positions (max_target_positions) index 64 tokens"),
     (WHISPER, TWO, {"use_cond_encoder": True, "use_encoder_output_buffer": True}, {}, KWARGS,
-     "`use_cond_encoder` and `use_encoder_output_buffer` are both true"),
+     "`use_cond_encoder` and `use_encoder_output_buffer` are both true: upstream takes one of them"),
     (WHISPER, TWO, {"use_cond_encoder": True}, {}, "inference_ipus_per_replica",
      "it is 2, and `use_cond_encoder` runs the encoder and the decoder on one IPU: 1"),
     (WHISPER, TWO, {"batch_serialization_factor": 2, "sequence_serialization_factor": 2}, {}, KWARGS,
-     "`batch_serialization_factor` and `sequence_serialization_factor` are both above 1"),
+     "`batch_serialization_factor` and `sequence_serialization_factor` are both above 1: upstream serializes the "
+     "encoder's attention along one of them"),
     (WHISPER, TWO, {"use_cache": False, "on_device_generation_steps": 4}, {}, KWARGS,
-     "`on_device_generation_steps` is 4, and on-device generation needs a KV cache"),
+     "`on_device_generation_steps` is 4, and on-device generation needs a KV cache (`use_cache` true, on a model "
+     "that supports one)"),
+    (WHISPER, dict(TWO, inference_device_iterations=2), {}, {}, "inference_device_iterations",
+     "it is 2: the decoder of a generation build runs a token a device iteration, 1"),
+    (WHISPER, TWO, {"max_length": True}, {}, KWARGS, "`max_length` is true: a positive whole number"),
+    (WHISPER, TWO, {"batch_serialization_factor": 0}, {}, KWARGS,
+     "`batch_serialization_factor` is 0: a positive whole number"),
     (WHISPER, dict(TWO, inference_device_iterations=2), {"on_device_generation_steps": 4}, {},
      "inference_device_iterations", "it is 2: the decoder of a generation build runs a token a device iteration, "
      "1 or 4 (`on_device_generation_steps`)"),
     (WHISPER, dict(TWO, inference_replication_factor=2), {"use_encoder_output_buffer": True}, {},
      "inference_replication_factor", "it is 2, and upstream refuses replication with `use_encoder_output_buffer`"),
     (WHISPER, TWO, {"use_cross_cache": True, "encoder_max_length": 64}, {}, KWARGS,
-     "`encoder_max_length` is 64, and the encoder's output has 50 positions"),
+     "`encoder_max_length` is 64, and the encoder's output has 50 positions: the cross cache copies it whole, so "
+     "the two must be the same"),
     (WHISPER, TWO, {"max_length": 30}, {"max_length": 40}, KWARGS,
-     "the KV caches are made for max_length 30, and generate() is called with max_length=40"),
+     "the KV caches are made for max_length 30, and generate() is called with max_length=40: upstream refuses "
+     "it"),
     (WHISPER, TWO, {"max_lenght": 30}, {}, KWARGS,
      "WhisperForConditionalGeneration's parallelize() reads `for_generation`, `use_cache`, `use_cross_cache`, "
      "`batch_size`, `num_beams`, `max_length`, `encoder_max_length`, `use_cond_encoder`, `use_encoder_output_buffer`, "
@@ -137,7 +147,7 @@ def test_what_upstream_refuses_is_refused_naming_the_setting(model, settings, kw
         placed(model, settings, kwargs, **generate)
     assert refused.value.setting == setting
     named = "Cannot place the model config" + (f" with `{setting}`" if setting else "") + ": "
-    assert str(refused.value).startswith(named + words)
+    assert str(refused.value) == f"{named}{words}."
 
 
 @pytest.mark.parametrize("generate, field", [("yes", "generate"), ({"beams": 2}, "generate"),
@@ -477,3 +487,8 @@ def test_a_decoder_alone_generates_with_no_encoder_pass():
 def test_the_time_names_the_model_type_of_a_config_that_gives_none():
     untyped = {key: value for key, value in T5.items() if key != "model_type"}
     assert "no t5 model among them" in placed(untyped, THREE, max_length=12).generation_time.outside
+
+
+def test_device_iterations_may_be_the_tokens_generated_on_the_device_a_call():
+    placement = placed(WHISPER, dict(TWO, inference_device_iterations=4), {"on_device_generation_steps": 4})
+    assert placement.generation.on_device_steps == 4
