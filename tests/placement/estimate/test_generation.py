@@ -87,6 +87,8 @@ def test_a_config_whose_inference_kwargs_generate_is_placed_as_they_are():
     # in training, the flag splits the executors and nothing else
     training = PlainIPUConfig(ipus_per_replica=2, layers_per_ipu=[-1, -1], parallelize_kwargs={"for_generation": True})
     assert training.placement(T5).generation is None
+    # nor is an inference build one unless asked or its kwargs say so
+    assert PlainIPUConfig(**TWO).placement(WHISPER, for_inference=True).generation is None
 
 
 # --- what upstream refuses ------------------------------------------------------------------------------------------
@@ -118,6 +120,10 @@ KWARGS = "inference_parallelize_kwargs"
     (WHISPER, TWO, {"max_length": True}, {}, KWARGS, "`max_length` is true: a positive whole number"),
     (WHISPER, TWO, {"batch_serialization_factor": 0}, {}, KWARGS,
      "`batch_serialization_factor` is 0: a positive whole number"),
+    (WHISPER, TWO, {"use_cross_cache": True, "encoder_max_length": 0}, {}, KWARGS,
+     "`encoder_max_length` is 0: a positive whole number"),
+    (dict(WHISPER, max_length="long"), TWO, {}, {}, None,
+     'its config.json gives `max_length` "long", and the placement needs a whole number'),
     (WHISPER, dict(TWO, inference_device_iterations=2), {"on_device_generation_steps": 4}, {},
      "inference_device_iterations", "it is 2: the decoder of a generation build runs a token a device iteration, "
      "1 or 4 (`on_device_generation_steps`)"),
