@@ -42,11 +42,12 @@ bench: $(MODERN)
 	for benchmark in benchmarks/*.py; do $(MODERN) $$benchmark || exit 1; done
 
 # Mutation testing (not part of `test`: about an hour on two cores). The modules mutated and the tests run are
-# set in pyproject.toml ([tool.mutmut]); equivalent mutants are listed in tests/mutation/equivalent.txt.
+# set in pyproject.toml ([tool.mutmut]); equivalent mutants are listed in tests/mutation/equivalent.txt. One OpenMP
+# thread: mutmut forks each mutant's tests from a process that ran torch, whose thread pool a fork leaves locked.
 mutation: $(MODERN)
 	$(MODERN) -m pip install -q mutmut==3.8.1
 	rm -rf mutants && mkdir -p out
-	OPTIMUM_IPU_EXT_TEST_BASE=bundled $(MODERN) -m mutmut run --max-children 2 > out/mutation.log 2>&1
+	OMP_NUM_THREADS=1 OPTIMUM_IPU_EXT_TEST_BASE=bundled $(MODERN) -m mutmut run --max-children 2 > out/mutation.log 2>&1
 	$(MODERN) tests/mutation/report.py
 
 $(MODERN):
