@@ -122,6 +122,9 @@ KWARGS = "inference_parallelize_kwargs"
      "`batch_serialization_factor` is 0: a positive whole number"),
     (WHISPER, TWO, {"use_cross_cache": True, "encoder_max_length": 0}, {}, KWARGS,
      "`encoder_max_length` is 0: a positive whole number"),
+    (WHISPER, TWO, {"use_cross_cache": True, "encoder_max_length": 1}, {}, KWARGS,
+     "`encoder_max_length` is 1, and the encoder's output has 50 positions: the cross cache copies it whole, so "
+     "the two must be the same"),
     (dict(WHISPER, max_length="long"), TWO, {}, {}, None,
      'its config.json gives `max_length` "long", and the placement needs a whole number'),
     (WHISPER, dict(TWO, inference_device_iterations=2), {"on_device_generation_steps": 4}, {},
@@ -498,3 +501,11 @@ def test_the_time_names_the_model_type_of_a_config_that_gives_none():
 def test_device_iterations_may_be_the_tokens_generated_on_the_device_a_call():
     placement = placed(WHISPER, dict(TWO, inference_device_iterations=4), {"on_device_generation_steps": 4})
     assert placement.generation.on_device_steps == 4
+
+
+def test_the_encoder_s_input_is_checked_naming_the_model():
+    with pytest.raises(PlacementError) as refused:
+        PlainIPUConfig(**TWO).placement(WHISPER, generate=True, sequence_length=40)
+    assert str(refused.value) == (
+        "Cannot place the model config with `sequence_length`: WhisperForConditionalGeneration's encoder takes 100 "
+        "frames of features (twice max_source_positions), not 40.")
