@@ -201,7 +201,7 @@ def generation_build(model: str, architecture: Architecture, config: ModelConfig
     return GenerationBuild(values["batch_size"], values["num_beams"], values["max_length"], sequence_length,
                            encoder_length, kv_cache,
                            cross, encoder_max_length, buffered, cond, steps, dict(kwargs),
-                           _notes(architecture, kwargs, kv_cache))
+                           _notes(architecture, kv_cache))
 
 
 def _check_build(model: str, architecture: Architecture, config: ModelConfig, settings: Mapping[str, Any],
@@ -237,7 +237,7 @@ def _check_build(model: str, architecture: Architecture, config: ModelConfig, se
                              "`use_encoder_output_buffer`", INFERENCE.setting("replication_factor"))
 
 
-def _notes(architecture: Architecture, kwargs: Mapping[str, Any], kv_cache: bool) -> Tuple[str, ...]:
+def _notes(architecture: Architecture, kv_cache: bool) -> Tuple[str, ...]:
     """What upstream does with the build besides, in words."""
     if kv_cache:
         return ()
