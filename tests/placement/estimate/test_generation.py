@@ -509,3 +509,12 @@ def test_the_encoder_s_input_is_checked_naming_the_model():
     assert str(refused.value) == (
         "Cannot place the model config with `sequence_length`: WhisperForConditionalGeneration's encoder takes 100 "
         "frames of features (twice max_source_positions), not 40.")
+
+
+def test_in_fp32_every_pass_keeps_and_sends_its_floats_at_four_bytes():
+    config = PlainIPUConfig(**THREE)
+    half, full = (config.placement(WHISPER, generate={"max_length": 20}, fp32=fp32).ipus for fp32 in (False, True))
+    for ipu in range(3):
+        assert full[ipu].generation.working_bytes > half[ipu].generation.working_bytes
+    assert full[0].generation.encoder.flops == half[0].generation.encoder.flops
+    assert full[2].generation.token.exchange_bytes == 2 * half[2].generation.token.exchange_bytes
