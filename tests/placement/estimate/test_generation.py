@@ -65,6 +65,9 @@ def test_a_model_without_a_kv_cache_generates_without_one_and_says_what_upstream
                                 "use_cache=False, with a warning, and each step recomputes the whole sequence, padded "
                                 "to max_length",)
     no_cache = placed(T5, kwargs={"use_cache": False}).generation
+    # no cache is made for what generate() is called with
+    assert placed(T5, kwargs={"use_cache": False}, max_length=12, batch_size=2).generation.kwargs == {
+        "use_cache": False, "for_generation": True}
     assert not no_cache.kv_cache and no_cache.notes == (
         "no KV cache (`use_cache` is not true): generate() must be called with use_cache=False, and each step "
         "recomputes the whole sequence, padded to max_length",)
