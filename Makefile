@@ -43,7 +43,7 @@ bench: $(MODERN)
 
 # Mutation testing (not part of `test`: about an hour on two cores). The modules mutated and the tests run are
 # set in pyproject.toml ([tool.mutmut]); equivalent mutants are listed in tests/mutation/equivalent.txt. One OpenMP
-# thread: mutmut forks each mutant's tests from a process that ran torch, whose thread pool a fork leaves locked.
+# thread: mutmut forks each mutant's tests from a process that ran torch, and such children hung without it.
 mutation: $(MODERN)
 	$(MODERN) -m pip install -q mutmut==3.8.1
 	rm -rf mutants && mkdir -p out
