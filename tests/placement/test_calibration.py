@@ -188,6 +188,8 @@ HELD_OUT = {
     "HuBERT-base keyword spotting (notebook)": 3.71, "GPT-2 small WikiText-2 (notebook)": 4.08,
     "T5-small XSum (notebook)": 0.98, "packed BERT-base SQuAD (notebook, POD4)": -0.23,
     "ViT-base ChestX-ray14 (tutorial, 4 IPUs)": 0.47, "BERT-large SQuAD (PopTorch tutorial, 8 IPUs)": -0.03,
+    "BERT-large SQuAD (Graphcore PyTorch, Bow Pod16)": -0.13,
+    "BERT-base pre-training phase 1 (Graphcore PyTorch, Bow Pod16)": 0.10,
     "sentence-t5-base embeddings": 0.43, "BERT-large SQuAD validation (PopTorch tutorial)": -0.02,
     "BERT-base SQuAD evaluation (notebook)": 0.77, "BERT-base NER evaluation (notebook)": 3.29,
     "RoBERTa-base CoLA evaluation (notebook)": 3.26, "RoBERTa-base MLM evaluation (notebook)": 9.80,
