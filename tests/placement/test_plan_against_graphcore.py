@@ -84,8 +84,8 @@ def published_run(name: str, file: str, micro_batch: int, length: Optional[int],
 
 
 # the measured training runs of the dataset, in its order, of Graphcore's tuned configs (MLPerf's two on 16 IPUs,
-# PaddleNLP's, optimum-graphcore's, SQuAD at 384 tokens, HuBERT); then Graphcore's published configs whose runs' IPUs
-# and G are known and no measurement comes with
+# PaddleNLP's, optimum-graphcore's, SQuAD at 384 tokens, HuBERT, Graphcore's PyTorch BERT on Bow IPUs); then
+# Graphcore's published configs whose runs' IPUs and G are known and no measurement comes with
 CASES = [
     dataset_run(
         "MLPerf v2.0 Bow Pod16", "1,536 (3 x 256 x 2), packs of 512 tokens",
@@ -183,6 +183,25 @@ CASES = [
         "{reference.cycles} of {reference.slowest:.2f} ms ({reference.pipeline:.3f} s), a layer and sequence "
         "{best.per_layer_sample:.3f} ms either way; a host call every {best.calls} steps saves "
         "{best.saved_host:.3f} s. The same build as the plan's for optimum-graphcore's BERT-large SQuAD run."),
+    # Graphcore's published performance results of its PyTorch BERT on a Bow Pod16, with the graphcore/examples configs
+    # of their global batches: configs_squad.yml's squad_large_384, configs_pretraining.yml's pretrain_base_128
+    dataset_run(
+        "BERT-large SQuAD (Graphcore PyTorch, Bow Pod16)", "256 (4 x 32 x 2), 384 tokens",
+        "Graphcore's 8 stages take {reference.cycles} cycles for G 32, 14 of them filling and draining the pipeline, "
+        "each paced by the last IPU's 4 layers ({reference.slowest:.2f} ms; the IPUs busy {reference.busy:.0f} % of "
+        "it). Replicas of 4 IPUs, 6 layers each, at micro-batch 2 take {best.cycles} cycles of {best.slowest:.2f} "
+        "ms ({best.pipeline:.3f} s, not {reference.pipeline:.3f} s), busy {best.busy:.0f} %: a smaller micro-batch, "
+        "for a shorter ramp and twice the replicas. A host call every {best.calls} steps saves "
+        "{best.saved_host:.3f} s. Within the model's error: Graphcore's run measured {measured:.2f} times the "
+        "model's figure for its config. The plan's split, micro-batch and replicas for the tutorial's run on GC200 "
+        "IPUs."),
+    dataset_run(
+        "BERT-base pre-training phase 1 (Graphcore PyTorch, Bow Pod16)", "65,536 (32 x 512 x 4), 128 tokens",
+        "PaddleNLP's build on Bow IPUs, and the same plan: replicas of 2 IPUs, the embedding, the heads and 5 "
+        "layers on IPU 0, 7 layers on IPU 1, take {best.cycles} cycles of {best.slowest:.2f} ms "
+        "({best.pipeline:.2f} s), not {reference.cycles} of {reference.slowest:.2f} ms ({reference.pipeline:.2f} "
+        "s), in which IPU 0, the embedding and the heads without a layer, is busy {reference.ipu0:.2f} ms. A gain "
+        "well within the model's error: Graphcore's build is as good."),
     # optimum-graphcore @b8cd6e09 examples/language-modeling/README.md, BERT-large pre-training phase 1 and 2
     published_run(
         "BERT-large pre-training, phase 1", "hub__Graphcore__bert-large-ipu@main.json", 8, 128, 16, 2048,
@@ -325,6 +344,8 @@ PLANNED_MICRO_BATCH = {
     "optimum-graphcore BERT-large SQuAD": 2, "optimum-graphcore GPT-2 small WikiText-103": 2,
     "optimum-graphcore ViT-base CIFAR-10": 32, "optimum-graphcore RoBERTa-base SQuAD v2": 8,
     "BERT-base SQuAD (Hub, DI 2)": 4, "BERT-large SQuAD (PopTorch tutorial, 8 IPUs)": 2,
+    "BERT-large SQuAD (Graphcore PyTorch, Bow Pod16)": 2,
+    "BERT-base pre-training phase 1 (Graphcore PyTorch, Bow Pod16)": 32,
     "BERT-large pre-training, phase 1": 16, "BERT-large pre-training, phase 2": 4,
     "GPT-2 medium, WikiText-2": 2, "HuBERT-base keyword spotting (notebook)": 4, "Wav2Vec2-base pre-training": 2,
     "MT5-small translation": 2,
