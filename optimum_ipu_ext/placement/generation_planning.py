@@ -158,6 +158,9 @@ class _GenerationSearch:
         if self.row is None:
             raise not_generating(model.name, model.architecture)
         self.refused: List[PlacementError] = []
+        architecture = model.architecture
+        # the layers of each part of the model (its encoder's, then its decoder's), which every build splits
+        self.layer_counts = list(layer_counts(architecture, architecture.config(model.values)).values())
 
     def replica_sizes(self) -> Iterator[Tuple[int, bool]]:
         """(IPUs a replica, whether the encoder runs on the decoder's IPU)."""
@@ -184,10 +187,8 @@ class _GenerationSearch:
         """A split the builds of replicas of `ipus` IPUs start from, before theirs is chosen: each part's layers
         spread evenly, an encoder's on the first half of the IPUs (the even split over all of them may end the
         encoder where upstream refuses it: a model of 6 encoder layers and 2 decoder layers on 2 IPUs)."""
-        architecture = self.model.architecture
-        counts = list(layer_counts(architecture, architecture.config(self.model.values)).values())
-        separate = ipus > 1 and architecture.generation is not None
-        return even_split(counts, ipus, ipus // 2 if separate else None)
+        separate = ipus > 1 and self.model.architecture.generation is not None
+        return even_split(self.layer_counts, ipus, ipus // 2 if separate else None)
 
     def placer(self, ipus: int, cond: bool, batch: int, steps: int) -> Optional[Placer]:
         """The placer of one build (None where it is refused, the refusal kept)."""
