@@ -1,7 +1,8 @@
 # Two test stacks, both on the local Python 3:
-#   modern: current transformers / optimum / huggingface_hub, bundled base class
+#   modern: current transformers / optimum / huggingface_hub, bundled base class, and scipy, whose solver
+#           tests/placement/test_time_model_limits.py uses
 #   host:   the IPU-host pins (transformers 4.29.2, optimum 1.6.1), optimum-graphcore 0.7.1's IPUConfig as base,
-#           and scipy, which its BERT models import (the reference placement tests run them)
+#           and scipy, which its BERT models import (the reference placement tests run them) and that test uses
 # torch is pinned to the CPU build first: optimum asks for torch, and an unpinned one is a multi-GB CUDA build.
 PYTHON ?= python3
 TORCH := torch==2.13.0
@@ -54,7 +55,7 @@ $(MODERN):
 	$(PYTHON) -m venv .venv/modern
 	$(MODERN) -m pip install -q --upgrade pip
 	$(MODERN) -m pip install -q $(TORCH)
-	$(MODERN) -m pip install -q -e . pytest "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "vulture==2.16" "flit_core>=3.12,<4" $(RUFF_PIN)
+	$(MODERN) -m pip install -q -e . pytest scipy "hypothesis==6.120.0" hypothesis-jsonschema vermin typeguard jsonschema pre-commit argcomplete "vulture==2.16" "flit_core>=3.12,<4" $(RUFF_PIN)
 	$(MODERN) -m pip install -q --no-deps optimum-graphcore==0.7.1
 	$(MODERN) -m pip install -q $(LIGHTNING)
 
