@@ -4,6 +4,7 @@ figures, what it does not hold from its `ipu_run.json`, a runs file's row or the
 disagree refused; every row's field checked, naming the file, the line or run, the field, the value and what it
 allows; every run that cannot be read refused naming it and why."""
 
+import csv
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import pytest
 
 from optimum_ipu_ext import MeasuredRunError
 from optimum_ipu_ext.config.measured_runs import Facts, read_measured_runs
+from support.processes import run_in_c_locale
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trainer_runs"
 BERT_BASE = DATA / "Graphcore__bert-base-uncased"
@@ -228,6 +230,20 @@ def test_a_row_is_a_run_its_paths_relative_to_the_runs_file(folder, tmp_path, mo
     assert read_measured_runs([str(json_path)]) == [first]
     json_path.write_text(json.dumps({"runs": [dict(ROW, config=BERT_BASE_SETTINGS, model=first.model)]}))
     assert read_measured_runs([str(json_path)]) == [first]
+
+
+def test_runs_files_are_read_as_utf_8_whatever_the_locale_a_csv_cell_as_written(folder, tmp_path):
+    """A run named with an en dash and a line break, in a CSV and a JSON runs file, read where the locale's encoding
+    is ASCII; the CSV's quoted cell keeps its line break as written."""
+    name = "BERT \u2013 mine\r\nsecond line"
+    csv_path = tmp_path / "runs.csv"
+    with open(csv_path, "w", encoding="utf-8", newline="") as writer:
+        csv.writer(writer).writerows([list(ROW), [name if column == "name" else ROW[column] for column in ROW]])
+    json_path = tmp_path / "runs.json"
+    json_path.write_text(json.dumps([dict(ROW, name=name)], ensure_ascii=False), encoding="utf-8")
+    code = ("from optimum_ipu_ext.config.measured_runs import read_measured_runs\n"
+            f"print(ascii([run.name for run in read_measured_runs([{str(csv_path)!r}, {str(json_path)!r}])]))\n")
+    assert run_in_c_locale(code) == ascii([name, name]) + "\n"
 
 
 def test_a_row_may_name_a_preset_and_skip_blank_lines(folder, tmp_path):

@@ -111,6 +111,27 @@ def test_the_calibration_is_a_file_place_reads_and_a_runs_file_calibrate_reads(t
     assert read_measured_runs([str(path)]) == list(hub_runs())
 
 
+def test_the_errors_before_are_the_shipped_constants_whatever_calibration_the_environment_names(tmp_path,
+                                                                                               monkeypatch):
+    other = tmp_path / "other.json"
+    data = json.loads(calibration_text(calibrated()))
+    data["constants"] = {name: 2 * value for name, value in data["constants"].items()}
+    other.write_text(json.dumps(data), encoding="utf-8")
+    shipped = calibrated()["errors"]["before"]
+    monkeypatch.setenv("OPTIMUM_IPU_EXT_CALIBRATION", str(other))
+    named = calibrated()
+    assert named["errors"]["before"] == pytest.approx(shipped, rel=1e-12)
+    assert named["errors"]["before"] != calibrated_with(other)
+
+
+def calibrated_with(path):
+    """Each Hub run's error at the constants of the calibration file at `path`."""
+    constants = read_calibration(str(path))
+    return {run.name: measured_seconds(run, timed) / timed.step_seconds(
+        [getattr(constants, name) for name in CONSTANTS]) - 1
+        for run, timed in ((run, timed_run(run, run_settings(run))) for run in hub_runs())}
+
+
 def test_fewer_runs_than_a_band_takes_keep_the_shipped_band():
     data = calibrate(hub_runs()[:BAND_RUNS - 1], "four.json")
     shipped = shipped_calibration()
