@@ -475,6 +475,18 @@ def test_the_time_a_split_is_weighed_by_is_the_step_place_times_for_it(replicas,
         assert weighed + step.host_seconds == pytest.approx(step.step_seconds, rel=1e-12)
 
 
+def test_a_build_running_more_steps_a_call_is_the_same_build_with_those_device_iterations():
+    source = read_model(MODEL)
+    config = IPUConfig(ipus_per_replica=2, layers_per_ipu=[-1, -1], gradient_accumulation_steps=4)
+    configured = placer_of(source.name, architecture_of(source.name, source.config), source.config, vars(config),
+                           cached_shapes(source), False, False, measure(source.name, (1, LENGTH, None), False)
+                           ).configured
+    more = configured.with_steps_per_call(4)
+    assert more.settings == {**configured.settings, "device_iterations": 4}
+    assert more.cost_model.time.job == configured.cost_model.time.job._replace(steps_per_call=4)
+    assert more.cost_model.memory == configured.cost_model.memory
+
+
 def test_a_model_whose_layers_parallelize_places_itself_keeps_its_split():
     lxmert = dict(TINY_MODELS["LxmertForQuestionAnswering"].config, architectures=["LxmertForQuestionAnswering"])
     found = plan(lxmert, 4, global_batch_size=32, sequence_length=16)

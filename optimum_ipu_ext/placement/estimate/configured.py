@@ -150,8 +150,8 @@ def configure(model: str, architecture: Architecture, values: Mapping[str, Any],
                   settings["device_iterations"] if execution.training else 1,
                   0 if first is None else first.input_bytes)
         calibration = calibration or shipped_calibration()
-        model_type = values.get("model_type") or architecture.model_types[0]
-        outside = calibration.outside(model_type, product_rows(architecture.inputs, shape))
+        # the config's model type: `architecture_of()` refuses one of another
+        outside = calibration.outside(architecture.model_types[0], product_rows(architecture.inputs, shape))
         time = TimeModel(ipu, job, memory.weight_bytes, calibration, outside)
     generation = None if build is None else GenerationModel(architecture, config, build, memory.weight_bytes)
     return ConfiguredModel(model, architecture, config, settings, for_inference, layout, parameters, frozen, sizes,

@@ -87,9 +87,13 @@ def test_a_config_whose_inference_kwargs_generate_is_placed_as_they_are():
     assert placement.generation.kwargs == {"for_generation": True}
     assert not placement.generation.kv_cache
     assert placement.generation[:5] == (3, 2, 10, 16, 16)
-    # in training, the flag splits the executors and nothing else
+    assert placement.shape == InputShape(3, 16, 10)
+    # in training, the flag splits the executors and nothing else, and the inference kwargs' are not read
     training = PlainIPUConfig(ipus_per_replica=2, layers_per_ipu=[-1, -1], parallelize_kwargs={"for_generation": True})
     assert training.placement(T5).generation is None
+    both = PlainIPUConfig(ipus_per_replica=2, layers_per_ipu=[-1, -1], **TWO,
+                          inference_parallelize_kwargs={"for_generation": True})
+    assert both.placement(T5).generation is None
     # nor is an inference build one unless asked or its kwargs say so
     assert PlainIPUConfig(**TWO).placement(WHISPER, for_inference=True).generation is None
 

@@ -391,9 +391,9 @@ def test_a_training_call_runs_device_iterations_steps_and_a_build_outside_the_ru
 
 def test_an_inference_placement_is_timed_as_poptorch_calls_it(tmp_path):
     """Upstream's inference build is sharded: each of the 4 micro-batches through both IPUs in turn; one PopTorch
-    call a step."""
+    call a step, whatever the optimizer steps a training call runs."""
     config = PlainIPUConfig(inference_layers_per_ipu=[6, 6], inference_device_iterations=4,
-                            inference_replication_factor=2)
+                            inference_replication_factor=2, device_iterations=8)
     placement = config.placement(bert_base(tmp_path / "bert"), micro_batch_size=2, for_inference=True)
     time = placement.time
     assert time.pipeline_seconds == pytest.approx(4 * sum(cycle_of(ipu, GC200.clock_hz) for ipu in placement.ipus))
