@@ -114,6 +114,27 @@ def test_the_costs_the_balance_weighs_are_those_of_each_split_s_placement(case, 
         assert weighed == placed_, split
 
 
+def test_a_layer_like_the_others_but_for_its_steps_costs_is_weighed_as_its_own():
+    """Layer 2 of a BERT, its parameters as every layer's but its steps computing and keeping twice as much: a kind
+    of its own, and each run holding it weighed as the placement of its split costs it."""
+    found = placer(*BALANCED_CASES[0])
+    configured = found.configured
+    doubled = {step.path for step in configured.layout().forward if step.layer == 2}
+    costs = {path: cost._replace(activation_bytes=2 * cost.activation_bytes, forward_flops=2 * cost.forward_flops,
+                                 forward=cost.forward._replace(count=2 * cost.forward.count),
+                                 backward=cost.backward._replace(count=2 * cost.backward.count))
+             if path in doubled else cost for path, cost in configured.step_costs.items()}
+    changed = Placer(dataclasses.replace(configured, step_costs=costs))
+    runs = LayerRunCosts(changed.configured, None)
+    assert runs.kinds[2] not in runs.kinds[:2] + runs.kinds[3:] and len(set(runs.kinds)) == 3
+    for split in ([2, 2, 2], [1, 3, 2], [3, 1, 2]):
+        placement = changed.place(split)
+        firsts = [sum(split[:ipu]) for ipu in range(3)]
+        assert [(runs.on_chip_bytes(ipu, first, first + count), runs.cycle_load(ipu, first, first + count))
+                for ipu, (first, count) in enumerate(zip(firsts, split))] == [
+            (ipu.on_chip_bytes, ipu.cycle_seconds) for ipu in placement.ipus], split
+
+
 @pytest.mark.parametrize("case", [
     *BALANCED_CASES, SHARDED, INFERENCE,
     ("BertForMaskedLM", {"num_hidden_layers": 2},  # IPUs without a layer; the update and the reduction timed
