@@ -233,7 +233,7 @@ class CandidateView:
 @dataclass(frozen=True)
 class PlanView:
     """A plan as its reports read it (`Plan.to_dict()`): what it is for, its candidates best first, the indices of
-    those on the frontier of speed against memory, and the base config (None: not weighed). `data` is the dict."""
+    those on the frontier of speed against memory, and the base config (None: not weighed)."""
 
     model: str
     architecture: str
@@ -246,7 +246,6 @@ class PlanView:
     candidates: Tuple[CandidateView, ...]
     pareto: Tuple[int, ...]
     reference: Optional[CandidateView]
-    data: Mapping[str, Any]
 
     @property
     def training(self) -> bool:
@@ -271,7 +270,7 @@ def plan_view(data: Mapping[str, Any]) -> PlanView:
     return PlanView(data["model"], data["architecture"], data.get("build", "training"), data["ipus"],
                     IPU_TYPES[data["ipu"]], data["global_batch_size"], data["sequence_length"],
                     data["decoder_sequence_length"], tuple(_candidate(candidate) for candidate in data["candidates"]),
-                    tuple(data["pareto"]), _candidate(reference) if reference else None, data)
+                    tuple(data["pareto"]), _candidate(reference) if reference else None)
 
 
 # --- a generation plan ---------------------------------------------------------------------------------------------
@@ -294,7 +293,7 @@ class GenerationCandidateView:
 @dataclass(frozen=True)
 class GenerationPlanView:
     """A generation plan as its reports read it (`GenerationPlan.to_dict()`): what it is for, its candidates best
-    first, the indices of those on the frontier of latency against throughput. `data` is the dict."""
+    first, the indices of those on the frontier of latency against throughput."""
 
     model: str
     architecture: str
@@ -306,7 +305,6 @@ class GenerationPlanView:
     max_latency: Optional[float]
     candidates: Tuple[GenerationCandidateView, ...]
     frontier: Tuple[int, ...]
-    data: Mapping[str, Any]
 
 
 _GENERATION_FIGURES = ("largest_share", "verdict", "fits", "first_token_seconds", "token_seconds",
@@ -323,4 +321,4 @@ def generation_plan_view(data: Mapping[str, Any]) -> GenerationPlanView:
         placement_view(candidate["placement"])) for candidate in data["candidates"])
     return GenerationPlanView(data["model"], data["architecture"], data["ipus"], IPU_TYPES[data["ipu"]],
                               data["batch_size"], data["num_beams"], data["max_length"], data["max_latency"],
-                              candidates, tuple(data["frontier"]), data)
+                              candidates, tuple(data["frontier"]))

@@ -2,12 +2,17 @@
 activations on the weights, in every format; its lines say where the executors run, what the caches hold, and where
 it does not fit, by how much and with which batch or length it does."""
 
+import pytest
+
 from optimum_ipu_ext import PlainIPUConfig
+from optimum_ipu_ext.config.calibration import calibration_data
+from optimum_ipu_ext.placement.calibration import START, calibration_text, read_runs
 from optimum_ipu_ext.placement.report.card import card_markdown
+from optimum_ipu_ext.placement.report.generation_plan import plan_title
 from optimum_ipu_ext.placement.report.page import placement_page
 from optimum_ipu_ext.placement.report.placement_picture import placement_svg
 from optimum_ipu_ext.placement.report.sentences import generation_lines
-from optimum_ipu_ext.placement.report.view import GENERATION_BAR_PARTS, placement_view
+from optimum_ipu_ext.placement.report.view import GENERATION_BAR_PARTS, generation_plan_view, placement_view
 
 WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
            "d_model": 1024, "encoder_layers": 2, "decoder_layers": 8, "encoder_attention_heads": 16,
@@ -62,3 +67,61 @@ def test_a_build_that_does_not_fit_says_by_how_much_and_what_fits():
                          f"batch_size {fitting['batch_size']} (max_length 448) or max_length "
                          f"{fitting['max_length']} (batch_size 64).")
     assert "K KV caches" in placement_svg(data)
+
+
+def test_a_build_nothing_smaller_fits_says_so():
+    config = PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 100],
+                            inference_parallelize_kwargs={"encoder_max_length": 50})
+    data = config.placement(dict(WHISPER, decoder_layers=100), generate={"batch_size": 2, "max_length": 10}).to_dict()
+    line = generation_lines(placement_view(data))[-1]
+    assert line.startswith("IPU 1 needs ")
+    assert line.endswith(" MiB more than its reserve leaves; no smaller batch_size or max_length fits.")
+
+
+GPT2 = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 96, "n_embd": 64, "n_layer": 2,
+        "n_head": 4, "n_positions": 64}
+
+
+COND = {"inference_ipus_per_replica": 1, "inference_layers_per_ipu": [10],
+        "inference_parallelize_kwargs": {"use_cond_encoder": True, "encoder_max_length": 50}}
+
+
+@pytest.mark.parametrize("model, settings, generate, parts", [
+    (WHISPER, COND, {"max_length": 12},
+     "the encoder and the decoder on IPU 0, the encoder at the first step; KV caches of 12 tokens for 1 sequence, "),
+    (WHISPER, COND, {"max_length": 12, "num_beams": 2},
+     "the encoder and the decoder on IPU 0, the encoder at the first step; KV caches of 12 tokens for 2 sequences, "),
+    (GPT2, {"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [1, 1]}, {"max_length": 12},
+     "the decoder on IPUs 0-1, in turn; "),
+])
+def test_a_generation_build_says_where_its_executors_run_and_the_sequences_its_caches_hold(model, settings, generate,
+                                                                                           parts):
+    data = PlainIPUConfig(**settings).placement(model, generate=generate).to_dict()
+    line = generation_lines(placement_view(data))[0]
+    assert line.startswith(f"Generation: {parts}") and line.endswith("a token a call, from the host.")
+    assert "the encoder's output" not in line
+
+
+def test_a_job_of_replicas_says_how_many_and_the_calibration_that_timed_it(tmp_path):
+    config = PlainIPUConfig(inference_ipus_per_replica=2, inference_layers_per_ipu=[2, 8],
+                            inference_replication_factor=2, inference_parallelize_kwargs={"encoder_max_length": 50})
+    data = config.placement(WHISPER, generate={"max_length": 12}).to_dict()
+    time = generation_lines(placement_view(data))[1]
+    assert f"{data['generation']['time']['job_tokens_per_second']:,.1f} for the job's 2 replicas (" in time
+    assert "Timed with" not in time
+    calibration = tmp_path / "mine.json"
+    calibration.write_text(calibration_text(calibration_data(read_runs(), START, "mine")), encoding="utf-8")
+    timed = config.placement(WHISPER, generate={"max_length": 12}, calibration=str(calibration)).to_dict()
+    assert generation_lines(placement_view(timed))[1].endswith(f" Timed with the calibration {calibration}.")
+
+
+@pytest.mark.parametrize("asked, title", [
+    ({"batch_size": 2, "num_beams": 3, "max_length": 8, "max_latency": 0.004},
+     "generating on 4 GC200 IPUs, batch 2, beams 3, max_length 8, at most 4.00 ms a token"),
+    ({"batch_size": None, "num_beams": None, "max_length": 8, "max_latency": None}, "generating on 4 GC200 IPUs, "
+                                                                                   "max_length 8"),
+])
+def test_a_generation_plan_s_title_says_what_it_was_asked_for(asked, title):
+    data = {"model": "whisper", "architecture": "WhisperForConditionalGeneration", "ipus": 4, "ipu": "gc200",
+            "candidates": [], "frontier": [], **asked}
+    assert plan_title(generation_plan_view(data)) == f"whisper: WhisperForConditionalGeneration {title}"

@@ -9,7 +9,8 @@ import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.placement.estimate.memory import Verdict
-from optimum_ipu_ext.placement.report.sentences import compress, gflop
+from optimum_ipu_ext.placement.report.sentences import compress, gflop, pipeline_line, summary_lines
+from optimum_ipu_ext.placement.report.tables import placement_table
 from optimum_ipu_ext.placement.report.text import bar, comparison_text
 from optimum_ipu_ext.placement.report.view import placement_view
 from support.placement_fixtures import bert_base
@@ -193,3 +194,24 @@ IPU  Layers  Balanced  On chip, MiB  Balanced, MiB  Cycle, ms  Balanced, ms
   1       6         8         405.6          540.8       6.00          9.50
 The slowest IPU: 9.50 ms a cycle instead of 12.00; the largest on-chip figure: 540.8 MiB instead of 638.8 MiB; \
 it fits."""
+
+
+def test_a_summary_names_the_config_and_without_a_micro_batch_says_what_it_counts(tmp_path):
+    config = PlainIPUConfig(layers_per_ipu=[0, 12], gradient_accumulation_steps=8)
+    view = placement_view(config.placement(bert_base(tmp_path / "bert")).to_dict())
+    named, unnamed = summary_lines(view, "mine.json"), summary_lines(view)
+    assert named[0] == "config mine.json, " + unnamed[0]
+    assert unnamed[0].endswith("; no micro-batch given: the parameters' memory only")
+    # nothing timed: no IPU sets the pace
+    assert pipeline_line(view).endswith("% of them with every stage busy.")
+    # an IPU without a layer
+    assert [row[2] for row in placement_table(view)[1]] == ["-", "0-11"]
+
+
+def test_the_balanced_split_is_compared_for_memory_unless_asked_for_time(tmp_path):
+    model = bert_base(tmp_path / "bert")
+    current = PlainIPUConfig(layers_per_ipu=[6, 6]).placement(model, micro_batch_size=2).to_dict()
+    proposal = PlainIPUConfig(layers_per_ipu=[5, 7]).placement(model, micro_batch_size=2).to_dict()
+    memory = comparison_text(current, proposal)
+    assert memory == comparison_text(current, proposal, objective="memory")
+    assert memory != comparison_text(current, proposal, objective="time")
