@@ -3,7 +3,9 @@ gives."""
 
 import pytest
 
+from optimum_ipu_ext.placement.report.tables import plan_table
 from optimum_ipu_ext.placement.report.text import plan_text
+from optimum_ipu_ext.placement.report.view import plan_view
 from support.placement_fixtures import plan_candidate, written_plan
 
 BAND = ("Speeds are the model's: runs measured 0.52 to 1.18 times its figure (16 runs, each left out of the fit in "
@@ -120,3 +122,24 @@ def test_a_plan_where_nothing_fits_says_so_and_an_inference_plan_shows_device_it
     assert lines[0].endswith("on 16 GC200 IPUs, inference, sequence length 384")
     assert "Device iterations" in lines[5] and "Checkpoint" not in lines[5]
     assert lines[3].startswith("Best: 4 IPUs x 4, micro-batch 2, 32 device iterations, layers_per_ipu")
+
+
+def test_the_table_of_pages_gives_each_candidate_s_pipeline_efficiency_and_frontier_and_the_base_config_last():
+    plan = written_plan()
+    plan["candidates"][1]["pipeline_efficiency"] = None
+    headers, rows = plan_table(plan_view(plan))
+    assert headers[-2:] == ["Pipeline efficiency", "Frontier"]
+    for row, candidate in zip(rows, plan["candidates"]):
+        efficiency = candidate["pipeline_efficiency"]
+        assert row[-2] == ("-" if efficiency is None else f"{100 * efficiency:.1f}%")
+    assert [row[-1] for row in rows[:len(plan["candidates"])]] == [
+        "yes" if index in plan["pareto"] else "" for index in range(len(plan["candidates"]))]
+    assert rows[-1][0] == "base" and rows[-1][-1] == ""
+    inference = written_plan()
+    inference.update(build="inference", global_batch_size=None, reference=None)
+    for index, candidate in enumerate(inference["candidates"]):
+        candidate["device_iterations"] = 2 ** index
+        del candidate["gradient_accumulation_steps"]
+    headers, rows = plan_table(plan_view(inference))
+    column = headers.index("Device iterations")
+    assert [row[column] for row in rows] == [str(2 ** index) for index in range(len(inference["candidates"]))]
