@@ -11,7 +11,7 @@ from optimum_ipu_ext.placement.report.card import card_markdown
 from optimum_ipu_ext.placement.report.generation_plan import plan_title
 from optimum_ipu_ext.placement.report.page import placement_page
 from optimum_ipu_ext.placement.report.placement_picture import placement_svg
-from optimum_ipu_ext.placement.report.sentences import generation_lines
+from optimum_ipu_ext.placement.report.sentences import generation_lines, summary_lines
 from optimum_ipu_ext.placement.report.view import GENERATION_BAR_PARTS, generation_plan_view, placement_view
 
 WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
@@ -125,3 +125,8 @@ def test_a_generation_plan_s_title_says_what_it_was_asked_for(asked, title):
     data = {"model": "whisper", "architecture": "WhisperForConditionalGeneration", "ipus": 4, "ipu": "gc200",
             "candidates": [], "frontier": [], **asked}
     assert plan_title(generation_plan_view(data)) == f"whisper: WhisperForConditionalGeneration {title}"
+
+
+def test_a_generation_build_s_summary_names_its_config():
+    view = placement_view(placed(batch_size=2, max_length=100))
+    assert summary_lines(view, "mine.json")[0] == "config mine.json, " + summary_lines(view)[0]

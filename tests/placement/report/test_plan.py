@@ -143,3 +143,9 @@ def test_the_table_of_pages_gives_each_candidate_s_pipeline_efficiency_and_front
     headers, rows = plan_table(plan_view(inference))
     column = headers.index("Device iterations")
     assert [row[column] for row in rows] == [str(2 ** index) for index in range(len(inference["candidates"]))]
+
+
+def test_the_request_names_a_decoder_length():
+    plan = written_plan()
+    plan["decoder_sequence_length"] = 128
+    assert plan_text(plan).splitlines()[0].endswith(", sequence length 384, decoder length 128")
