@@ -149,3 +149,13 @@ def test_the_request_names_a_decoder_length():
     plan = written_plan()
     plan["decoder_sequence_length"] = 128
     assert plan_text(plan).splitlines()[0].endswith(", sequence length 384, decoder length 128")
+
+
+def test_a_plan_of_one_timed_candidate_gives_the_band_and_one_read_back_without_placements_none():
+    plan = written_plan()
+    plan.update(candidates=plan["candidates"][:1], pareto=[0], reference=None)
+    assert plan_text(plan).splitlines()[-1] == BAND
+    for candidate in plan["candidates"]:
+        del candidate["placement"]
+    assert plan_view(plan).candidates[0].placement is None
+    assert BAND not in plan_text(plan)
