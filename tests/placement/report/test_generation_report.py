@@ -7,12 +7,18 @@ import pytest
 from optimum_ipu_ext import PlainIPUConfig
 from optimum_ipu_ext.config.calibration import calibration_data
 from optimum_ipu_ext.placement.calibration import START, calibration_text, read_runs
+from optimum_ipu_ext.placement.estimate.memory import Verdict
 from optimum_ipu_ext.placement.report.card import card_markdown
-from optimum_ipu_ext.placement.report.generation_plan import plan_title
+from optimum_ipu_ext.placement.report.generation_plan import candidate_label, plan_title
 from optimum_ipu_ext.placement.report.page import placement_page
 from optimum_ipu_ext.placement.report.placement_picture import placement_svg
 from optimum_ipu_ext.placement.report.sentences import generation_lines, summary_lines
-from optimum_ipu_ext.placement.report.view import GENERATION_BAR_PARTS, generation_plan_view, placement_view
+from optimum_ipu_ext.placement.report.view import (
+    GENERATION_BAR_PARTS,
+    GenerationCandidateView,
+    generation_plan_view,
+    placement_view,
+)
 
 WHISPER = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "vocab_size": 96,
            "d_model": 1024, "encoder_layers": 2, "decoder_layers": 8, "encoder_attention_heads": 16,
@@ -130,3 +136,13 @@ def test_a_generation_plan_s_title_says_what_it_was_asked_for(asked, title):
 def test_a_generation_build_s_summary_names_its_config():
     view = placement_view(placed(batch_size=2, max_length=100))
     assert summary_lines(view, "mine.json")[0] == "config mine.json, " + summary_lines(view)[0]
+
+
+@pytest.mark.parametrize("ipus, steps, label", [
+    (1, 0, "1 IPU x 2, batch 4, a token a call from the host"),
+    (2, 16, "2 IPUs x 2, batch 4, 16 tokens a call on the device"),
+])
+def test_a_generation_build_is_labelled_by_its_ipus_replicas_batch_and_tokens_a_call(ipus, steps, label):
+    build = {"ipus_per_replica": ipus, "replication_factor": 2, "batch_size": 4, "on_device_generation_steps": steps}
+    candidate = GenerationCandidateView(build, 0.5, Verdict.FITS, True, 0.1, 0.002, 100.0, None)
+    assert candidate_label(candidate) == label

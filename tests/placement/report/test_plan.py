@@ -159,3 +159,9 @@ def test_a_plan_of_one_timed_candidate_gives_the_band_and_one_read_back_without_
         del candidate["placement"]
     assert plan_view(plan).candidates[0].placement is None
     assert BAND not in plan_text(plan)
+
+
+def test_a_plan_read_back_without_its_build_is_a_training_plan():
+    plan = written_plan()
+    del plan["build"]
+    assert plan_view(plan).training
