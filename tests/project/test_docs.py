@@ -17,8 +17,6 @@ An HTML comment on the line before a fence changes how the block runs: `<!-- not
 
 import ast
 import builtins
-import contextlib
-import io
 import json
 import os
 import re
@@ -33,8 +31,7 @@ from typing import Dict, List, Optional
 import pytest
 import yaml
 
-from support.documents import ROOT, Block, blocks, console_steps, matches
-from support.doubles import installed
+from support.documents import ROOT, Block, blocks, console_steps, exec_python, matches
 from support.hub_fixtures import hub_env
 
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -81,15 +78,9 @@ def shell(session: Session, block: Block, command: str) -> subprocess.CompletedP
 
 def run_python(session: Session, block: Block, monkeypatch) -> None:
     monkeypatch.chdir(session.folder)
-    code = compile(block.text, block.where, "exec")
-    with contextlib.ExitStack() as stack:
-        if "with the poptorch test doubles" in block.modes:
-            stack.enter_context(installed(hardware_version=2))
-        printed = stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
-        exec(code, session.namespace)
+    printed = exec_python(block, session.namespace)
     if block.output is not None:
-        expected, actual = block.output.text.splitlines(), printed.getvalue().splitlines()
-        assert matches(expected, actual), f"{block.where} printed:\n{printed.getvalue()}"
+        assert matches(block.output.text.splitlines(), printed.splitlines()), f"{block.where} printed:\n{printed}"
 
 
 def run_block(session: Session, block: Block, monkeypatch) -> None:

@@ -5,10 +5,14 @@ text). tests/project/test_docs.py runs every block; tests/placement/report/test_
 `place` and `plan` commands in its own process.
 """
 
+import contextlib
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
+
+from .doubles import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```(\S*)\s*$")
@@ -91,3 +95,13 @@ def console_steps(text: str) -> List[Tuple[str, List[str]]]:
         else:
             raise AssertionError(f"a console block starts with {line!r}, not with a `$ ` command")
     return steps
+
+
+def exec_python(block: Block, namespace: Dict[str, Any]) -> str:
+    """Run a ```python block in `namespace` (over the poptorch doubles where its marker says so): what it printed."""
+    with contextlib.ExitStack() as stack:
+        if "with the poptorch test doubles" in block.modes:
+            stack.enter_context(installed(hardware_version=2))
+        printed = stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        exec(compile(block.text, block.where, "exec"), namespace)
+    return printed.getvalue()

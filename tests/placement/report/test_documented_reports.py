@@ -5,8 +5,6 @@ that writes the reports (`report/text.py`, `tables.py`, `sentences.py`, `view.py
 mutation testing sees it.
 """
 
-import contextlib
-import io
 import re
 import shlex
 import shutil
@@ -16,8 +14,7 @@ import sys
 import pytest
 
 from support.cli_helpers import run
-from support.documents import ROOT, blocks, console_steps, matches
-from support.doubles import installed
+from support.documents import ROOT, blocks, console_steps, exec_python, matches
 
 DOCUMENTS = ["docs/placement.md", "docs/generation.md", "docs/calibration.md"]
 # a command `main()` runs: `place` or `plan`, with nothing for a shell to do
@@ -28,14 +25,6 @@ RUN_HERE = {"with the poptorch test doubles"}
 
 def _runs_here(block) -> bool:
     return block.marker is None or (block.marker.startswith("run:") and set(block.modes) <= RUN_HERE)
-
-
-def _python(block, namespace) -> None:
-    with contextlib.ExitStack() as stack:
-        if "with the poptorch test doubles" in block.modes:
-            stack.enter_context(installed(hardware_version=2))
-        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
-        exec(compile(block.text, block.where, "exec"), namespace)
 
 
 def _shell(command: str) -> None:
@@ -57,7 +46,7 @@ def test_place_and_plan_print_what_the_document_shows(document, tmp_path, monkey
         if not _runs_here(block):
             continue
         if block.language == "python":
-            _python(block, namespace)
+            exec_python(block, namespace)
         elif block.language == "console":
             for command, expected in console_steps(block.text):
                 if not IN_PROCESS.match(command):
