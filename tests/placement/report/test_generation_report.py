@@ -2,11 +2,12 @@
 activations on the weights, in every format; its lines say where the executors run, what the caches hold, and where
 it does not fit, by how much and with which batch or length it does."""
 
+import shutil
+
 import pytest
 
 from optimum_ipu_ext import PlainIPUConfig
-from optimum_ipu_ext.config.calibration import calibration_data
-from optimum_ipu_ext.placement.calibration import START, calibration_text, read_runs
+from optimum_ipu_ext.placement.estimate.calibration_file import SHIPPED_FILE
 from optimum_ipu_ext.placement.estimate.memory import Verdict
 from optimum_ipu_ext.placement.report.card import card_markdown
 from optimum_ipu_ext.placement.report.generation_plan import candidate_label, plan_title
@@ -116,7 +117,7 @@ def test_a_job_of_replicas_says_how_many_and_the_calibration_that_timed_it(tmp_p
     assert f"{data['generation']['time']['job_tokens_per_second']:,.1f} for the job's 2 replicas (" in time
     assert "Timed with" not in time
     calibration = tmp_path / "mine.json"
-    calibration.write_text(calibration_text(calibration_data(read_runs(), START, "mine")), encoding="utf-8")
+    shutil.copyfile(SHIPPED_FILE, calibration)
     timed = config.placement(WHISPER, generate={"max_length": 12}, calibration=str(calibration)).to_dict()
     assert generation_lines(placement_view(timed))[1].endswith(f" Timed with the calibration {calibration}.")
 
